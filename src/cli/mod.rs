@@ -1,0 +1,115 @@
+//! The command line: `mcmpart check | verify | test`.
+
+mod check;
+mod test;
+mod verify;
+
+use crate::lang::diag::{render_text, to_json, Diag};
+use crate::lang::{compile_file, Compiled};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "mcmpart", version, about = "Places machine-learning graphs on multi-chip packages")]
+pub struct Cli {
+    /// Machine-readable output (JSON on stdout).
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Parse, check and ground a file; summarise its problems.
+    Check {
+        /// The .mcm file.
+        file: PathBuf,
+    },
+    /// Judge a partition of a problem: exit 0 when valid.
+    Verify {
+        /// The .mcm file.
+        file: PathBuf,
+        /// The partition file (`*.partition.json`).
+        #[arg(long)]
+        partition: PathBuf,
+        /// The problem, when the file declares several.
+        #[arg(long)]
+        problem: Option<String>,
+    },
+    /// Run every `test` block of the files.
+    Test {
+        /// The .mcm files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// Runs the command line; returns the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    run(cli)
+}
+
+pub fn run(cli: Cli) -> i32 {
+    let out = Output { json: cli.json };
+    match cli.command {
+        Command::Check { file } => check::run(&out, &file),
+        Command::Verify {
+            file,
+            partition,
+            problem,
+        } => verify::run(&out, &file, &partition, problem.as_deref()),
+        Command::Test { files } => test::run(&out, &files),
+    }
+}
+
+/// Where results go: text for people, JSON for tools.
+pub struct Output {
+    pub json: bool,
+}
+
+impl Output {
+    pub fn print_json(&self, v: &serde_json::Value) {
+        println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    }
+
+    /// Compiles a file; on errors prints them and returns `None`.
+    pub fn compile(&self, file: &std::path::Path) -> Option<Compiled> {
+        let c = compile_file(file);
+        if c.ok() {
+            return Some(c);
+        }
+        self.diagnostics(&c, &c.diags);
+        None
+    }
+
+    pub fn diagnostics(&self, c: &Compiled, diags: &[Diag]) {
+        if self.json {
+            self.print_json(&serde_json::json!({"ok": false, "diagnostics": to_json(&c.program.sources, diags)}));
+        } else {
+            eprint!("{}", render_text(&c.program.sources, diags));
+            let n = diags.iter().filter(|d| !d.warning).count();
+            eprintln!("error: {n} error(s)");
+        }
+    }
+
+    /// An error without a source span.
+    pub fn error(&self, message: &str, help: Option<&str>) {
+        if self.json {
+            self.print_json(&serde_json::json!({"ok": false, "error": message, "help": help}));
+        } else {
+            eprintln!("error: {message}");
+            if let Some(h) = help {
+                eprintln!("  help: {h}");
+            }
+        }
+    }
+}

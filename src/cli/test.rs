@@ -1,0 +1,51 @@
+//! `mcmpart test FILE...`: runs every test block and reports each.
+
+use super::Output;
+use crate::testing::{self, Status};
+use std::path::PathBuf;
+
+pub fn run(out: &Output, files: &[PathBuf]) -> i32 {
+    let (mut passed, mut failed) = (0, 0);
+    let mut compile_failed = false;
+    let mut all = Vec::new();
+    for f in files {
+        let Some(c) = out.compile(f) else {
+            compile_failed = true;
+            continue;
+        };
+        for t in &c.tests {
+            let r = testing::run(t);
+            if r.status == Status::Pass {
+                passed += 1;
+            } else {
+                failed += 1;
+            }
+            if !out.json {
+                let tag = match r.status {
+                    Status::Pass => "PASS",
+                    Status::Fail => "FAIL",
+                    Status::Unknown => "UNKNOWN",
+                };
+                println!("{tag} {}: \"{}\": {}", f.display(), r.name, r.message);
+                if r.status != Status::Pass || r.violations.len() <= 3 {
+                    for v in r.violations.iter().take(5) {
+                        println!("    {v}");
+                    }
+                }
+            }
+            all.push(serde_json::json!({"file": f.display().to_string(), "result": r}));
+        }
+    }
+    if out.json {
+        out.print_json(&serde_json::json!({
+            "ok": !compile_failed && failed == 0, "passed": passed, "failed": failed, "tests": all,
+        }));
+    } else {
+        println!("{passed} passed, {failed} failed");
+    }
+    if compile_failed || failed > 0 {
+        1
+    } else {
+        0
+    }
+}

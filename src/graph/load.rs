@@ -1,0 +1,212 @@
+//! Reading and writing the graph file format (`*.json`, `*.json.gz`).
+
+use super::{Graph, GraphError, Node};
+use serde_json::{Map, Value};
+use std::io::Read;
+use std::path::Path;
+
+/// Reads a graph file, gzip-compressed or not (told by its first bytes).
+pub fn load_graph_file(path: &Path) -> Result<Graph, GraphError> {
+    let shown = path.display();
+    let raw = std::fs::read(path).map_err(|e| {
+        GraphError::new(format!("cannot read graph file `{shown}`: {e}"))
+            .with_help("check the path; relative paths are resolved against the .mcm file's folder")
+    })?;
+    let text = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut s = String::new();
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_string(&mut s)
+            .map_err(|e| GraphError::new(format!("`{shown}` is not valid gzip: {e}")))?;
+        s
+    } else {
+        String::from_utf8(raw).map_err(|_| GraphError::new(format!("`{shown}` is not UTF-8 text")))?
+    };
+    parse_graph_json(&text).map_err(|e| GraphError {
+        message: format!("{shown}: {}", e.message),
+        help: e.help,
+    })
+}
+
+/// Parses the graph format from JSON text.
+pub fn parse_graph_json(text: &str) -> Result<Graph, GraphError> {
+    let v: Value = serde_json::from_str(text).map_err(|e| {
+        GraphError::new(format!("line {}, column {}: {e}", e.line(), e.column()))
+    })?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| GraphError::new("the top level must be an object with `nodes` and `edges`"))?;
+    let name = match obj.get("name") {
+        None => "graph".to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err(GraphError::new("`name` must be a string")),
+    };
+    let nodes_v = obj
+        .get("nodes")
+        .and_then(Value::as_array)
+        .ok_or_else(|| GraphError::new("missing `nodes` array"))?;
+    let mut nodes = Vec::with_capacity(nodes_v.len());
+    for (i, nv) in nodes_v.iter().enumerate() {
+        nodes.push(parse_node(i, nv)?);
+    }
+    let mut index = std::collections::HashMap::with_capacity(nodes.len());
+    for (i, n) in nodes.iter().enumerate() {
+        if index.insert(n.id.as_str(), i).is_some() {
+            return Err(GraphError::new(format!("duplicate node id `{}`", n.id))
+                .with_help("every node needs its own id"));
+        }
+    }
+    let edges_v = match obj.get("edges") {
+        None => &Vec::new() as &Vec<Value>,
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(GraphError::new("`edges` must be an array")),
+    };
+    let mut edges = Vec::with_capacity(edges_v.len());
+    for (i, ev) in edges_v.iter().enumerate() {
+        let eo = ev
+            .as_object()
+            .ok_or_else(|| GraphError::new(format!("edge {i} is not an object")))?;
+        let end = |key: &str| -> Result<usize, GraphError> {
+            let id = eo
+                .get(key)
+                .and_then(Value::as_str)
+                .ok_or_else(|| GraphError::new(format!("edge {i} has no string `{key}`")))?;
+            index.get(id).copied().ok_or_else(|| {
+                let help = crate::lang::diag::unknown_help(id, "node", index.keys().copied());
+                GraphError::new(format!("edge {i} `{key}` names unknown node `{id}`")).with_help(help)
+            })
+        };
+        let (s, d) = (end("from")?, end("to")?);
+        let bytes = match eo.get("bytes") {
+            None | Some(Value::Null) => None,
+            Some(b) => Some(non_negative(b).ok_or_else(|| {
+                GraphError::new(format!(
+                    "edge {i} ({} -> {}) has `bytes` {b}, which is not a non-negative integer",
+                    nodes[s].id, nodes[d].id
+                ))
+            })?),
+        };
+        edges.push((s, d, bytes));
+    }
+    Graph::new(name, nodes, edges)
+}
+
+fn non_negative(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1.8e19)
+                .map(|f| f as u64)
+        }),
+        _ => None,
+    }
+}
+
+fn parse_node(i: usize, v: &Value) -> Result<Node, GraphError> {
+    let o = v
+        .as_object()
+        .ok_or_else(|| GraphError::new(format!("node {i} is not an object")))?;
+    let id = match o.get("id") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => return Err(GraphError::new(format!("node {i} has no string `id`"))),
+    };
+    let mut node = Node::new(id);
+    let mut extra = Map::new();
+    for (k, val) in o {
+        match k.as_str() {
+            "id" => {}
+            "op" => {
+                node.op = val
+                    .as_str()
+                    .ok_or_else(|| GraphError::new(format!("node `{}`: `op` must be a string", node.id)))?
+                    .to_string()
+            }
+            "flops" | "params" | "output_bytes" => {
+                let x = if val.is_null() {
+                    0
+                } else {
+                    non_negative(val).ok_or_else(|| {
+                        GraphError::new(format!(
+                            "node `{}`: `{k}` is {val}, which is not a non-negative integer",
+                            node.id
+                        ))
+                    })?
+                };
+                match k.as_str() {
+                    "flops" => node.flops = x,
+                    "params" => node.params = x,
+                    _ => node.output_bytes = x,
+                }
+            }
+            "replicable" => {
+                node.replicable = val.as_bool().ok_or_else(|| {
+                    GraphError::new(format!("node `{}`: `replicable` must be true or false", node.id))
+                })?
+            }
+            _ => {
+                extra.insert(k.clone(), val.clone());
+            }
+        }
+    }
+    node.extra = extra;
+    Ok(node)
+}
+
+/// Writes a graph in the file format.
+pub fn to_json(g: &Graph) -> Value {
+    let nodes: Vec<Value> = g
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut o = Map::new();
+            o.insert("id".into(), n.id.clone().into());
+            o.insert("op".into(), n.op.clone().into());
+            o.insert("flops".into(), n.flops.into());
+            o.insert("params".into(), n.params.into());
+            o.insert("output_bytes".into(), n.output_bytes.into());
+            if n.replicable {
+                o.insert("replicable".into(), true.into());
+            }
+            for (k, v) in &n.extra {
+                o.insert(k.clone(), v.clone());
+            }
+            Value::Object(o)
+        })
+        .collect();
+    let edges: Vec<Value> = g
+        .edges
+        .iter()
+        .map(|e| serde_json::json!({"from": g.nodes[e.src].id, "to": g.nodes[e.dst].id, "bytes": e.bytes}))
+        .collect();
+    serde_json::json!({"name": g.name, "nodes": nodes, "edges": edges})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_spec_example() {
+        let g = parse_graph_json(
+            r#"{"name": "bert-large", "nodes": [
+                {"id": "linear_3", "op": "linear", "flops": 268435456, "params": 0, "output_bytes": 524288},
+                {"id": "w", "op": "get_attr", "flops": 0, "params": 4194304, "output_bytes": 4194304, "shape": [1024, 1024]}],
+               "edges": [{"from": "w", "to": "linear_3"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(g.name, "bert-large");
+        assert_eq!(g.edges[0].bytes, 4194304, "missing bytes default to the source output");
+        assert!(g.nodes[1].extra.contains_key("shape"), "unknown fields are kept");
+    }
+
+    #[test]
+    fn errors_name_the_cause() {
+        let e = parse_graph_json(r#"{"nodes": [{"id": "a", "flops": -3}], "edges": []}"#).unwrap_err();
+        assert!(e.message.contains("node `a`") && e.message.contains("-3"), "{}", e.message);
+        let e = parse_graph_json(r#"{"nodes": [{"id": "a"}], "edges": [{"from": "a", "to": "ab"}]}"#)
+            .unwrap_err();
+        assert!(e.message.contains("unknown node `ab`"), "{}", e.message);
+        let e = parse_graph_json("{\"nodes\": [\n{\"id\": }]}").unwrap_err();
+        assert!(e.message.starts_with("line 2"), "{}", e.message);
+    }
+}

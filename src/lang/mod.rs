@@ -1,0 +1,421 @@
+//! The language front end: parse, resolve, check types and units, evaluate,
+//! and ground constraints over a concrete graph and package.
+
+pub mod ast;
+pub mod diag;
+pub mod eval;
+pub mod loader;
+pub mod parse;
+pub mod source;
+pub mod types;
+
+use crate::graph::Graph;
+use crate::package::Package;
+use crate::problem::{Evaluator as ExternalEvaluator, GroundConstraint, Objective, Placement, Problem, Sense};
+use ast::*;
+use diag::{unknown_help, Diag};
+use eval::{Evaluator, Value};
+use loader::Program;
+use source::Span;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What a test block asks.
+#[derive(Clone, Debug)]
+pub enum TestQuestion {
+    /// `place g onto t { ... }`: judge this placement.
+    Place(Placement),
+    /// `partition g onto t`: does a valid placement exist?
+    Partition,
+}
+
+/// A constraint named on an `expect violates` line, with its arguments if given.
+#[derive(Clone, Debug)]
+pub struct ExpectedViolation {
+    pub name: String,
+    pub args: Option<Vec<(String, crate::quantity::Scalar)>>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum Expect {
+    Valid,
+    Violates(Vec<ExpectedViolation>),
+    Satisfiable,
+    Unsatisfiable,
+}
+
+/// A test block, ready to run.
+#[derive(Clone, Debug)]
+pub struct TestCase {
+    pub name: String,
+    pub span: Span,
+    pub graph: Arc<Graph>,
+    pub package: Arc<Package>,
+    pub question: TestQuestion,
+    /// The constraints the test checks: its `require` lines (or every
+    /// parameterless constraint in scope), plus those it expects broken.
+    pub constraints: Vec<GroundConstraint>,
+    pub expect: Expect,
+    pub expect_span: Span,
+}
+
+/// The result of compiling a file: everything that could be built, and
+/// every diagnostic found on the way.
+pub struct Compiled {
+    pub program: Program,
+    pub problems: Vec<Problem>,
+    pub tests: Vec<TestCase>,
+    pub diags: Vec<Diag>,
+}
+
+impl Compiled {
+    pub fn ok(&self) -> bool {
+        self.diags.iter().all(|d| d.warning)
+    }
+
+    /// The problem called `name`, or the only one when `name` is `None`.
+    pub fn problem(&self, name: Option<&str>) -> Result<&Problem, String> {
+        match name {
+            Some(n) => self.problems.iter().find(|p| p.name == n).ok_or_else(|| {
+                format!(
+                    "no problem named `{n}`; {}",
+                    unknown_help(n, "problem", self.problems.iter().map(|p| p.name.as_str()))
+                )
+            }),
+            None => match self.problems.len() {
+                0 => Err("the file declares no `partition ... onto ...` problem".into()),
+                1 => Ok(&self.problems[0]),
+                _ => {
+                    let names: Vec<&str> = self.problems.iter().map(|p| p.name.as_str()).collect();
+                    Err(format!(
+                        "the file declares {} problems ({}); pick one with --problem",
+                        names.len(),
+                        names.join(", ")
+                    ))
+                }
+            },
+        }
+    }
+}
+
+/// Compiles a file and everything it imports.
+pub fn compile_file(path: &Path) -> Compiled {
+    let (program, diags) = loader::load_file(path);
+    compile(program, diags)
+}
+
+/// Compiles source text; relative paths resolve against `dir`.
+pub fn compile_str(name: &str, text: &str, dir: &Path) -> Compiled {
+    let (program, diags) = loader::load_str(name, text, dir);
+    compile(program, diags)
+}
+
+fn compile(program: Program, mut diags: Vec<Diag>) -> Compiled {
+    diags.extend(types::check_program(&program));
+    let mut problems = Vec::new();
+    let mut tests = Vec::new();
+    if diags.is_empty() && !program.modules.is_empty() {
+        let mut ev = Evaluator::new(&program);
+        let mut names: Vec<(String, Span)> = Vec::new();
+        for (i, item) in program.modules[0].ast.items.iter().enumerate() {
+            match item {
+                Item::Let(_) => {
+                    // Evaluate every let, used or not, so that its errors show.
+                    let r = loader::ItemRef { module: 0, index: i };
+                    if let Item::Let(l) = program.item(r) {
+                        if let Err(d) = ev.value(0, &[], &l.value) {
+                            diags.push(d);
+                        }
+                    }
+                }
+                Item::Partition(p) => match build_problem(&program, &mut ev, p, problems.len()) {
+                    Ok(prob) => {
+                        if let Some((_, first)) = names.iter().find(|(n, _)| *n == prob.name) {
+                            diags.push(
+                                Diag::error("mcm::duplicate", format!("two problems are named `{}`", prob.name))
+                                    .label(p.span, "second problem")
+                                    .label(*first, "first problem")
+                                    .help("name them apart: `partition g onto t as NAME { ... }`"),
+                            );
+                        }
+                        names.push((prob.name.clone(), p.span));
+                        problems.push(prob);
+                    }
+                    Err(d) => diags.extend(d),
+                },
+                Item::Test(t) => match build_test(&program, &mut ev, t) {
+                    Ok(tc) => tests.push(tc),
+                    Err(d) => diags.extend(d),
+                },
+                _ => {}
+            }
+        }
+    }
+    Compiled {
+        program,
+        problems,
+        tests,
+        diags,
+    }
+}
+
+fn graph_and_package(
+    ev: &mut Evaluator,
+    locals: &[(String, Value)],
+    g: &Expr,
+    p: &Expr,
+) -> Result<(Arc<Graph>, Arc<Package>), Vec<Diag>> {
+    let gv = ev.value(0, locals, g);
+    let pv = ev.value(0, locals, p);
+    match (gv, pv) {
+        (Ok(Value::Graph(g)), Ok(Value::Package(p))) => Ok((g, p)),
+        (a, b) => {
+            let mut d = Vec::new();
+            for r in [a, b] {
+                if let Err(e) = r {
+                    d.push(e);
+                }
+            }
+            if d.is_empty() {
+                d.push(Diag::error("mcm::type", "expected a graph and a package").label(g.span.to(p.span), ""));
+            }
+            Err(d)
+        }
+    }
+}
+
+fn ground_all(
+    ev: &mut Evaluator,
+    locals: &[(String, Value)],
+    uses: &[ConstraintUse],
+    g: &Arc<Graph>,
+    p: &Arc<Package>,
+) -> Result<Vec<GroundConstraint>, Vec<Diag>> {
+    let mut out = Vec::new();
+    let mut errs = Vec::new();
+    for u in uses {
+        match ev.ground(0, locals, u, g, p) {
+            Ok(c) => out.push(c),
+            Err(d) => errs.push(d),
+        }
+    }
+    if errs.is_empty() {
+        Ok(out)
+    } else {
+        Err(errs)
+    }
+}
+
+fn build_problem(prog: &Program, ev: &mut Evaluator, p: &PartitionDecl, index: usize) -> Result<Problem, Vec<Diag>> {
+    let (graph, package) = graph_and_package(ev, &[], &p.graph, &p.package)?;
+    let constraints = ground_all(ev, &[], &p.requires, &graph, &package)?;
+    let name = match (&p.alias, &p.graph.kind) {
+        (Some(a), _) => a.name.clone(),
+        (None, ExprKind::Var(v)) => v.clone(),
+        _ => format!("problem{}", index + 1),
+    };
+    let objective = match &p.objective {
+        Some(o) => Objective {
+            sense: o.sense,
+            metric: o.metric.name.clone(),
+        },
+        None => Objective {
+            sense: Sense::Maximize,
+            metric: "throughput".into(),
+        },
+    };
+    let evaluator = p.evaluator.as_ref().map(|(cmd, span)| ExternalEvaluator {
+        command: cmd.clone(),
+        dir: prog.sources.base_dir(span.file),
+    });
+    Ok(Problem {
+        name,
+        graph,
+        package,
+        constraints,
+        objective,
+        evaluator,
+        span: p.span,
+    })
+}
+
+fn build_test(prog: &Program, ev: &mut Evaluator, t: &TestDecl) -> Result<TestCase, Vec<Diag>> {
+    let mut locals: Vec<(String, Value)> = Vec::new();
+    let mut setup: Option<(Arc<Graph>, Arc<Package>, TestQuestion)> = None;
+    let mut requires: Option<Vec<ConstraintUse>> = None;
+    let mut expect = None;
+    for s in &t.body {
+        match s {
+            TestStmt::Let(l) => {
+                let v = ev.value(0, &locals, &l.value).map_err(|d| vec![d])?;
+                locals.push((l.name.name.clone(), eval::name_graph(v, &l.value, &l.name.name)));
+            }
+            TestStmt::Place(p) => {
+                let (g, k) = graph_and_package(ev, &locals, &p.graph, &p.package)?;
+                let placement = build_placement(ev, &locals, p, &g, &k)?;
+                setup = Some((g, k, TestQuestion::Place(placement)));
+            }
+            TestStmt::Partition(p) => {
+                let (g, k) = graph_and_package(ev, &locals, &p.graph, &p.package)?;
+                if !p.requires.is_empty() {
+                    requires.get_or_insert_with(Vec::new).extend(p.requires.iter().cloned());
+                }
+                setup = Some((g, k, TestQuestion::Partition));
+            }
+            TestStmt::Require(us, _) => requires.get_or_insert_with(Vec::new).extend(us.iter().cloned()),
+            TestStmt::Expect(x, span) => expect = Some((x.clone(), *span)),
+        }
+    }
+    let (Some((graph, package, question)), Some((x, expect_span))) = (setup, expect) else {
+        return Err(vec![Diag::error("mcm::test", format!("test \"{}\" is incomplete", t.name)).label(t.name_span, "")]);
+    };
+    // The constraints to check: required ones, or every parameterless one in scope.
+    let mut uses = requires.unwrap_or_else(|| default_uses(prog, t.span));
+    if let Expectation::Violates(vs) = &x {
+        for v in vs {
+            let present = uses.iter().any(|u| u.name.name == v.name.name && (v.args.is_none() || same_args(u, v)));
+            if !present {
+                uses.push(v.clone());
+            }
+        }
+    }
+    let constraints = ground_all(ev, &locals, &uses, &graph, &package)?;
+    let expect = match x {
+        Expectation::Valid => Expect::Valid,
+        Expectation::Satisfiable => Expect::Satisfiable,
+        Expectation::Unsatisfiable => Expect::Unsatisfiable,
+        Expectation::Violates(vs) => Expect::Violates(
+            vs.iter()
+                .map(|v| {
+                    let args = v.args.as_ref().map(|_| {
+                        constraints
+                            .iter()
+                            .find(|c| c.use_span == v.span)
+                            .map(|c| c.args.clone())
+                            .unwrap_or_default()
+                    });
+                    ExpectedViolation {
+                        name: v.name.name.clone(),
+                        args,
+                        span: v.span,
+                    }
+                })
+                .collect(),
+        ),
+    };
+    Ok(TestCase {
+        name: t.name.clone(),
+        span: t.name_span,
+        graph,
+        package,
+        question,
+        constraints,
+        expect,
+        expect_span,
+    })
+}
+
+fn same_args(a: &ConstraintUse, b: &ConstraintUse) -> bool {
+    let text = |u: &ConstraintUse| -> Vec<String> {
+        u.args
+            .iter()
+            .flatten()
+            .map(|a| format!("{:?}", a.value.kind))
+            .collect()
+    };
+    text(a) == text(b)
+}
+
+fn default_uses(prog: &Program, span: Span) -> Vec<ConstraintUse> {
+    let mut names: Vec<(&String, &loader::ItemRef)> = prog.modules[0]
+        .scope
+        .iter()
+        .filter(|(_, r)| matches!(prog.item(**r), Item::Constraint(c) if c.params.iter().all(|p| p.default.is_some())))
+        .collect();
+    // Declaration order: by module, then position.
+    names.sort_by_key(|(_, r)| (r.module, r.index));
+    names
+        .into_iter()
+        .map(|(n, _)| ConstraintUse {
+            name: Ident {
+                name: n.clone(),
+                span,
+            },
+            args: None,
+            span,
+        })
+        .collect()
+}
+
+fn build_placement(
+    ev: &mut Evaluator,
+    locals: &[(String, Value)],
+    p: &PlaceStmt,
+    g: &Graph,
+    k: &Package,
+) -> Result<Placement, Vec<Diag>> {
+    let mut chips: Vec<Option<(u32, Span)>> = vec![None; g.num_placed()];
+    let mut errs = Vec::new();
+    for e in &p.entries {
+        let Some(node) = g.node_index(&e.node) else {
+            errs.push(
+                Diag::error("mcm::name", format!("graph `{}` has no node `{}`", g.name, e.node))
+                    .label(e.node_span, "unknown node")
+                    .help(unknown_help(&e.node, "node", g.ids())),
+            );
+            continue;
+        };
+        let Some(d) = g.decision_of(node) else {
+            errs.push(
+                Diag::error("mcm::test", format!("node `{}` is replicable and takes no placement", e.node))
+                    .label(e.node_span, "replicable")
+                    .help("leave it out of the placement"),
+            );
+            continue;
+        };
+        let chip = match ev.value(0, locals, &e.chip) {
+            Ok(Value::Int(c)) if c >= 0 && (c as usize) < k.num_chips() => c as u32,
+            Ok(Value::Int(c)) => {
+                errs.push(
+                    Diag::error("mcm::test", format!("chip {c} does not exist"))
+                        .label(e.chip.span, format!("the package has chips 0..{}", k.num_chips()))
+                        .help(format!("pick a chip id below {}", k.num_chips())),
+                );
+                continue;
+            }
+            Ok(_) => {
+                errs.push(Diag::error("mcm::type", "expected a chip id").label(e.chip.span, ""));
+                continue;
+            }
+            Err(d) => {
+                errs.push(d);
+                continue;
+            }
+        };
+        if let Some((_, first)) = chips[d as usize] {
+            errs.push(
+                Diag::error("mcm::test", format!("node `{}` is placed twice", e.node))
+                    .label(e.node_span, "again here")
+                    .label(first, "first here"),
+            );
+            continue;
+        }
+        chips[d as usize] = Some((chip, e.node_span));
+    }
+    let missing: Vec<&str> = (0..g.num_placed())
+        .filter(|d| chips[*d].is_none())
+        .map(|d| g.placed_node(d as u32).id.as_str())
+        .collect();
+    if !missing.is_empty() && errs.is_empty() {
+        errs.push(
+            Diag::error("mcm::test", format!("the placement leaves out {}", crate::graph::list_ids(missing.iter().copied())))
+                .label(p.span, "incomplete placement")
+                .help("give every node that is not replicable a chip"),
+        );
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    Ok(Placement::new(chips.into_iter().map(|c| c.map_or(0, |x| x.0)).collect()))
+}

@@ -1,0 +1,15 @@
+//! mcmpart: places machine-learning graphs on multi-chip packages.
+//!
+//! The crate follows the pipeline a problem travels through:
+//! [`lang`] (parse, resolve, types and units, ground) → [`problem`] (the
+//! grounded model) → [`solver`] (checker, search) ; with the [`graph`] and
+//! [`package`] models beside it, [`testing`] for test blocks, and [`cli`].
+
+pub mod cli;
+pub mod graph;
+pub mod lang;
+pub mod package;
+pub mod problem;
+pub mod quantity;
+pub mod solver;
+pub mod testing;

@@ -1,0 +1,192 @@
+//! Placements and the partition file format (`*.partition.json`).
+
+use crate::graph::Graph;
+use serde::de::{MapAccess, Visitor};
+use serde::Deserialize;
+use std::fmt;
+use std::path::Path;
+
+/// A chip id for every placed node, indexed by decision index.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Placement {
+    pub chips: Vec<u32>,
+}
+
+impl Placement {
+    pub fn new(chips: Vec<u32>) -> Placement {
+        Placement { chips }
+    }
+
+    pub fn chip(&self, decision: u32) -> u32 {
+        self.chips[decision as usize]
+    }
+}
+
+#[derive(Debug, PartialEq)]
+pub struct PartitionError {
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl fmt::Display for PartitionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn perr(message: String, help: Option<&str>) -> PartitionError {
+    PartitionError {
+        message,
+        help: help.map(str::to_string),
+    }
+}
+
+/// The placement map keeps every entry in file order, so that a node named
+/// twice is an error rather than silently the last one.
+struct Entries(Vec<(String, i128)>);
+
+impl<'de> Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Entries;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object from node id to chip id")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Entries, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, i128>()? {
+                    out.push((k, v));
+                }
+                Ok(Entries(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[derive(Deserialize)]
+struct PartitionFile {
+    graph: Option<String>,
+    chips: Option<i128>,
+    placement: Entries,
+}
+
+/// Reads a partition file for `graph` on a package of `num_chips` chips.
+pub fn read_partition(path: &Path, graph: &Graph, num_chips: usize) -> Result<Placement, PartitionError> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| perr(format!("cannot read partition file `{shown}`: {e}"), None))?;
+    parse_partition(&text, graph, num_chips).map_err(|e| PartitionError {
+        message: format!("{shown}: {}", e.message),
+        help: e.help,
+    })
+}
+
+/// Parses partition JSON; every placed node exactly once, chips in range.
+pub fn parse_partition(text: &str, graph: &Graph, num_chips: usize) -> Result<Placement, PartitionError> {
+    let f: PartitionFile = serde_json::from_str(text).map_err(|e| {
+        perr(
+            format!("line {}, column {}: {e}", e.line(), e.column()),
+            Some("a partition is {\"graph\": NAME, \"chips\": C, \"placement\": {\"node\": chip, ...}}"),
+        )
+    })?;
+    if let Some(g) = &f.graph {
+        if *g != graph.name {
+            return Err(perr(
+                format!("the partition is for graph `{g}`, but the problem's graph is `{}`", graph.name),
+                Some("pick the problem with --problem, or the partition made for this graph"),
+            ));
+        }
+    }
+    if let Some(c) = f.chips {
+        if c != num_chips as i128 {
+            return Err(perr(
+                format!("the partition is for {c} chips, but the package has {num_chips}"),
+                None,
+            ));
+        }
+    }
+    let mut chips: Vec<Option<u32>> = vec![None; graph.num_placed()];
+    for (id, chip) in f.placement.0 {
+        let node = graph.node_index(&id).ok_or_else(|| {
+            perr(
+                format!("the placement names node `{id}`, which the graph does not have"),
+                Some(&crate::lang::diag::unknown_help(&id, "node", graph.ids())),
+            )
+        })?;
+        let d = graph.decision_of(node).ok_or_else(|| {
+            perr(
+                format!("node `{id}` is replicable: it takes no placement"),
+                Some("leave replicable nodes out of the placement"),
+            )
+        })?;
+        if chip < 0 || chip >= num_chips as i128 {
+            return Err(perr(
+                format!("node `{id}` is placed on chip {chip}, but chips are 0..{num_chips}"),
+                None,
+            ));
+        }
+        if chips[d as usize].replace(chip as u32).is_some() {
+            return Err(perr(format!("node `{id}` appears twice in the placement"), None));
+        }
+    }
+    let missing: Vec<&str> = (0..graph.num_placed())
+        .filter(|d| chips[*d].is_none())
+        .map(|d| graph.placed_node(d as u32).id.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(perr(
+            format!(
+                "{} node(s) have no chip: {}",
+                missing.len(),
+                crate::graph::list_ids(missing.iter().copied())
+            ),
+            Some("every node that is not replicable appears exactly once"),
+        ));
+    }
+    Ok(Placement::new(chips.into_iter().map(|c| c.unwrap_or(0)).collect()))
+}
+
+/// The partition file for a placement.
+pub fn partition_json(p: &Placement, graph: &Graph, num_chips: usize) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for (d, c) in p.chips.iter().enumerate() {
+        m.insert(graph.placed_node(d as u32).id.clone(), (*c).into());
+    }
+    serde_json::json!({"graph": graph.name, "chips": num_chips, "placement": m})
+}
+
+/// Writes a partition file atomically (write to a temporary, then rename).
+pub fn write_partition(path: &Path, p: &Placement, graph: &Graph, num_chips: usize) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(&partition_json(p, graph, num_chips))?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text + "\n")?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{Graph, Node};
+
+    fn g() -> Graph {
+        Graph::new("g", vec![Node::new("a"), Node::new("b")], vec![(0, 1, None)]).unwrap()
+    }
+
+    #[test]
+    fn reads_and_rejects() {
+        let p = parse_partition(r#"{"graph": "g", "chips": 2, "placement": {"b": 1, "a": 0}}"#, &g(), 2).unwrap();
+        assert_eq!(p.chips, vec![0, 1]);
+        let e = parse_partition(r#"{"placement": {"a": 0, "a": 1, "b": 0}}"#, &g(), 2).unwrap_err();
+        assert!(e.message.contains("`a` appears twice"), "{}", e.message);
+        let e = parse_partition(r#"{"placement": {"a": 0}}"#, &g(), 2).unwrap_err();
+        assert!(e.message.contains("`b`"), "{}", e.message);
+        let e = parse_partition(r#"{"placement": {"a": 0, "b": 2}}"#, &g(), 2).unwrap_err();
+        assert!(e.message.contains("chip 2"), "{}", e.message);
+        let e = parse_partition(r#"{"placement": {"a": 0, "c": 0}}"#, &g(), 2).unwrap_err();
+        assert!(e.message.contains("`c`"), "{}", e.message);
+        let e = parse_partition(r#"{"placement": [1]}"#, &g(), 2).unwrap_err();
+        assert!(e.message.contains("line 1"), "{}", e.message);
+    }
+}

@@ -1,0 +1,211 @@
+//! Physical dimensions, units and the scalar values that carry them.
+//!
+//! Every quantity is stored in base units (bytes, FLOP, seconds) as an `f64`
+//! together with its dimension, so `flop / flop_rate` is a `time` by
+//! construction and a unit mismatch is a dimension mismatch.
+
+use std::fmt;
+
+/// Exponents of the three base dimensions: bytes, floating-point operations, seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Dim {
+    pub bytes: i8,
+    pub flop: i8,
+    pub time: i8,
+}
+
+impl Dim {
+    pub const NONE: Dim = Dim::new(0, 0, 0);
+    pub const BYTES: Dim = Dim::new(1, 0, 0);
+    pub const RATE: Dim = Dim::new(1, 0, -1);
+    pub const FLOP: Dim = Dim::new(0, 1, 0);
+    pub const FLOP_RATE: Dim = Dim::new(0, 1, -1);
+    pub const TIME: Dim = Dim::new(0, 0, 1);
+
+    pub const fn new(bytes: i8, flop: i8, time: i8) -> Dim {
+        Dim { bytes, flop, time }
+    }
+
+    pub fn mul(self, o: Dim) -> Dim {
+        Dim::new(self.bytes + o.bytes, self.flop + o.flop, self.time + o.time)
+    }
+
+    pub fn div(self, o: Dim) -> Dim {
+        Dim::new(self.bytes - o.bytes, self.flop - o.flop, self.time - o.time)
+    }
+
+    pub fn is_none(self) -> bool {
+        self == Dim::NONE
+    }
+
+    /// The language's type name for this dimension, if it has one.
+    pub fn type_name(self) -> Option<&'static str> {
+        TYPE_NAMES.iter().find(|(_, d)| *d == self).map(|(n, _)| *n)
+    }
+
+    /// The base unit written after a number of this dimension (`B`, `GB/s`, ...).
+    pub fn base_unit(self) -> String {
+        let mut num = Vec::new();
+        let mut den = Vec::new();
+        for (e, name) in [(self.bytes, "B"), (self.flop, "FLOP"), (self.time, "s")] {
+            let part = if e.abs() == 1 {
+                name.to_string()
+            } else {
+                format!("{name}^{}", e.abs())
+            };
+            match e.cmp(&0) {
+                std::cmp::Ordering::Greater => num.push(part),
+                std::cmp::Ordering::Less => den.push(part),
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+        let n = if num.is_empty() {
+            "1".to_string()
+        } else {
+            num.join("*")
+        };
+        if den.is_empty() {
+            n
+        } else {
+            format!("{n}/{}", den.join("/"))
+        }
+    }
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.type_name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "quantity in {}", self.base_unit()),
+        }
+    }
+}
+
+/// The quantity types of the language and their dimensions.
+pub const TYPE_NAMES: &[(&str, Dim)] = &[
+    ("bytes", Dim::BYTES),
+    ("rate", Dim::RATE),
+    ("flop", Dim::FLOP),
+    ("flop_rate", Dim::FLOP_RATE),
+    ("time", Dim::TIME),
+    ("real", Dim::NONE),
+];
+
+/// Looks up a unit written after a number: its factor to base units and its dimension.
+pub fn unit(name: &str) -> Option<(f64, Dim)> {
+    let (base, per_second) = match name.strip_suffix("/s") {
+        Some(b) => (b, true),
+        None => (name, false),
+    };
+    let (factor, dim) = match base {
+        "B" => (1.0, Dim::BYTES),
+        "KB" => (1e3, Dim::BYTES),
+        "MB" => (1e6, Dim::BYTES),
+        "GB" => (1e9, Dim::BYTES),
+        "TB" => (1e12, Dim::BYTES),
+        "KiB" => (1024.0, Dim::BYTES),
+        "MiB" => (1024.0 * 1024.0, Dim::BYTES),
+        "GiB" => (1024.0 * 1024.0 * 1024.0, Dim::BYTES),
+        "TiB" => (1024.0f64.powi(4), Dim::BYTES),
+        "FLOP" => (1.0, Dim::FLOP),
+        "KFLOP" => (1e3, Dim::FLOP),
+        "MFLOP" => (1e6, Dim::FLOP),
+        "GFLOP" => (1e9, Dim::FLOP),
+        "TFLOP" => (1e12, Dim::FLOP),
+        "PFLOP" => (1e15, Dim::FLOP),
+        "s" if !per_second => (1.0, Dim::TIME),
+        "ms" if !per_second => (1e-3, Dim::TIME),
+        "us" if !per_second => (1e-6, Dim::TIME),
+        "ns" if !per_second => (1e-9, Dim::TIME),
+        _ => return None,
+    };
+    if per_second {
+        Some((factor, dim.div(Dim::TIME)))
+    } else {
+        Some((factor, dim))
+    }
+}
+
+/// A constant value that a chip, link or node attribute can hold.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scalar {
+    Int(i64),
+    Num(f64, Dim),
+    Bool(bool),
+    Str(String),
+}
+
+impl Scalar {
+    /// The numeric value in base units, for ints and quantities.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Scalar::Int(i) => Some(*i as f64),
+            Scalar::Num(v, _) => Some(*v),
+            Scalar::Bool(b) => Some(*b as i64 as f64),
+            Scalar::Str(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::Num(v, d) => f.write_str(&format_quantity(*v, *d)),
+            Scalar::Bool(b) => write!(f, "{b}"),
+            Scalar::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// Formats a quantity with a readable unit (`128 MiB`, `25 GB/s`, `3.2 ms`).
+pub fn format_quantity(v: f64, d: Dim) -> String {
+    let pick: &[(&str, f64)] = match d {
+        x if x == Dim::BYTES => &[("GiB", 1073741824.0), ("MiB", 1048576.0), ("KiB", 1024.0), ("B", 1.0)],
+        x if x == Dim::RATE => &[("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3), ("B/s", 1.0)],
+        x if x == Dim::FLOP => &[("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("FLOP", 1.0)],
+        x if x == Dim::FLOP_RATE => &[("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("FLOP/s", 1.0)],
+        x if x == Dim::TIME => &[("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)],
+        _ => return format!("{} {}", trim_float(v), d.base_unit()),
+    };
+    for (name, f) in pick {
+        if v.abs() >= *f {
+            return format!("{} {name}", trim_float(v / f));
+        }
+    }
+    let (name, f) = pick[pick.len() - 1];
+    format!("{} {name}", trim_float(v / f))
+}
+
+fn trim_float(v: f64) -> String {
+    if v == v.trunc() && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_have_dimensions() {
+        assert_eq!(unit("MiB"), Some((1048576.0, Dim::BYTES)));
+        assert_eq!(unit("GB/s"), Some((1e9, Dim::RATE)));
+        assert_eq!(unit("TFLOP/s"), Some((1e12, Dim::FLOP_RATE)));
+        assert_eq!(unit("ms"), Some((1e-3, Dim::TIME)));
+        assert_eq!(unit("s/s"), None);
+        assert_eq!(Dim::FLOP.div(Dim::FLOP_RATE), Dim::TIME);
+        assert_eq!(Dim::BYTES.div(Dim::RATE), Dim::TIME);
+    }
+
+    #[test]
+    fn formats_readably() {
+        assert_eq!(format_quantity(128.0 * 1048576.0, Dim::BYTES), "128 MiB");
+        assert_eq!(format_quantity(25e9, Dim::RATE), "25 GB/s");
+        assert_eq!(format_quantity(0.0032, Dim::TIME), "3.2 ms");
+        assert_eq!(Dim::BYTES.div(Dim::FLOP).to_string(), "quantity in B/FLOP");
+    }
+}

@@ -167,9 +167,17 @@ struct Builder<'t> {
 type R<T> = Result<T, Diag>;
 
 impl<'t> Builder<'t> {
+    /// The pair's span without the whitespace and comments pest may have
+    /// consumed after it while trying an optional part.
     fn span(&self, p: &P) -> Span {
         let s = p.as_span();
-        Span::new(self.file, s.start(), s.end())
+        let text = &self.text[s.start()..s.end()];
+        let mut end = s.end();
+        let trimmed = text.trim_end();
+        if trimmed.len() < text.len() {
+            end = s.start() + trimmed.len();
+        }
+        Span::new(self.file, s.start(), end)
     }
 
     fn ident(&self, p: P) -> Ident {

@@ -818,6 +818,21 @@ impl<'p> Checker<'p> {
             };
         }
         let tys: Vec<Ty> = args.iter().map(|a| self.expr(&a.value)).collect();
+        if !BUILTINS.contains(&name) {
+            let mut known: Vec<String> = BUILTINS.iter().map(|s| s.to_string()).collect();
+            let m = &self.prog.modules[self.module];
+            known.extend(
+                m.scope
+                    .iter()
+                    .filter(|(_, r)| matches!(self.prog.item(**r), Item::Topology(_)))
+                    .map(|(n, _)| n.clone()),
+            );
+            return self.err(
+                Diag::error("mcm::name", format!("unknown function or topology `{name}`"))
+                    .label(f.span, "not defined or imported")
+                    .help(unknown_help(name, "function", known.iter().map(String::as_str))),
+            );
+        }
         if let Some(a) = args.iter().find(|a| a.name.is_some()) {
             let n = a.name.as_ref().map(|n| n.span).unwrap_or(span);
             return self.err(
@@ -903,21 +918,7 @@ impl<'p> Checker<'p> {
                     ),
                 }
             }
-            _ => {
-                let mut known: Vec<String> = BUILTINS.iter().map(|s| s.to_string()).collect();
-                let m = &self.prog.modules[self.module];
-                known.extend(
-                    m.scope
-                        .iter()
-                        .filter(|(_, r)| matches!(self.prog.item(**r), Item::Topology(_)))
-                        .map(|(n, _)| n.clone()),
-                );
-                self.err(
-                    Diag::error("mcm::name", format!("unknown function or topology `{name}`"))
-                        .label(f.span, "not defined or imported")
-                        .help(unknown_help(name, "function", known.iter().map(String::as_str))),
-                )
-            }
+            _ => Ty::Err,
         }
     }
 

@@ -26,14 +26,6 @@ impl Dim {
         Dim { bytes, flop, time }
     }
 
-    pub fn mul(self, o: Dim) -> Dim {
-        Dim::new(self.bytes + o.bytes, self.flop + o.flop, self.time + o.time)
-    }
-
-    pub fn div(self, o: Dim) -> Dim {
-        Dim::new(self.bytes - o.bytes, self.flop - o.flop, self.time - o.time)
-    }
-
     pub fn is_none(self) -> bool {
         self == Dim::NONE
     }
@@ -69,6 +61,20 @@ impl Dim {
         } else {
             format!("{n}/{}", den.join("/"))
         }
+    }
+}
+
+impl std::ops::Mul for Dim {
+    type Output = Dim;
+    fn mul(self, o: Dim) -> Dim {
+        Dim::new(self.bytes + o.bytes, self.flop + o.flop, self.time + o.time)
+    }
+}
+
+impl std::ops::Div for Dim {
+    type Output = Dim;
+    fn div(self, o: Dim) -> Dim {
+        Dim::new(self.bytes - o.bytes, self.flop - o.flop, self.time - o.time)
     }
 }
 
@@ -120,7 +126,7 @@ pub fn unit(name: &str) -> Option<(f64, Dim)> {
         _ => return None,
     };
     if per_second {
-        Some((factor, dim.div(Dim::TIME)))
+        Some((factor, dim / Dim::TIME))
     } else {
         Some((factor, dim))
     }
@@ -161,9 +167,19 @@ impl fmt::Display for Scalar {
 /// Formats a quantity with a readable unit (`128 MiB`, `25 GB/s`, `3.2 ms`).
 pub fn format_quantity(v: f64, d: Dim) -> String {
     let pick: &[(&str, f64)] = match d {
-        x if x == Dim::BYTES => &[("GiB", 1073741824.0), ("MiB", 1048576.0), ("KiB", 1024.0), ("B", 1.0)],
+        x if x == Dim::BYTES => &[
+            ("GiB", 1073741824.0),
+            ("MiB", 1048576.0),
+            ("KiB", 1024.0),
+            ("B", 1.0),
+        ],
         x if x == Dim::RATE => &[("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3), ("B/s", 1.0)],
-        x if x == Dim::FLOP => &[("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("FLOP", 1.0)],
+        x if x == Dim::FLOP => &[
+            ("TFLOP", 1e12),
+            ("GFLOP", 1e9),
+            ("MFLOP", 1e6),
+            ("FLOP", 1.0),
+        ],
         x if x == Dim::FLOP_RATE => &[("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("FLOP/s", 1.0)],
         x if x == Dim::TIME => &[("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)],
         _ => return format!("{} {}", trim_float(v), d.base_unit()),
@@ -197,8 +213,8 @@ mod tests {
         assert_eq!(unit("TFLOP/s"), Some((1e12, Dim::FLOP_RATE)));
         assert_eq!(unit("ms"), Some((1e-3, Dim::TIME)));
         assert_eq!(unit("s/s"), None);
-        assert_eq!(Dim::FLOP.div(Dim::FLOP_RATE), Dim::TIME);
-        assert_eq!(Dim::BYTES.div(Dim::RATE), Dim::TIME);
+        assert_eq!(Dim::FLOP / Dim::FLOP_RATE, Dim::TIME);
+        assert_eq!(Dim::BYTES / Dim::RATE, Dim::TIME);
     }
 
     #[test]
@@ -206,6 +222,6 @@ mod tests {
         assert_eq!(format_quantity(128.0 * 1048576.0, Dim::BYTES), "128 MiB");
         assert_eq!(format_quantity(25e9, Dim::RATE), "25 GB/s");
         assert_eq!(format_quantity(0.0032, Dim::TIME), "3.2 ms");
-        assert_eq!(Dim::BYTES.div(Dim::FLOP).to_string(), "quantity in B/FLOP");
+        assert_eq!((Dim::BYTES / Dim::FLOP).to_string(), "quantity in B/FLOP");
     }
 }

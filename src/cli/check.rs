@@ -10,7 +10,9 @@ pub fn run(out: &Output, file: &Path) -> i32 {
     };
     if out.json {
         let problems: Vec<serde_json::Value> = c.problems.iter().map(summary_json).collect();
-        out.print_json(&serde_json::json!({"ok": true, "problems": problems, "tests": c.tests.len()}));
+        out.print_json(
+            &serde_json::json!({"ok": true, "problems": problems, "tests": c.tests.len()}),
+        );
     } else {
         for p in &c.problems {
             print!("{}", summary_text(p));
@@ -54,7 +56,12 @@ fn summary_text(p: &Problem) -> String {
         .map(|c| format!("{} ({} instances)", c.display_name(), c.instances.len()))
         .collect();
     let mut s = format!("problem `{}`\n", p.name);
-    s += &format!("  package  {}: {} chips, {} links\n", k.name, k.num_chips(), k.links.len());
+    s += &format!(
+        "  package  {}: {} chips, {} links\n",
+        k.name,
+        k.num_chips(),
+        k.links.len()
+    );
     s += &format!(
         "  graph    {}: {} nodes, {} edges ({} nodes and {} edges to place, {} replicable)\n",
         g.name,
@@ -66,7 +73,11 @@ fn summary_text(p: &Problem) -> String {
     );
     s += &format!(
         "  require  {}\n",
-        if cs.is_empty() { "nothing".to_string() } else { cs.join(", ") }
+        if cs.is_empty() {
+            "nothing".to_string()
+        } else {
+            cs.join(", ")
+        }
     );
     s += &format!("  {:?} {}\n", p.objective.sense, p.objective.metric).to_lowercase();
     if let Some(e) = &p.evaluator {

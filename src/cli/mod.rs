@@ -10,7 +10,11 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "mcmpart", version, about = "Places machine-learning graphs on multi-chip packages")]
+#[command(
+    name = "mcmpart",
+    version,
+    about = "Places machine-learning graphs on multi-chip packages"
+)]
 pub struct Cli {
     /// Machine-readable output (JSON on stdout).
     #[arg(long, global = true)]
@@ -55,7 +59,13 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    run(cli)
+    // Deep but legal inputs recurse deeply in the front end: give it room.
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || run(cli))
+        .ok()
+        .and_then(|h| h.join().ok())
+        .unwrap_or(1)
 }
 
 pub fn run(cli: Cli) -> i32 {

@@ -41,7 +41,11 @@ pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>) -
         println!(
             "valid: {} satisfies {} ({} nodes on {} chips)",
             partition.display(),
-            if names.is_empty() { "no constraints".to_string() } else { names.join(", ") },
+            if names.is_empty() {
+                "no constraints".to_string()
+            } else {
+                names.join(", ")
+            },
             p.graph.num_placed(),
             p.package.num_chips()
         );
@@ -77,7 +81,11 @@ pub fn violation_diags(p: &crate::problem::Problem, vs: &[Violation]) -> Vec<Dia
         out.push(
             Diag::error(
                 "mcm::violation",
-                format!("the partition breaks `{}` {} time(s)", c.display_name(), mine.len()),
+                format!(
+                    "the partition breaks `{}` {} time(s)",
+                    c.display_name(),
+                    mine.len()
+                ),
             )
             .label(c.use_span, "required here")
             .label(c.decl_span, "declared here")

@@ -122,11 +122,15 @@ impl Graph {
         let mut es = Vec::with_capacity(edges.len());
         for (s, d, bytes) in edges {
             if s >= nodes.len() || d >= nodes.len() {
-                return Err(GraphError::new("an edge names a node index that does not exist"));
+                return Err(GraphError::new(
+                    "an edge names a node index that does not exist",
+                ));
             }
             if s == d {
-                return Err(GraphError::new(format!("self-loop on node `{}`", nodes[s].id))
-                    .with_help("an operation cannot consume its own output in a DAG"));
+                return Err(
+                    GraphError::new(format!("self-loop on node `{}`", nodes[s].id))
+                        .with_help("an operation cannot consume its own output in a DAG"),
+                );
             }
             es.push(Edge {
                 src: s,
@@ -247,11 +251,10 @@ fn topological_order(nodes: &[Node], edges: &[Edge]) -> Result<Vec<usize>, Graph
                 .unwrap_or_default();
             let mut ids: Vec<&str> = cyc.iter().map(|n| nodes[n.index()].id.as_str()).collect();
             ids.sort_unstable();
-            Err(GraphError::new(format!(
-                "the graph has a cycle through {}",
-                list_ids(ids)
-            ))
-            .with_help("a computation graph must be a DAG; remove one edge of the cycle"))
+            Err(
+                GraphError::new(format!("the graph has a cycle through {}", list_ids(ids)))
+                    .with_help("a computation graph must be a DAG; remove one edge of the cycle"),
+            )
         }
     }
 }
@@ -266,10 +269,18 @@ mod tests {
 
     #[test]
     fn rejects_cycles_naming_the_nodes() {
-        let e = Graph::new("g", vec![n("a"), n("b"), n("c")], vec![(0, 1, None), (1, 2, None), (2, 1, None)])
-            .unwrap_err();
+        let e = Graph::new(
+            "g",
+            vec![n("a"), n("b"), n("c")],
+            vec![(0, 1, None), (1, 2, None), (2, 1, None)],
+        )
+        .unwrap_err();
         assert!(e.message.contains("cycle"), "{}", e.message);
-        assert!(e.message.contains("`b`") && e.message.contains("`c`"), "{}", e.message);
+        assert!(
+            e.message.contains("`b`") && e.message.contains("`c`"),
+            "{}",
+            e.message
+        );
         assert!(!e.message.contains("`a`"), "{}", e.message);
     }
 
@@ -293,7 +304,14 @@ mod tests {
         .unwrap();
         assert_eq!(g.num_placed(), 2);
         assert_eq!(g.decision_of(1), None);
-        assert_eq!(g.placed_edges(), &[PlacedEdge { src: 0, dst: 1, bytes: 4 }]);
+        assert_eq!(
+            g.placed_edges(),
+            &[PlacedEdge {
+                src: 0,
+                dst: 1,
+                bytes: 4
+            }]
+        );
     }
 
     #[test]
@@ -301,6 +319,10 @@ mod tests {
         let mut mask = n("mask");
         mask.replicable = true;
         let e = Graph::new("g", vec![n("x"), mask], vec![(0, 1, None)]).unwrap_err();
-        assert!(e.message.contains("replicable node `mask`"), "{}", e.message);
+        assert!(
+            e.message.contains("replicable node `mask`"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -36,7 +36,10 @@ pub enum UseTarget {
     /// `use "path/file.mcm"`: every item of the file.
     File { path: String, span: Span },
     /// `use std::placement::{a, b}`, `use std::topologies::ring`, `use std::placement::*`.
-    Path { segments: Vec<Ident>, items: UseItems },
+    Path {
+        segments: Vec<Ident>,
+        items: UseItems,
+    },
 }
 
 #[derive(Clone, Debug)]

@@ -122,7 +122,11 @@ impl<'p> Evaluator<'p> {
 
     /// Evaluates a static expression in a module, with extra local bindings.
     pub fn value(&mut self, module: usize, locals: &[(String, Value)], e: &Expr) -> R<Value> {
-        let saved = (self.module, std::mem::replace(&mut self.locals, locals.to_vec()), self.world.take());
+        let saved = (
+            self.module,
+            std::mem::replace(&mut self.locals, locals.to_vec()),
+            self.world.take(),
+        );
         self.module = module;
         let r = self.eval(e).and_then(|g| match g {
             G::V(v) => Ok(v),
@@ -161,10 +165,24 @@ impl<'p> Evaluator<'p> {
             .lookup(module, &u.name.name)
             .ok_or_else(|| rt(u.name.span, format!("unknown constraint `{}`", u.name.name)))?;
         let Item::Constraint(k) = self.prog.item(r) else {
-            return Err(rt(u.name.span, format!("`{}` is not a constraint", u.name.name)));
+            return Err(rt(
+                u.name.span,
+                format!("`{}` is not a constraint", u.name.name),
+            ));
         };
-        let args = self.bind_args(module, locals, r.module, &k.params, u.args.as_deref().unwrap_or(&[]), u.span)?;
-        let saved = (self.module, std::mem::replace(&mut self.locals, args.clone()), self.world.take());
+        let args = self.bind_args(
+            module,
+            locals,
+            r.module,
+            &k.params,
+            u.args.as_deref().unwrap_or(&[]),
+            u.span,
+        )?;
+        let saved = (
+            self.module,
+            std::mem::replace(&mut self.locals, args.clone()),
+            self.world.take(),
+        );
         self.module = r.module;
         self.world = Some(World {
             graph: graph.clone(),
@@ -173,8 +191,12 @@ impl<'p> Evaluator<'p> {
         let mut instances = Vec::new();
         let mut result = Ok(());
         for e in &k.body {
-            if let Err(d) = self.instances(e, &mut Vec::new(), Formula::Const(true), &mut instances) {
-                result = Err(d.label(u.span, format!("while grounding `{}` required here", u.name.name)));
+            if let Err(d) = self.instances(e, &mut Vec::new(), Formula::Const(true), &mut instances)
+            {
+                result = Err(d.label(
+                    u.span,
+                    format!("while grounding `{}` required here", u.name.name),
+                ));
                 break;
             }
         }
@@ -280,7 +302,9 @@ impl<'p> Evaluator<'p> {
                     let v = self.value(decl_module, &out, d)?;
                     coerce(v, &p.ty.name)
                 }
-                (None, None) => return Err(rt(span, format!("missing argument `{}`", p.name.name))),
+                (None, None) => {
+                    return Err(rt(span, format!("missing argument `{}`", p.name.name)))
+                }
             };
             out.push((p.name.name.clone(), v));
         }
@@ -290,9 +314,12 @@ impl<'p> Evaluator<'p> {
     // ---------------------------------------------------------- expressions
 
     fn world(&self, span: Span) -> R<&World> {
-        self.world
-            .as_ref()
-            .ok_or_else(|| rt(span, "this needs a graph and a package: use it inside a constraint"))
+        self.world.as_ref().ok_or_else(|| {
+            rt(
+                span,
+                "this needs a graph and a package: use it inside a constraint",
+            )
+        })
     }
 
     fn step(&mut self, span: Span) -> R<()> {
@@ -324,7 +351,12 @@ impl<'p> Evaluator<'p> {
                 let b = self.eval(base)?;
                 self.field(b, f, e.span)?
             }
-            ExprKind::Index(..) => return Err(rt(e.span, "indexing is for chip groups in `link` statements")),
+            ExprKind::Index(..) => {
+                return Err(rt(
+                    e.span,
+                    "indexing is for chip groups in `link` statements",
+                ))
+            }
             ExprKind::Call(f, args) => self.call(f, args, e.span)?,
             ExprKind::Unary(UnOp::Not, x) => {
                 let g = self.eval(x)?;
@@ -334,7 +366,9 @@ impl<'p> Evaluator<'p> {
                 }
             }
             ExprKind::Unary(UnOp::Neg, x) => match self.eval(x)? {
-                G::V(Value::Int(i)) => G::V(Value::Int(i.checked_neg().ok_or_else(|| rt(e.span, "overflow"))?)),
+                G::V(Value::Int(i)) => G::V(Value::Int(
+                    i.checked_neg().ok_or_else(|| rt(e.span, "overflow"))?,
+                )),
                 G::V(Value::Chip(c)) => G::V(Value::Int(-(c as i64))),
                 G::V(Value::Num(v, d)) => G::V(Value::Num(-v, d)),
                 G::T(t, int) => G::T(Term::Neg(Box::new(t)), int),
@@ -345,7 +379,12 @@ impl<'p> Evaluator<'p> {
                 let gb = self.eval(b)?;
                 binary(*op, ga, gb, e.span)?
             }
-            ExprKind::Quant { q, binders, filter, body } => {
+            ExprKind::Quant {
+                q,
+                binders,
+                filter,
+                body,
+            } => {
                 let combos = self.bindings(binders)?;
                 let mut parts = Vec::new();
                 for combo in combos {
@@ -374,8 +413,12 @@ impl<'p> Evaluator<'p> {
                     let Some(part) = r? else { continue };
                     // Stop early once the result is decided.
                     match (q, &part) {
-                        (Quantifier::Forall, Formula::Const(false)) => return Ok(G::V(Value::Bool(false))),
-                        (Quantifier::Exists, Formula::Const(true)) => return Ok(G::V(Value::Bool(true))),
+                        (Quantifier::Forall, Formula::Const(false)) => {
+                            return Ok(G::V(Value::Bool(false)))
+                        }
+                        (Quantifier::Exists, Formula::Const(true)) => {
+                            return Ok(G::V(Value::Bool(true)))
+                        }
                         _ => parts.push(part),
                     }
                 }
@@ -385,12 +428,24 @@ impl<'p> Evaluator<'p> {
                 };
                 from_formula(f)
             }
-            ExprKind::Agg { op, binders, filter, body } => self.aggregate(*op, binders, filter.as_deref(), body.as_deref(), e.span)?,
+            ExprKind::Agg {
+                op,
+                binders,
+                filter,
+                body,
+            } => self.aggregate(*op, binders, filter.as_deref(), body.as_deref(), e.span)?,
             ExprKind::Graph(g) => G::V(Value::Graph(Arc::new(self.graph_literal(g, e.span)?))),
         })
     }
 
-    fn aggregate(&mut self, op: AggOp, binders: &[Binder], filter: Option<&Expr>, body: Option<&Expr>, span: Span) -> R<G> {
+    fn aggregate(
+        &mut self,
+        op: AggOp,
+        binders: &[Binder],
+        filter: Option<&Expr>,
+        body: Option<&Expr>,
+        span: Span,
+    ) -> R<G> {
         let combos = self.bindings(binders)?;
         let mut entries: Vec<(Formula, Term)> = Vec::new();
         let mut konst = 0.0;
@@ -470,13 +525,26 @@ impl<'p> Evaluator<'p> {
             }
             AggOp::Max | AggOp::Min => {
                 let pick = |v: &[f64]| -> Option<f64> {
-                    v.iter().copied().reduce(|a, b| if (op == AggOp::Max) == (b > a) { b } else { a })
+                    v.iter()
+                        .copied()
+                        .reduce(|a, b| if (op == AggOp::Max) == (b > a) { b } else { a })
                 };
                 if entries.is_empty() {
                     G::V(make(pick(&static_vals).unwrap_or(0.0)))
                 } else {
-                    entries.extend(static_vals.into_iter().map(|x| (Formula::Const(true), Term::Const(x))));
-                    G::T(if op == AggOp::Max { Term::Max(entries) } else { Term::Min(entries) }, all_int)
+                    entries.extend(
+                        static_vals
+                            .into_iter()
+                            .map(|x| (Formula::Const(true), Term::Const(x))),
+                    );
+                    G::T(
+                        if op == AggOp::Max {
+                            Term::Max(entries)
+                        } else {
+                            Term::Min(entries)
+                        },
+                        all_int,
+                    )
                 }
             }
         })
@@ -519,22 +587,30 @@ impl<'p> Evaluator<'p> {
                 let w = self.world(d.span)?;
                 let pair = matches!(b.pattern, Pattern::Pair(..));
                 match d.name.as_str() {
-                    "nodes" => (0..w.graph.num_placed() as u32).map(|i| vec![Value::Node(i)]).collect(),
+                    "nodes" => (0..w.graph.num_placed() as u32)
+                        .map(|i| vec![Value::Node(i)])
+                        .collect(),
                     "edges" if pair => w
                         .graph
                         .placed_edges()
                         .iter()
                         .map(|e| vec![Value::Node(e.src), Value::Node(e.dst)])
                         .collect(),
-                    "edges" => (0..w.graph.placed_edges().len() as u32).map(|i| vec![Value::Edge(i)]).collect(),
-                    "chips" => (0..w.package.num_chips() as u32).map(|i| vec![Value::Chip(i)]).collect(),
+                    "edges" => (0..w.graph.placed_edges().len() as u32)
+                        .map(|i| vec![Value::Edge(i)])
+                        .collect(),
+                    "chips" => (0..w.package.num_chips() as u32)
+                        .map(|i| vec![Value::Chip(i)])
+                        .collect(),
                     "links" if pair => w
                         .package
                         .links
                         .iter()
                         .map(|l| vec![Value::Chip(l.src), Value::Chip(l.dst)])
                         .collect(),
-                    "links" => (0..w.package.links.len() as u32).map(|i| vec![Value::Link(i)]).collect(),
+                    "links" => (0..w.package.links.len() as u32)
+                        .map(|i| vec![Value::Link(i)])
+                        .collect(),
                     other => return Err(rt(d.span, format!("unknown domain `{other}`"))),
                 }
             }
@@ -566,7 +642,12 @@ impl<'p> Evaluator<'p> {
                     "flops" => Value::Num(n.flops as f64, Dim::FLOP),
                     "params" => Value::Num(n.params as f64, Dim::BYTES),
                     "output_bytes" => Value::Num(n.output_bytes as f64, Dim::BYTES),
-                    _ => return Err(missing("a node", vec!["id", "op", "flops", "params", "output_bytes"])),
+                    _ => {
+                        return Err(missing(
+                            "a node",
+                            vec!["id", "op", "flops", "params", "output_bytes"],
+                        ))
+                    }
                 })
             }
             G::V(Value::Edge(i)) => {
@@ -588,8 +669,13 @@ impl<'p> Evaluator<'p> {
                     _ => match chip.attrs.get(name) {
                         Some(s) => Value::from_scalar(s),
                         None => {
-                            return Err(missing(&format!("chip `{}`", chip.name), chip.attrs.keys().map(String::as_str).collect())
-                                .help(format!("declare `{name} = ...` on the chips in the topology")))
+                            return Err(missing(
+                                &format!("chip `{}`", chip.name),
+                                chip.attrs.keys().map(String::as_str).collect(),
+                            )
+                            .help(format!(
+                                "declare `{name} = ...` on the chips in the topology"
+                            )))
                         }
                     },
                 })
@@ -602,7 +688,12 @@ impl<'p> Evaluator<'p> {
                     "dst" => Value::Chip(l.dst),
                     _ => match l.attrs.get(name) {
                         Some(s) => Value::from_scalar(s),
-                        None => return Err(missing("a link", l.attrs.keys().map(String::as_str).collect())),
+                        None => {
+                            return Err(missing(
+                                "a link",
+                                l.attrs.keys().map(String::as_str).collect(),
+                            ))
+                        }
                     },
                 })
             }
@@ -639,7 +730,13 @@ impl<'p> Evaluator<'p> {
                 Some(x) => {
                     let w = self.world(span)?;
                     if x < 0.0 || x >= w.package.num_chips() as f64 || x.fract() != 0.0 {
-                        return Err(rt(span, format!("{x} is not a chip id: chips are 0..{}", w.package.num_chips())));
+                        return Err(rt(
+                            span,
+                            format!(
+                                "{x} is not a chip id: chips are 0..{}",
+                                w.package.num_chips()
+                            ),
+                        ));
                     }
                     Some(x as u32)
                 }
@@ -678,11 +775,15 @@ impl<'p> Evaluator<'p> {
                 match (name, ca, cb) {
                     ("flows", ..) => G::F(Formula::Flows(ta, tb)),
                     ("longest_path", Some(a), Some(b)) if a == b => G::V(Value::Int(0)),
-                    ("longest_path", ..) => G::T(Term::LongestPath(Box::new(ta), Box::new(tb)), true),
+                    ("longest_path", ..) => {
+                        G::T(Term::LongestPath(Box::new(ta), Box::new(tb)), true)
+                    }
                     ("link", Some(a), Some(b)) => G::V(Value::Bool(w.package.link(a, b).is_some())),
                     ("link", ..) => G::F(Formula::Link(ta, tb)),
                     (_, Some(a), Some(b)) => G::V(Value::Int(
-                        w.package.hops(a, b).map_or(w.package.num_chips() as i64, |h| h as i64),
+                        w.package
+                            .hops(a, b)
+                            .map_or(w.package.num_chips() as i64, |h| h as i64),
                     )),
                     _ => G::T(Term::Hops(Box::new(ta), Box::new(tb)), true),
                 }
@@ -701,7 +802,10 @@ impl<'p> Evaluator<'p> {
                     }
                     (a, b) => {
                         let int = is_int(&a) && is_int(&b);
-                        let e = vec![(Formula::Const(true), term(a, span)?), (Formula::Const(true), term(b, span)?)];
+                        let e = vec![
+                            (Formula::Const(true), term(a, span)?),
+                            (Formula::Const(true), term(b, span)?),
+                        ];
                         G::T(if is_max { Term::Max(e) } else { Term::Min(e) }, int)
                     }
                 }
@@ -750,8 +854,18 @@ impl<'p> Evaluator<'p> {
 
     // ---------------------------------------------------------- topologies
 
-    fn instantiate(&mut self, t: &TopologyDecl, module: usize, args: Vec<(String, Value)>, call: Span) -> R<Package> {
-        let saved = (self.module, std::mem::replace(&mut self.locals, args.clone()), self.world.take());
+    fn instantiate(
+        &mut self,
+        t: &TopologyDecl,
+        module: usize,
+        args: Vec<(String, Value)>,
+        call: Span,
+    ) -> R<Package> {
+        let saved = (
+            self.module,
+            std::mem::replace(&mut self.locals, args.clone()),
+            self.world.take(),
+        );
         self.module = module;
         let mut b = Builder::default();
         let r = self.topo_block(&t.body, &mut b);
@@ -785,9 +899,17 @@ impl<'p> Evaluator<'p> {
                 G::V(v) => v.to_scalar(),
                 _ => None,
             }
-            .ok_or_else(|| rt(a.value.span, "an attribute must be a number, quantity, bool or string"))?;
+            .ok_or_else(|| {
+                rt(
+                    a.value.span,
+                    "an attribute must be a number, quantity, bool or string",
+                )
+            })?;
             if m.insert(a.name.name.clone(), s).is_some() {
-                return Err(rt(a.name.span, format!("attribute `{}` is set twice", a.name.name)));
+                return Err(rt(
+                    a.name.span,
+                    format!("attribute `{}` is set twice", a.name.name),
+                ));
             }
         }
         Ok(m)
@@ -795,10 +917,18 @@ impl<'p> Evaluator<'p> {
 
     fn topo_stmt(&mut self, s: &TopoStmt, b: &mut Builder) -> R<()> {
         match s {
-            TopoStmt::Chips { name, count, attrs, span } => {
+            TopoStmt::Chips {
+                name,
+                count,
+                attrs,
+                span,
+            } => {
                 self.step(*span)?;
                 if b.groups.contains_key(&name.name) {
-                    return Err(rt(name.span, format!("chip group `{}` is declared twice", name.name)));
+                    return Err(rt(
+                        name.span,
+                        format!("chip group `{}` is declared twice", name.name),
+                    ));
                 }
                 let attrs = self.attrs(attrs)?;
                 let start = b.chips.len();
@@ -806,7 +936,10 @@ impl<'p> Evaluator<'p> {
                     Some(c) => {
                         let n = self.int(c)?;
                         if n < 0 || n + start as i64 > MAX_CHIPS {
-                            return Err(rt(c.span, format!("{n} chips: a package has 0..={MAX_CHIPS} chips")));
+                            return Err(rt(
+                                c.span,
+                                format!("{n} chips: a package has 0..={MAX_CHIPS} chips"),
+                            ));
                         }
                         for i in 0..n {
                             b.chips.push(Chip {
@@ -826,19 +959,31 @@ impl<'p> Evaluator<'p> {
                 };
                 b.groups.insert(name.name.clone(), (start, n));
             }
-            TopoStmt::Link { src, dst, both_ways, attrs, span } => {
+            TopoStmt::Link {
+                src,
+                dst,
+                both_ways,
+                attrs,
+                span,
+            } => {
                 self.step(*span)?;
                 let a = self.chip_ref(src, b)?;
                 let c = self.chip_ref(dst, b)?;
                 if a == c {
-                    return Err(rt(*span, format!("a link from `{}` to itself", b.chips[a as usize].name)));
+                    return Err(rt(
+                        *span,
+                        format!("a link from `{}` to itself", b.chips[a as usize].name),
+                    ));
                 }
                 let attrs = self.attrs(attrs)?;
                 let mut add = |x: u32, y: u32| -> R<()> {
                     if !b.seen.insert((x, y)) {
                         return Err(rt(
                             *span,
-                            format!("the link `{}` -> `{}` is declared twice", b.chips[x as usize].name, b.chips[y as usize].name),
+                            format!(
+                                "the link `{}` -> `{}` is declared twice",
+                                b.chips[x as usize].name, b.chips[y as usize].name
+                            ),
                         ));
                     }
                     b.links.push(Link {
@@ -853,7 +998,12 @@ impl<'p> Evaluator<'p> {
                     add(c, a)?;
                 }
             }
-            TopoStmt::For { var, from, to, body } => {
+            TopoStmt::For {
+                var,
+                from,
+                to,
+                body,
+            } => {
                 let lo = self.int(from)?;
                 let hi = self.int(to)?;
                 for i in lo..hi {
@@ -864,7 +1014,11 @@ impl<'p> Evaluator<'p> {
                     r?;
                 }
             }
-            TopoStmt::If { cond, then, otherwise } => match self.eval(cond)? {
+            TopoStmt::If {
+                cond,
+                then,
+                otherwise,
+            } => match self.eval(cond)? {
                 G::V(Value::Bool(true)) => self.topo_block(then, b)?,
                 G::V(Value::Bool(false)) => self.topo_block(otherwise, b)?,
                 _ => return Err(rt(cond.span, "expected a condition")),
@@ -881,17 +1035,22 @@ impl<'p> Evaluator<'p> {
     }
 
     fn chip_ref(&mut self, r: &ChipRef, b: &Builder) -> R<u32> {
-        let (start, n) = *b
-            .groups
-            .get(&r.group.name)
-            .ok_or_else(|| rt(r.group.span, format!("unknown chip group `{}`", r.group.name)))?;
+        let (start, n) = *b.groups.get(&r.group.name).ok_or_else(|| {
+            rt(
+                r.group.span,
+                format!("unknown chip group `{}`", r.group.name),
+            )
+        })?;
         match (n, &r.index) {
             (Some(n), Some(i)) => {
                 let k = self.int(i)?;
                 if k < 0 || k as usize >= n {
                     return Err(Diag::error(
                         "mcm::eval",
-                        format!("`{}[{k}]` is out of range: `{}` has {n} chips", r.group.name, r.group.name),
+                        format!(
+                            "`{}[{k}]` is out of range: `{}` has {n} chips",
+                            r.group.name, r.group.name
+                        ),
                     )
                     .label(r.span, format!("index {k}"))
                     .help(format!("indices of `{}` are 0..{n}", r.group.name)));
@@ -920,9 +1079,12 @@ impl<'p> Evaluator<'p> {
                 });
                 for a in &n.attrs {
                     if let Some(first) = set[i].insert(a.name.name.clone(), a.name.span) {
-                        return Err(Diag::error("mcm::eval", format!("`{}` of node `{}` is set twice", a.name.name, n.name))
-                            .label(a.name.span, "again here")
-                            .label(first, "first here"));
+                        return Err(Diag::error(
+                            "mcm::eval",
+                            format!("`{}` of node `{}` is set twice", a.name.name, n.name),
+                        )
+                        .label(a.name.span, "again here")
+                        .label(first, "first here"));
                     }
                     let v = match self.eval(&a.value)? {
                         G::V(v) => v,
@@ -931,8 +1093,11 @@ impl<'p> Evaluator<'p> {
                     let node = &mut nodes[i];
                     let count = |v: &Value| -> R<u64> {
                         match v.num() {
-                            Some(x) if x >= 0.0 && x < 1.8e19 => Ok(x.round() as u64),
-                            _ => Err(rt(a.value.span, format!("`{}` must be a non-negative number", a.name.name))),
+                            Some(x) if (0.0..1.8e19).contains(&x) => Ok(x.round() as u64),
+                            _ => Err(rt(
+                                a.value.span,
+                                format!("`{}` must be a non-negative number", a.name.name),
+                            )),
                         }
                     };
                     match (a.name.name.as_str(), &v) {
@@ -941,7 +1106,12 @@ impl<'p> Evaluator<'p> {
                         ("flops", _) => node.flops = count(&v)?,
                         ("params", _) => node.params = count(&v)?,
                         ("output_bytes", _) => node.output_bytes = count(&v)?,
-                        (other, _) => return Err(rt(a.name.span, format!("unknown node attribute `{other}`"))),
+                        (other, _) => {
+                            return Err(rt(
+                                a.name.span,
+                                format!("unknown node attribute `{other}`"),
+                            ))
+                        }
                     }
                 }
                 if let Some(p) = prev {
@@ -983,7 +1153,10 @@ fn coerce(v: Value, ty: &str) -> Value {
     match (v, ty) {
         (Value::Int(i), "real") => Value::Num(i as f64, Dim::NONE),
         (Value::Int(0), t) if crate::quantity::TYPE_NAMES.iter().any(|(n, _)| *n == t) => {
-            let d = crate::quantity::TYPE_NAMES.iter().find(|(n, _)| *n == t).map(|(_, d)| *d);
+            let d = crate::quantity::TYPE_NAMES
+                .iter()
+                .find(|(n, _)| *n == t)
+                .map(|(_, d)| *d);
             Value::Num(0.0, d.unwrap_or(Dim::NONE))
         }
         (v, _) => v,
@@ -1110,9 +1283,9 @@ fn static_cmp(op: BinOp, x: &Value, y: &Value, span: Span) -> R<bool> {
     match (x, y) {
         (Value::Str(a), Value::Str(b)) => eq(a == b),
         (Value::Bool(a), Value::Bool(b)) => eq(a == b),
-        (Value::Node(a), Value::Node(b)) | (Value::Edge(a), Value::Edge(b)) | (Value::Link(a), Value::Link(b)) => {
-            eq(a == b)
-        }
+        (Value::Node(a), Value::Node(b))
+        | (Value::Edge(a), Value::Edge(b))
+        | (Value::Link(a), Value::Link(b)) => eq(a == b),
         _ => match (x.num(), y.num()) {
             (Some(a), Some(b)) => Ok(cmp_op(op).holds(a, b)),
             _ => Err(rt(span, "these values cannot be compared")),
@@ -1143,12 +1316,12 @@ fn static_arith(op: BinOp, x: &Value, y: &Value, span: Span) -> R<Value> {
     Ok(match op {
         BinOp::Add => Value::Num(a + b, if da.is_none() { db } else { da }),
         BinOp::Sub => Value::Num(a - b, if da.is_none() { db } else { da }),
-        BinOp::Mul => Value::Num(a * b, da.mul(db)),
+        BinOp::Mul => Value::Num(a * b, da * db),
         BinOp::Div => {
             if b == 0.0 {
                 return Err(rt(span, "division by zero"));
             }
-            Value::Num(a / b, da.div(db))
+            Value::Num(a / b, da / db)
         }
         _ => return Err(rt(span, "`%` takes integers")),
     })

@@ -80,7 +80,12 @@ pub fn load_file(path: &Path) -> (Program, Vec<Diag>) {
     match std::fs::read_to_string(path) {
         Ok(text) => {
             let key = key_of(path);
-            l.add(key, path.display().to_string(), Some(path.to_path_buf()), text);
+            l.add(
+                key,
+                path.display().to_string(),
+                Some(path.to_path_buf()),
+                text,
+            );
         }
         Err(e) => l.diags.push(
             Diag::error("mcm::io", format!("cannot read `{}`: {e}", path.display()))
@@ -94,7 +99,12 @@ pub fn load_file(path: &Path) -> (Program, Vec<Diag>) {
 pub fn load_str(name: &str, text: &str, dir: &Path) -> (Program, Vec<Diag>) {
     let mut l = Loader::new();
     let path = dir.join(name);
-    l.add(format!("mem:{}", path.display()), name.to_string(), Some(path), text.to_string());
+    l.add(
+        format!("mem:{}", path.display()),
+        name.to_string(),
+        Some(path),
+        text.to_string(),
+    );
     l.finish()
 }
 
@@ -117,7 +127,13 @@ impl Loader {
     }
 
     /// Parses and registers one module, then loads what it imports.
-    fn add(&mut self, key: String, name: String, path: Option<PathBuf>, text: String) -> Option<usize> {
+    fn add(
+        &mut self,
+        key: String,
+        name: String,
+        path: Option<PathBuf>,
+        text: String,
+    ) -> Option<usize> {
         if let Some(&m) = self.by_key.get(&key) {
             return Some(m);
         }
@@ -127,7 +143,10 @@ impl Loader {
             Ok(m) => m,
             Err(d) => {
                 self.diags.extend(d);
-                Module { file, items: Vec::new() }
+                Module {
+                    file,
+                    items: Vec::new(),
+                }
             }
         };
         let idx = self.modules.len();
@@ -155,7 +174,11 @@ impl Loader {
         Some(idx)
     }
 
-    fn resolve_source(&mut self, from: FileId, u: &UseDecl) -> Option<(Source, Option<Vec<Ident>>)> {
+    fn resolve_source(
+        &mut self,
+        from: FileId,
+        u: &UseDecl,
+    ) -> Option<(Source, Option<Vec<Ident>>)> {
         match &u.target {
             UseTarget::File { path, span } => {
                 let full = self.sources.base_dir(from).join(path);
@@ -205,7 +228,10 @@ impl Loader {
                         if rest.len() >= 2 {
                             let module = whole[..whole.len() - 1].join("/");
                             if let Some((n, t)) = find(&module) {
-                                return Some((Source::Std(n, t), Some(vec![rest[rest.len() - 1].clone()])));
+                                return Some((
+                                    Source::Std(n, t),
+                                    Some(vec![rest[rest.len() - 1].clone()]),
+                                ));
                             }
                             self.unknown_module(&rest[..rest.len() - 1], segments, std_names);
                         } else {
@@ -218,7 +244,12 @@ impl Loader {
         }
     }
 
-    fn unknown_module<'a>(&mut self, rest: &[Ident], all: &[Ident], known: impl Iterator<Item = &'a str> + Clone) {
+    fn unknown_module<'a>(
+        &mut self,
+        rest: &[Ident],
+        all: &[Ident],
+        known: impl Iterator<Item = &'a str> + Clone,
+    ) {
         let name: Vec<&str> = rest.iter().map(|s| s.name.as_str()).collect();
         let name = name.join("::");
         let span = rest
@@ -226,17 +257,23 @@ impl Loader {
             .map(|f| f.span.to(rest[rest.len() - 1].span))
             .unwrap_or(all[0].span);
         self.diags.push(
-            Diag::error("mcm::import", format!("unknown standard module `std::{name}`"))
-                .label(span, "no such module")
-                .help(unknown_help(&name, "module", known)),
+            Diag::error(
+                "mcm::import",
+                format!("unknown standard module `std::{name}`"),
+            )
+            .label(span, "no such module")
+            .help(unknown_help(&name, "module", known)),
         );
     }
 
     fn load_source(&mut self, src: Source, span: Span) -> Option<usize> {
         match src {
-            Source::Std(name, text) => {
-                self.add(format!("std:{name}"), format!("stdlib/{name}.mcm"), None, text.to_string())
-            }
+            Source::Std(name, text) => self.add(
+                format!("std:{name}"),
+                format!("stdlib/{name}.mcm"),
+                None,
+                text.to_string(),
+            ),
             Source::File(path) => match std::fs::read_to_string(&path) {
                 Ok(text) => {
                     let key = key_of(&path);
@@ -244,8 +281,11 @@ impl Loader {
                 }
                 Err(e) => {
                     self.diags.push(
-                        Diag::error("mcm::import", format!("cannot read `{}`: {e}", path.display()))
-                            .label(span, "imported here"),
+                        Diag::error(
+                            "mcm::import",
+                            format!("cannot read `{}`: {e}", path.display()),
+                        )
+                        .label(span, "imported here"),
                     );
                     None
                 }
@@ -263,15 +303,24 @@ impl Loader {
                 if let Some(name) = item_name(item) {
                     if let Some(prev) = first.get(&name.name) {
                         self.diags.push(
-                            Diag::error("mcm::duplicate", format!("`{}` is defined twice", name.name))
-                                .label(name.span, "defined again here")
-                                .label(*prev, "first defined here")
-                                .help("rename one of them"),
+                            Diag::error(
+                                "mcm::duplicate",
+                                format!("`{}` is defined twice", name.name),
+                            )
+                            .label(name.span, "defined again here")
+                            .label(*prev, "first defined here")
+                            .help("rename one of them"),
                         );
                         continue;
                     }
                     first.insert(name.name.clone(), name.span);
-                    scope.insert(name.name.clone(), ItemRef { module: mi, index: ii });
+                    scope.insert(
+                        name.name.clone(),
+                        ItemRef {
+                            module: mi,
+                            index: ii,
+                        },
+                    );
                 }
             }
             scopes.push((scope, first));
@@ -294,7 +343,11 @@ impl Loader {
                                 Some(r) => imports[mi].push((id.name.clone(), *r, id.span)),
                                 None => {
                                     let known = own.keys().map(String::as_str);
-                                    let mname = self.sources.get(self.modules[target].ast.file).name.clone();
+                                    let mname = self
+                                        .sources
+                                        .get(self.modules[target].ast.file)
+                                        .name
+                                        .clone();
                                     self.diags.push(
                                         Diag::error(
                                             "mcm::import",
@@ -316,9 +369,10 @@ impl Loader {
                 match scope.get(&name) {
                     Some(prev) if *prev == r => {}
                     Some(_) => {
-                        let mut d = Diag::error("mcm::duplicate", format!("`{name}` is already defined"))
-                            .label(span, "imported here")
-                            .help("rename the local item or import fewer names");
+                        let mut d =
+                            Diag::error("mcm::duplicate", format!("`{name}` is already defined"))
+                                .label(span, "imported here")
+                                .help("rename the local item or import fewer names");
                         if let Some(p) = first.get(&name) {
                             d = d.label(*p, "defined here");
                         }

@@ -11,7 +11,9 @@ pub mod types;
 
 use crate::graph::Graph;
 use crate::package::Package;
-use crate::problem::{Evaluator as ExternalEvaluator, GroundConstraint, Objective, Placement, Problem, Sense};
+use crate::problem::{
+    Evaluator as ExternalEvaluator, GroundConstraint, Objective, Placement, Problem, Sense,
+};
 use ast::*;
 use diag::{unknown_help, Diag};
 use eval::{Evaluator, Value};
@@ -122,7 +124,10 @@ fn compile(program: Program, mut diags: Vec<Diag>) -> Compiled {
             match item {
                 Item::Let(_) => {
                     // Evaluate every let, used or not, so that its errors show.
-                    let r = loader::ItemRef { module: 0, index: i };
+                    let r = loader::ItemRef {
+                        module: 0,
+                        index: i,
+                    };
                     if let Item::Let(l) = program.item(r) {
                         if let Err(d) = ev.value(0, &[], &l.value) {
                             diags.push(d);
@@ -133,10 +138,13 @@ fn compile(program: Program, mut diags: Vec<Diag>) -> Compiled {
                     Ok(prob) => {
                         if let Some((_, first)) = names.iter().find(|(n, _)| *n == prob.name) {
                             diags.push(
-                                Diag::error("mcm::duplicate", format!("two problems are named `{}`", prob.name))
-                                    .label(p.span, "second problem")
-                                    .label(*first, "first problem")
-                                    .help("name them apart: `partition g onto t as NAME { ... }`"),
+                                Diag::error(
+                                    "mcm::duplicate",
+                                    format!("two problems are named `{}`", prob.name),
+                                )
+                                .label(p.span, "second problem")
+                                .label(*first, "first problem")
+                                .help("name them apart: `partition g onto t as NAME { ... }`"),
                             );
                         }
                         names.push((prob.name.clone(), p.span));
@@ -178,7 +186,10 @@ fn graph_and_package(
                 }
             }
             if d.is_empty() {
-                d.push(Diag::error("mcm::type", "expected a graph and a package").label(g.span.to(p.span), ""));
+                d.push(
+                    Diag::error("mcm::type", "expected a graph and a package")
+                        .label(g.span.to(p.span), ""),
+                );
             }
             Err(d)
         }
@@ -207,7 +218,12 @@ fn ground_all(
     }
 }
 
-fn build_problem(prog: &Program, ev: &mut Evaluator, p: &PartitionDecl, index: usize) -> Result<Problem, Vec<Diag>> {
+fn build_problem(
+    prog: &Program,
+    ev: &mut Evaluator,
+    p: &PartitionDecl,
+    index: usize,
+) -> Result<Problem, Vec<Diag>> {
     let (graph, package) = graph_and_package(ev, &[], &p.graph, &p.package)?;
     let constraints = ground_all(ev, &[], &p.requires, &graph, &package)?;
     let name = match (&p.alias, &p.graph.kind) {
@@ -249,7 +265,10 @@ fn build_test(prog: &Program, ev: &mut Evaluator, t: &TestDecl) -> Result<TestCa
         match s {
             TestStmt::Let(l) => {
                 let v = ev.value(0, &locals, &l.value).map_err(|d| vec![d])?;
-                locals.push((l.name.name.clone(), eval::name_graph(v, &l.value, &l.name.name)));
+                locals.push((
+                    l.name.name.clone(),
+                    eval::name_graph(v, &l.value, &l.name.name),
+                ));
             }
             TestStmt::Place(p) => {
                 let (g, k) = graph_and_package(ev, &locals, &p.graph, &p.package)?;
@@ -259,50 +278,65 @@ fn build_test(prog: &Program, ev: &mut Evaluator, t: &TestDecl) -> Result<TestCa
             TestStmt::Partition(p) => {
                 let (g, k) = graph_and_package(ev, &locals, &p.graph, &p.package)?;
                 if !p.requires.is_empty() {
-                    requires.get_or_insert_with(Vec::new).extend(p.requires.iter().cloned());
+                    requires
+                        .get_or_insert_with(Vec::new)
+                        .extend(p.requires.iter().cloned());
                 }
                 setup = Some((g, k, TestQuestion::Partition));
             }
-            TestStmt::Require(us, _) => requires.get_or_insert_with(Vec::new).extend(us.iter().cloned()),
+            TestStmt::Require(us, _) => requires
+                .get_or_insert_with(Vec::new)
+                .extend(us.iter().cloned()),
             TestStmt::Expect(x, span) => expect = Some((x.clone(), *span)),
         }
     }
     let (Some((graph, package, question)), Some((x, expect_span))) = (setup, expect) else {
-        return Err(vec![Diag::error("mcm::test", format!("test \"{}\" is incomplete", t.name)).label(t.name_span, "")]);
+        return Err(vec![Diag::error(
+            "mcm::test",
+            format!("test \"{}\" is incomplete", t.name),
+        )
+        .label(t.name_span, "")]);
     };
-    // The constraints to check: required ones, or every parameterless one in scope.
+    // The constraints to check: required ones, or every parameterless one in
+    // scope, then those the test expects broken (grounded with their own
+    // arguments, duplicates dropped after grounding).
     let mut uses = requires.unwrap_or_else(|| default_uses(prog, t.span));
+    let required = uses.len();
     if let Expectation::Violates(vs) = &x {
-        for v in vs {
-            let present = uses.iter().any(|u| u.name.name == v.name.name && (v.args.is_none() || same_args(u, v)));
-            if !present {
-                uses.push(v.clone());
-            }
+        uses.extend(vs.iter().cloned());
+    }
+    let grounded = ground_all(ev, &locals, &uses, &graph, &package)?;
+    let expected_args: Vec<Option<Vec<(String, crate::quantity::Scalar)>>> = grounded[required..]
+        .iter()
+        .zip(&uses[required..])
+        .map(|(c, u)| u.args.as_ref().map(|_| c.args.clone()))
+        .collect();
+    let mut constraints: Vec<GroundConstraint> = Vec::new();
+    for (i, c) in grounded.into_iter().enumerate() {
+        let unnamed_args = i >= required && uses[i].args.is_none();
+        let dup = constraints
+            .iter()
+            .any(|k| k.name == c.name && (unnamed_args || k.args == c.args));
+        if !dup {
+            constraints.push(c);
         }
     }
-    let constraints = ground_all(ev, &locals, &uses, &graph, &package)?;
     let expect = match x {
         Expectation::Valid => Expect::Valid,
         Expectation::Satisfiable => Expect::Satisfiable,
         Expectation::Unsatisfiable => Expect::Unsatisfiable,
-        Expectation::Violates(vs) => Expect::Violates(
-            vs.iter()
-                .map(|v| {
-                    let args = v.args.as_ref().map(|_| {
-                        constraints
-                            .iter()
-                            .find(|c| c.use_span == v.span)
-                            .map(|c| c.args.clone())
-                            .unwrap_or_default()
-                    });
-                    ExpectedViolation {
-                        name: v.name.name.clone(),
-                        args,
-                        span: v.span,
-                    }
+        Expectation::Violates(vs) => {
+            let out = vs
+                .iter()
+                .zip(expected_args)
+                .map(|(v, args)| ExpectedViolation {
+                    name: v.name.name.clone(),
+                    args,
+                    span: v.span,
                 })
-                .collect(),
-        ),
+                .collect();
+            Expect::Violates(out)
+        }
     };
     Ok(TestCase {
         name: t.name.clone(),
@@ -314,17 +348,6 @@ fn build_test(prog: &Program, ev: &mut Evaluator, t: &TestDecl) -> Result<TestCa
         expect,
         expect_span,
     })
-}
-
-fn same_args(a: &ConstraintUse, b: &ConstraintUse) -> bool {
-    let text = |u: &ConstraintUse| -> Vec<String> {
-        u.args
-            .iter()
-            .flatten()
-            .map(|a| format!("{:?}", a.value.kind))
-            .collect()
-    };
-    text(a) == text(b)
 }
 
 fn default_uses(prog: &Program, span: Span) -> Vec<ConstraintUse> {
@@ -360,17 +383,23 @@ fn build_placement(
     for e in &p.entries {
         let Some(node) = g.node_index(&e.node) else {
             errs.push(
-                Diag::error("mcm::name", format!("graph `{}` has no node `{}`", g.name, e.node))
-                    .label(e.node_span, "unknown node")
-                    .help(unknown_help(&e.node, "node", g.ids())),
+                Diag::error(
+                    "mcm::name",
+                    format!("graph `{}` has no node `{}`", g.name, e.node),
+                )
+                .label(e.node_span, "unknown node")
+                .help(unknown_help(&e.node, "node", g.ids())),
             );
             continue;
         };
         let Some(d) = g.decision_of(node) else {
             errs.push(
-                Diag::error("mcm::test", format!("node `{}` is replicable and takes no placement", e.node))
-                    .label(e.node_span, "replicable")
-                    .help("leave it out of the placement"),
+                Diag::error(
+                    "mcm::test",
+                    format!("node `{}` is replicable and takes no placement", e.node),
+                )
+                .label(e.node_span, "replicable")
+                .help("leave it out of the placement"),
             );
             continue;
         };
@@ -379,7 +408,10 @@ fn build_placement(
             Ok(Value::Int(c)) => {
                 errs.push(
                     Diag::error("mcm::test", format!("chip {c} does not exist"))
-                        .label(e.chip.span, format!("the package has chips 0..{}", k.num_chips()))
+                        .label(
+                            e.chip.span,
+                            format!("the package has chips 0..{}", k.num_chips()),
+                        )
                         .help(format!("pick a chip id below {}", k.num_chips())),
                 );
                 continue;
@@ -409,13 +441,21 @@ fn build_placement(
         .collect();
     if !missing.is_empty() && errs.is_empty() {
         errs.push(
-            Diag::error("mcm::test", format!("the placement leaves out {}", crate::graph::list_ids(missing.iter().copied())))
-                .label(p.span, "incomplete placement")
-                .help("give every node that is not replicable a chip"),
+            Diag::error(
+                "mcm::test",
+                format!(
+                    "the placement leaves out {}",
+                    crate::graph::list_ids(missing.iter().copied())
+                ),
+            )
+            .label(p.span, "incomplete placement")
+            .help("give every node that is not replicable a chip"),
         );
     }
     if !errs.is_empty() {
         return Err(errs);
     }
-    Ok(Placement::new(chips.into_iter().map(|c| c.map_or(0, |x| x.0)).collect()))
+    Ok(Placement::new(
+        chips.into_iter().map(|c| c.map_or(0, |x| x.0)).collect(),
+    ))
 }

@@ -18,6 +18,14 @@ type P<'a> = Pair<'a, Rule>;
 /// start a top-level item and each piece is parsed alone, so that one run
 /// reports every item with a syntax error, not just the first.
 pub fn parse_module(file: FileId, text: &str) -> Result<Module, Vec<Diag>> {
+    if let Some(at) = too_deep(text) {
+        return Err(vec![Diag::error(
+            "mcm::syntax",
+            format!("brackets nested more than {MAX_DEPTH} deep"),
+        )
+        .label(Span::new(file, at, at + 1), "too deep")
+        .help("split the expression with `let`")]);
+    }
     match McmParser::parse(Rule::file, text) {
         Ok(mut pairs) => {
             let b = Builder { file, text };
@@ -54,9 +62,37 @@ pub fn parse_module(file: FileId, text: &str) -> Result<Module, Vec<Diag>> {
     }
 }
 
+/// Deeper nesting than this is refused before parsing, so that no input can
+/// exhaust the stack of the recursive parser and the passes after it.
+const MAX_DEPTH: usize = 200;
+
+fn too_deep(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' | '{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Some(i);
+                }
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Byte ranges of the pieces that begin at a line starting an item keyword.
 fn item_chunks(text: &str) -> Vec<(usize, usize)> {
-    const STARTS: [&str; 6] = ["use ", "let ", "topology ", "constraint ", "partition ", "test "];
+    const STARTS: [&str; 6] = [
+        "use ",
+        "let ",
+        "topology ",
+        "constraint ",
+        "partition ",
+        "test ",
+    ];
     let mut cuts = vec![0];
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
@@ -94,9 +130,15 @@ fn syntax_diag(file: FileId, text: &str, e: pest::error::Error<Rule>, base: usiz
     } else {
         format!("`{found}`")
     };
-    Diag::error("mcm::syntax", format!("syntax error: expected {expected}, found {found}"))
-        .label(Span::new(file, start, end), format!("expected {expected} here"))
-        .help("see the language reference in the book for the grammar")
+    Diag::error(
+        "mcm::syntax",
+        format!("syntax error: expected {expected}, found {found}"),
+    )
+    .label(
+        Span::new(file, start, end),
+        format!("expected {expected} here"),
+    )
+    .help("see the language reference in the book for the grammar")
 }
 
 fn describe_expected(rules: &[Rule]) -> String {
@@ -116,8 +158,12 @@ fn describe_expected(rules: &[Rule]) -> String {
 fn rule_name(r: Rule) -> &'static str {
     match r {
         Rule::ident | Rule::ident_any => "a name",
-        Rule::expr | Rule::iff_expr | Rule::imp_expr | Rule::or_expr | Rule::and_expr => "an expression",
-        Rule::not_expr | Rule::cmp_expr | Rule::sum_expr | Rule::product | Rule::unary => "an expression",
+        Rule::expr | Rule::iff_expr | Rule::imp_expr | Rule::or_expr | Rule::and_expr => {
+            "an expression"
+        }
+        Rule::not_expr | Rule::cmp_expr | Rule::sum_expr | Rule::product | Rule::unary => {
+            "an expression"
+        }
         Rule::postfix_expr | Rule::quantity | Rule::number => "an expression",
         Rule::string => "a string",
         Rule::use_decl | Rule::let_decl | Rule::topology_decl | Rule::constraint_decl => "an item",
@@ -132,7 +178,9 @@ fn rule_name(r: Rule) -> &'static str {
         Rule::attr => "`attribute = value`",
         Rule::params | Rule::param => "a parameter `name: type`",
         Rule::args | Rule::arg => "an argument",
-        Rule::chips_stmt | Rule::link_stmt | Rule::for_stmt | Rule::if_stmt => "a topology statement",
+        Rule::chips_stmt | Rule::link_stmt | Rule::for_stmt | Rule::if_stmt => {
+            "a topology statement"
+        }
         Rule::require_stmt | Rule::objective_stmt | Rule::evaluate_stmt => "a problem statement",
         Rule::place_stmt | Rule::expect_stmt => "a test statement",
         Rule::expect_valid | Rule::expect_violates | Rule::expect_unsat | Rule::expect_sat => {
@@ -298,7 +346,11 @@ impl<'t> Builder<'t> {
                 let src = self.chip_ref(it.next().expect("link source"))?;
                 let both_ways = it.next().expect("link direction").as_str() == "<->";
                 let dst = self.chip_ref(it.next().expect("link target"))?;
-                let attrs = it.next().map(|q| self.attrs(q)).transpose()?.unwrap_or_default();
+                let attrs = it
+                    .next()
+                    .map(|q| self.attrs(q))
+                    .transpose()?
+                    .unwrap_or_default();
                 TopoStmt::Link {
                     src,
                     dst,
@@ -314,14 +366,27 @@ impl<'t> Builder<'t> {
                 let range = it.next().expect("for range");
                 let (from, to) = self.range(range)?;
                 let body = self.topo_block(it.next().expect("for body"))?;
-                TopoStmt::For { var, from, to, body }
+                TopoStmt::For {
+                    var,
+                    from,
+                    to,
+                    body,
+                }
             }
             Rule::if_stmt => {
                 let mut it = p.into_inner();
                 let cond = self.expr(it.next().expect("if condition"))?;
                 let then = self.topo_block(it.next().expect("if body"))?;
-                let otherwise = it.next().map(|q| self.topo_block(q)).transpose()?.unwrap_or_default();
-                TopoStmt::If { cond, then, otherwise }
+                let otherwise = it
+                    .next()
+                    .map(|q| self.topo_block(q))
+                    .transpose()?
+                    .unwrap_or_default();
+                TopoStmt::If {
+                    cond,
+                    then,
+                    otherwise,
+                }
             }
             Rule::let_decl => TopoStmt::Let(self.let_decl(p)?),
             r => unreachable!("grammar yields no topology statement {r:?}"),
@@ -670,7 +735,11 @@ impl<'t> Builder<'t> {
             Rule::call => {
                 let mut it = p.into_inner();
                 let f = self.ident(it.next().expect("callee"));
-                let args = it.next().map(|a| self.args(a)).transpose()?.unwrap_or_default();
+                let args = it
+                    .next()
+                    .map(|a| self.args(a))
+                    .transpose()?
+                    .unwrap_or_default();
                 Ok(Expr {
                     kind: ExprKind::Call(f, args),
                     span,
@@ -698,7 +767,11 @@ impl<'t> Builder<'t> {
                         let name_pair = it.next().expect("node name");
                         let nspan = self.span(&name_pair);
                         let name = self.node_name(name_pair);
-                        let attrs = it.next().map(|a| self.attrs(a)).transpose()?.unwrap_or_default();
+                        let attrs = it
+                            .next()
+                            .map(|a| self.attrs(a))
+                            .transpose()?
+                            .unwrap_or_default();
                         chain.push(GraphNode {
                             name,
                             span: nspan,
@@ -765,7 +838,12 @@ impl<'t> Builder<'t> {
                     _ => Pattern::One(self.ident(pat)),
                 };
                 let _in = it.next();
-                let dom = it.next().expect("domain").into_inner().next().expect("domain");
+                let dom = it
+                    .next()
+                    .expect("domain")
+                    .into_inner()
+                    .next()
+                    .expect("domain");
                 let domain = match dom.as_rule() {
                     Rule::range => {
                         let (a, b) = self.range(dom)?;
@@ -789,9 +867,12 @@ impl<'t> Builder<'t> {
         let digits: String = num.as_str().chars().filter(|c| *c != '_').collect();
         let is_int = !digits.contains(['.', 'e', 'E']);
         let bad = || {
-            Diag::error("mcm::number", format!("`{}` is not a number this tool can hold", num.as_str()))
-                .label(span, "out of range")
-                .help("integers must fit in 64 bits")
+            Diag::error(
+                "mcm::number",
+                format!("`{}` is not a number this tool can hold", num.as_str()),
+            )
+            .label(span, "out of range")
+            .help("integers must fit in 64 bits")
         };
         match it.next() {
             None if is_int => Ok(Expr {

@@ -61,16 +61,31 @@ pub fn param_type(name: &str) -> Option<Ty> {
         "int" => Some(Ty::Int),
         "bool" => Some(Ty::Bool),
         "str" => Some(Ty::Str),
-        _ => TYPE_NAMES.iter().find(|(n, _)| *n == name).map(|(_, d)| Ty::Num(*d)),
+        _ => TYPE_NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, d)| Ty::Num(*d)),
     }
 }
 
 fn type_names() -> impl Iterator<Item = &'static str> + Clone {
-    ["int", "bool", "str"].into_iter().chain(TYPE_NAMES.iter().map(|(n, _)| *n))
+    ["int", "bool", "str"]
+        .into_iter()
+        .chain(TYPE_NAMES.iter().map(|(n, _)| *n))
 }
 
 /// Built-in functions: name, arity, and whether they depend on a placement.
-pub const BUILTINS: &[&str] = &["chip", "flows", "longest_path", "link", "hops", "graph", "max", "min", "abs"];
+pub const BUILTINS: &[&str] = &[
+    "chip",
+    "flows",
+    "longest_path",
+    "link",
+    "hops",
+    "graph",
+    "max",
+    "min",
+    "abs",
+];
 
 /// Metrics a problem can optimise.
 pub const METRICS: &[&str] = &["throughput", "latency"];
@@ -82,7 +97,11 @@ pub const NODE_FIELDS: &[(&str, Ty)] = &[
     ("params", Ty::Num(Dim::BYTES)),
     ("output_bytes", Ty::Num(Dim::BYTES)),
 ];
-pub const EDGE_FIELDS: &[(&str, Ty)] = &[("src", Ty::Node), ("dst", Ty::Node), ("bytes", Ty::Num(Dim::BYTES))];
+pub const EDGE_FIELDS: &[(&str, Ty)] = &[
+    ("src", Ty::Node),
+    ("dst", Ty::Node),
+    ("bytes", Ty::Num(Dim::BYTES)),
+];
 /// Node attributes an inline graph may set.
 pub const GRAPH_NODE_ATTRS: &[(&str, Ty)] = &[
     ("op", Ty::Str),
@@ -92,8 +111,14 @@ pub const GRAPH_NODE_ATTRS: &[(&str, Ty)] = &[
     ("replicable", Ty::Bool),
 ];
 /// Chip and link attributes whose type is fixed, whatever the topology.
-pub const CHIP_ATTRS: &[(&str, Ty)] = &[("memory", Ty::Num(Dim::BYTES)), ("compute", Ty::Num(Dim::FLOP_RATE))];
-pub const LINK_ATTRS: &[(&str, Ty)] = &[("bandwidth", Ty::Num(Dim::RATE)), ("latency", Ty::Num(Dim::TIME))];
+pub const CHIP_ATTRS: &[(&str, Ty)] = &[
+    ("memory", Ty::Num(Dim::BYTES)),
+    ("compute", Ty::Num(Dim::FLOP_RATE)),
+];
+pub const LINK_ATTRS: &[(&str, Ty)] = &[
+    ("bandwidth", Ty::Num(Dim::RATE)),
+    ("latency", Ty::Num(Dim::TIME)),
+];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Ctx {
@@ -126,8 +151,14 @@ pub fn check_program(prog: &Program) -> Vec<Diag> {
         ctx: Ctx::Static,
         let_types: HashMap::new(),
         in_progress: HashSet::new(),
-        chip_attrs: CHIP_ATTRS.iter().map(|(n, t)| (n.to_string(), *t)).collect(),
-        link_attrs: LINK_ATTRS.iter().map(|(n, t)| (n.to_string(), *t)).collect(),
+        chip_attrs: CHIP_ATTRS
+            .iter()
+            .map(|(n, t)| (n.to_string(), *t))
+            .collect(),
+        link_attrs: LINK_ATTRS
+            .iter()
+            .map(|(n, t)| (n.to_string(), *t))
+            .collect(),
         diags: Vec::new(),
     };
     // Topologies first: they declare the chip and link attributes that
@@ -145,7 +176,10 @@ pub fn check_program(prog: &Program) -> Vec<Diag> {
         for (i, item) in prog.modules[m].ast.items.iter().enumerate() {
             match item {
                 Item::Let(_) => {
-                    c.let_type(ItemRef { module: m, index: i });
+                    c.let_type(ItemRef {
+                        module: m,
+                        index: i,
+                    });
                 }
                 Item::Constraint(k) => c.constraint(k),
                 // Problems and tests of imported files are never run.
@@ -180,8 +214,11 @@ impl<'p> Checker<'p> {
         };
         if !self.in_progress.insert(r) {
             return self.err(
-                Diag::error("mcm::cycle", format!("`{}` is defined in terms of itself", l.name.name))
-                    .label(l.name.span, "here"),
+                Diag::error(
+                    "mcm::cycle",
+                    format!("`{}` is defined in terms of itself", l.name.name),
+                )
+                .label(l.name.span, "here"),
             );
         }
         let saved = (self.module, std::mem::take(&mut self.locals), self.ctx);
@@ -200,9 +237,12 @@ impl<'p> Checker<'p> {
         for p in params {
             if let Some(prev) = seen.insert(&p.name.name, p.name.span) {
                 self.err(
-                    Diag::error("mcm::duplicate", format!("parameter `{}` is declared twice", p.name.name))
-                        .label(p.name.span, "again here")
-                        .label(prev, "first here"),
+                    Diag::error(
+                        "mcm::duplicate",
+                        format!("parameter `{}` is declared twice", p.name.name),
+                    )
+                    .label(p.name.span, "again here")
+                    .label(prev, "first here"),
                 );
             }
             let t = match param_type(&p.ty.name) {
@@ -239,7 +279,9 @@ impl<'p> Checker<'p> {
     fn topo_block(&mut self, body: &[TopoStmt], groups: &mut HashMap<String, bool>) {
         for s in body {
             match s {
-                TopoStmt::Chips { name, count, attrs, .. } => {
+                TopoStmt::Chips {
+                    name, count, attrs, ..
+                } => {
                     if let Some(c) = count {
                         let t = self.expr(c);
                         self.expect_fits(Ty::Int, t, c, "a chip count");
@@ -249,15 +291,24 @@ impl<'p> Checker<'p> {
                         self.attribute(a, true);
                     }
                 }
-                TopoStmt::Link { src, dst, attrs, .. } => {
+                TopoStmt::Link {
+                    src, dst, attrs, ..
+                } => {
                     for r in [src, dst] {
                         match groups.get(&r.group.name) {
                             None => {
                                 let known: Vec<String> = groups.keys().cloned().collect();
                                 self.err(
-                                    Diag::error("mcm::name", format!("unknown chip group `{}`", r.group.name))
-                                        .label(r.group.span, "not declared before this link")
-                                        .help(unknown_help(&r.group.name, "chip group", known.iter().map(String::as_str))),
+                                    Diag::error(
+                                        "mcm::name",
+                                        format!("unknown chip group `{}`", r.group.name),
+                                    )
+                                    .label(r.group.span, "not declared before this link")
+                                    .help(unknown_help(
+                                        &r.group.name,
+                                        "chip group",
+                                        known.iter().map(String::as_str),
+                                    )),
                                 );
                             }
                             Some(indexed) => match (&r.index, indexed) {
@@ -268,16 +319,22 @@ impl<'p> Checker<'p> {
                                 (None, false) => {}
                                 (Some(_), false) => {
                                     self.err(
-                                        Diag::error("mcm::type", format!("`{}` is a single chip", r.group.name))
-                                            .label(r.span, "has no index")
-                                            .help(format!("write `{}` without `[...]`", r.group.name)),
+                                        Diag::error(
+                                            "mcm::type",
+                                            format!("`{}` is a single chip", r.group.name),
+                                        )
+                                        .label(r.span, "has no index")
+                                        .help(format!("write `{}` without `[...]`", r.group.name)),
                                     );
                                 }
                                 (None, true) => {
                                     self.err(
-                                        Diag::error("mcm::type", format!("`{}` is a group of chips", r.group.name))
-                                            .label(r.span, "needs an index")
-                                            .help(format!("write `{}[i]`", r.group.name)),
+                                        Diag::error(
+                                            "mcm::type",
+                                            format!("`{}` is a group of chips", r.group.name),
+                                        )
+                                        .label(r.span, "needs an index")
+                                        .help(format!("write `{}[i]`", r.group.name)),
                                     );
                                 }
                             },
@@ -287,7 +344,12 @@ impl<'p> Checker<'p> {
                         self.attribute(a, false);
                     }
                 }
-                TopoStmt::For { var, from, to, body } => {
+                TopoStmt::For {
+                    var,
+                    from,
+                    to,
+                    body,
+                } => {
                     for e in [from, to] {
                         let t = self.expr(e);
                         self.expect_fits(Ty::Int, t, e, "a range bound");
@@ -297,7 +359,11 @@ impl<'p> Checker<'p> {
                         c.topo_block(body, groups);
                     });
                 }
-                TopoStmt::If { cond, then, otherwise } => {
+                TopoStmt::If {
+                    cond,
+                    then,
+                    otherwise,
+                } => {
                     let t = self.expr(cond);
                     self.expect_fits(Ty::Bool, t, cond, "a condition");
                     self.with_locals(|c| c.topo_block(then, groups));
@@ -319,14 +385,21 @@ impl<'p> Checker<'p> {
         }
         if !matches!(t, Ty::Int | Ty::Num(_) | Ty::Bool | Ty::Str) {
             self.err(
-                Diag::error("mcm::type", format!("attribute `{}` cannot hold a {t}", a.name.name))
-                    .label(a.value.span, format!("this is a {t}"))
-                    .help("attributes hold numbers, quantities, booleans or strings"),
+                Diag::error(
+                    "mcm::type",
+                    format!("attribute `{}` cannot hold a {t}", a.name.name),
+                )
+                .label(a.value.span, format!("this is a {t}"))
+                .help("attributes hold numbers, quantities, booleans or strings"),
             );
             return;
         }
         let what = if chip { "chip" } else { "link" };
-        let table = if chip { &mut self.chip_attrs } else { &mut self.link_attrs };
+        let table = if chip {
+            &mut self.chip_attrs
+        } else {
+            &mut self.link_attrs
+        };
         match table.get(&a.name.name).copied() {
             None => {
                 table.insert(a.name.name.clone(), t);
@@ -334,7 +407,12 @@ impl<'p> Checker<'p> {
             Some(known) => {
                 let fixed = if chip { CHIP_ATTRS } else { LINK_ATTRS };
                 if fixed.iter().any(|(n, _)| *n == a.name.name) {
-                    self.expect_fits(known, t, &a.value, &format!("{what} attribute `{}`", a.name.name));
+                    self.expect_fits(
+                        known,
+                        t,
+                        &a.value,
+                        &format!("{what} attribute `{}`", a.name.name),
+                    );
                 }
             }
         }
@@ -364,16 +442,26 @@ impl<'p> Checker<'p> {
         if let Some(o) = &p.objective {
             if !METRICS.contains(&o.metric.name.as_str()) {
                 self.err(
-                    Diag::error("mcm::name", format!("unknown objective `{}`", o.metric.name))
-                        .label(o.metric.span, "not a metric")
-                        .help(unknown_help(&o.metric.name, "metric", METRICS.iter().copied())),
+                    Diag::error(
+                        "mcm::name",
+                        format!("unknown objective `{}`", o.metric.name),
+                    )
+                    .label(o.metric.span, "not a metric")
+                    .help(unknown_help(
+                        &o.metric.name,
+                        "metric",
+                        METRICS.iter().copied(),
+                    )),
                 );
             }
         }
         if !top_level && (p.objective.is_some() || p.evaluator.is_some()) {
             self.err(
-                Diag::error("mcm::test", "a test's `partition` line takes no objective or evaluator")
-                    .label(p.span, "inside a test"),
+                Diag::error(
+                    "mcm::test",
+                    "a test's `partition` line takes no objective or evaluator",
+                )
+                .label(p.span, "inside a test"),
             );
         }
     }
@@ -385,21 +473,34 @@ impl<'p> Checker<'p> {
             self.err(
                 Diag::error("mcm::name", format!("unknown constraint `{}`", u.name.name))
                     .label(u.name.span, "not defined or imported")
-                    .help(unknown_help(&u.name.name, "constraint", known.iter().map(String::as_str))),
+                    .help(unknown_help(
+                        &u.name.name,
+                        "constraint",
+                        known.iter().map(String::as_str),
+                    )),
             );
             return;
         };
         let Item::Constraint(k) = self.prog.item(r) else {
             self.err(
-                Diag::error("mcm::type", format!("`{}` is not a constraint", u.name.name))
-                    .label(u.name.span, "expected a constraint"),
+                Diag::error(
+                    "mcm::type",
+                    format!("`{}` is not a constraint", u.name.name),
+                )
+                .label(u.name.span, "expected a constraint"),
             );
             return;
         };
         let params: Vec<(String, Ty, bool)> = k
             .params
             .iter()
-            .map(|p| (p.name.name.clone(), param_type(&p.ty.name).unwrap_or(Ty::Err), p.default.is_some()))
+            .map(|p| {
+                (
+                    p.name.name.clone(),
+                    param_type(&p.ty.name).unwrap_or(Ty::Err),
+                    p.default.is_some(),
+                )
+            })
             .collect();
         let args = u.args.clone().unwrap_or_default();
         self.call_args(&u.name.name, "constraint", &params, &args, u.span);
@@ -501,7 +602,14 @@ impl<'p> Checker<'p> {
     }
 
     /// Checks arguments against parameters: names, count, types.
-    fn call_args(&mut self, callee: &str, what: &str, params: &[(String, Ty, bool)], args: &[Arg], span: Span) {
+    fn call_args(
+        &mut self,
+        callee: &str,
+        what: &str,
+        params: &[(String, Ty, bool)],
+        args: &[Arg],
+        span: Span,
+    ) {
         let mut given: Vec<Option<Span>> = vec![None; params.len()];
         let mut seen_named = false;
         for (i, a) in args.iter().enumerate() {
@@ -513,9 +621,16 @@ impl<'p> Checker<'p> {
                         Some(s) => s,
                         None => {
                             self.err(
-                                Diag::error("mcm::arity", format!("`{callee}` has no parameter `{}`", n.name))
-                                    .label(n.span, "unknown parameter")
-                                    .help(unknown_help(&n.name, "parameter", params.iter().map(|p| p.0.as_str()))),
+                                Diag::error(
+                                    "mcm::arity",
+                                    format!("`{callee}` has no parameter `{}`", n.name),
+                                )
+                                .label(n.span, "unknown parameter")
+                                .help(unknown_help(
+                                    &n.name,
+                                    "parameter",
+                                    params.iter().map(|p| p.0.as_str()),
+                                )),
                             );
                             continue;
                         }
@@ -533,7 +648,11 @@ impl<'p> Checker<'p> {
                     self.err(
                         Diag::error(
                             "mcm::arity",
-                            format!("`{callee}` takes {} argument(s), {} given", params.len(), args.len()),
+                            format!(
+                                "`{callee}` takes {} argument(s), {} given",
+                                params.len(),
+                                args.len()
+                            ),
                         )
                         .label(a.value.span, "extra argument")
                         .help(signature(callee, params)),
@@ -552,7 +671,12 @@ impl<'p> Checker<'p> {
             }
             given[slot] = Some(a.value.span);
             let (pname, pty, _) = &params[slot];
-            self.expect_fits(*pty, at, &a.value, &format!("parameter `{pname}` of `{callee}`"));
+            self.expect_fits(
+                *pty,
+                at,
+                &a.value,
+                &format!("parameter `{pname}` of `{callee}`"),
+            );
         }
         let missing: Vec<String> = params
             .iter()
@@ -578,14 +702,21 @@ impl<'p> Checker<'p> {
         }
         let help = match (want, got) {
             (Ty::Num(d), Ty::Int) if !d.is_none() => {
-                format!("numbers of {d} need a unit, e.g. `{} {}`", snippet_int(e), example_unit(d))
+                format!(
+                    "numbers of {d} need a unit, e.g. `{} {}`",
+                    snippet_int(e),
+                    example_unit(d)
+                )
             }
             _ => format!("{what} must be {}", article(want)),
         };
         self.err(
-            Diag::error("mcm::type", format!("expected {}, found {}", article(want), article(got)))
-                .label(e.span, format!("this is {}", article(got)))
-                .help(help),
+            Diag::error(
+                "mcm::type",
+                format!("expected {}, found {}", article(want), article(got)),
+            )
+            .label(e.span, format!("this is {}", article(got)))
+            .help(help),
         );
     }
 
@@ -604,9 +735,12 @@ impl<'p> Checker<'p> {
                 self.field(bt, f)
             }
             ExprKind::Index(base, _) => self.err(
-                Diag::error("mcm::syntax", "indexing is for chip groups in `link` statements")
-                    .label(base.span.to(e.span), "cannot index here")
-                    .help("refer to chips by id in formulas: `chip(u) == 3`"),
+                Diag::error(
+                    "mcm::syntax",
+                    "indexing is for chip groups in `link` statements",
+                )
+                .label(base.span.to(e.span), "cannot index here")
+                .help("refer to chips by id in formulas: `chip(u) == 3`"),
             ),
             ExprKind::Call(f, args) => self.call(f, args, e.span),
             ExprKind::Unary(UnOp::Neg, x) => {
@@ -631,7 +765,12 @@ impl<'p> Checker<'p> {
                 let tb = self.expr(b);
                 self.binary(*op, (ta, a), (tb, b))
             }
-            ExprKind::Quant { binders, filter, body, .. } => self.with_locals(|c| {
+            ExprKind::Quant {
+                binders,
+                filter,
+                body,
+                ..
+            } => self.with_locals(|c| {
                 c.binders(binders);
                 if let Some(f) = filter {
                     let t = c.expr(f);
@@ -641,7 +780,12 @@ impl<'p> Checker<'p> {
                 c.expect_fits(Ty::Bool, t, body, "a quantifier body");
                 Ty::Bool
             }),
-            ExprKind::Agg { op, binders, filter, body } => self.with_locals(|c| {
+            ExprKind::Agg {
+                op,
+                binders,
+                filter,
+                body,
+            } => self.with_locals(|c| {
                 c.binders(binders);
                 if let Some(f) = filter {
                     let t = c.expr(f);
@@ -655,9 +799,12 @@ impl<'p> Checker<'p> {
                             .help("count counts the bindings that pass the `where` filter"),
                     ),
                     (_, None) => c.err(
-                        Diag::error("mcm::syntax", "this aggregate needs an expression to aggregate")
-                            .label(e.span, "nothing after the parentheses")
-                            .help("e.g. `sum(u in nodes where chip(u) == d) u.params`"),
+                        Diag::error(
+                            "mcm::syntax",
+                            "this aggregate needs an expression to aggregate",
+                        )
+                        .label(e.span, "nothing after the parentheses")
+                        .help("e.g. `sum(u in nodes where chip(u) == d) u.params`"),
                     ),
                     (_, Some(b)) => {
                         let t = c.expr(b);
@@ -666,9 +813,12 @@ impl<'p> Checker<'p> {
                             Some(_) => t,
                             None if t == Ty::Err => Ty::Err,
                             None => c.err(
-                                Diag::error("mcm::type", format!("cannot aggregate {}", article(t)))
-                                    .label(b.span, format!("this is {}", article(t)))
-                                    .help("sum, max and min take numbers or quantities"),
+                                Diag::error(
+                                    "mcm::type",
+                                    format!("cannot aggregate {}", article(t)),
+                                )
+                                .label(b.span, format!("this is {}", article(t)))
+                                .help("sum, max and min take numbers or quantities"),
                             ),
                         }
                     }
@@ -691,18 +841,28 @@ impl<'p> Checker<'p> {
                                     // A bare count is read in base units (FLOP, bytes), as in graph files.
                                     let ok = t == Ty::Int && matches!(want, Ty::Num(_));
                                     if !ok {
-                                        self.expect_fits(*want, t, &a.value, &format!("node attribute `{}`", a.name.name));
+                                        self.expect_fits(
+                                            *want,
+                                            t,
+                                            &a.value,
+                                            &format!("node attribute `{}`", a.name.name),
+                                        );
                                     }
                                 }
                                 None => {
                                     self.err(
-                                        Diag::error("mcm::name", format!("unknown node attribute `{}`", a.name.name))
-                                            .label(a.name.span, "not a node attribute")
-                                            .help(unknown_help(
+                                        Diag::error(
+                                            "mcm::name",
+                                            format!("unknown node attribute `{}`", a.name.name),
+                                        )
+                                        .label(a.name.span, "not a node attribute")
+                                        .help(
+                                            unknown_help(
                                                 &a.name.name,
                                                 "node attribute",
                                                 GRAPH_NODE_ATTRS.iter().map(|(k, _)| *k),
-                                            )),
+                                            ),
+                                        ),
                                     );
                                 }
                             }
@@ -737,7 +897,9 @@ impl<'p> Checker<'p> {
             return self.err(
                 Diag::error("mcm::syntax", format!("`{name}` is a domain, not a value"))
                     .label(span, "use it after `in`")
-                    .help(format!("e.g. `forall x in {name}: ...` or `count(x in {name})`")),
+                    .help(format!(
+                        "e.g. `forall x in {name}: ...` or `count(x in {name})`"
+                    )),
             );
         }
         let mut known: Vec<String> = self.locals.iter().map(|(n, _)| n.clone()).collect();
@@ -758,15 +920,29 @@ impl<'p> Checker<'p> {
     fn field(&mut self, base: Ty, f: &Ident) -> Ty {
         let (what, fields): (&str, Vec<(String, Ty)>) = match base {
             Ty::Err => return Ty::Err,
-            Ty::Node => ("node", NODE_FIELDS.iter().map(|(n, t)| (n.to_string(), *t)).collect()),
-            Ty::Edge => ("edge", EDGE_FIELDS.iter().map(|(n, t)| (n.to_string(), *t)).collect()),
+            Ty::Node => (
+                "node",
+                NODE_FIELDS
+                    .iter()
+                    .map(|(n, t)| (n.to_string(), *t))
+                    .collect(),
+            ),
+            Ty::Edge => (
+                "edge",
+                EDGE_FIELDS
+                    .iter()
+                    .map(|(n, t)| (n.to_string(), *t))
+                    .collect(),
+            ),
             Ty::Chip => {
-                let mut v: Vec<(String, Ty)> = vec![("id".into(), Ty::Int), ("name".into(), Ty::Str)];
+                let mut v: Vec<(String, Ty)> =
+                    vec![("id".into(), Ty::Int), ("name".into(), Ty::Str)];
                 v.extend(self.chip_attrs.iter().map(|(n, t)| (n.clone(), *t)));
                 ("chip", v)
             }
             Ty::Link => {
-                let mut v: Vec<(String, Ty)> = vec![("src".into(), Ty::Chip), ("dst".into(), Ty::Chip)];
+                let mut v: Vec<(String, Ty)> =
+                    vec![("src".into(), Ty::Chip), ("dst".into(), Ty::Chip)];
                 v.extend(self.link_attrs.iter().map(|(n, t)| (n.clone(), *t)));
                 ("link", v)
             }
@@ -780,9 +956,16 @@ impl<'p> Checker<'p> {
         match fields.iter().find(|(n, _)| *n == f.name) {
             Some((_, t)) => *t,
             None => self.err(
-                Diag::error("mcm::name", format!("unknown {what} attribute `{}`", f.name))
-                    .label(f.span, format!("no such attribute on a {what}"))
-                    .help(unknown_help(&f.name, &format!("{what} attribute"), fields.iter().map(|(n, _)| n.as_str()))),
+                Diag::error(
+                    "mcm::name",
+                    format!("unknown {what} attribute `{}`", f.name),
+                )
+                .label(f.span, format!("no such attribute on a {what}"))
+                .help(unknown_help(
+                    &f.name,
+                    &format!("{what} attribute"),
+                    fields.iter().map(|(n, _)| n.as_str()),
+                )),
             ),
         }
     }
@@ -794,22 +977,34 @@ impl<'p> Checker<'p> {
                 Item::Topology(t) => {
                     if self.ctx == Ctx::Constraint {
                         return self.err(
-                            Diag::error("mcm::context", "a package cannot be built inside a constraint")
-                                .label(span, "not allowed here"),
+                            Diag::error(
+                                "mcm::context",
+                                "a package cannot be built inside a constraint",
+                            )
+                            .label(span, "not allowed here"),
                         );
                     }
                     let params: Vec<(String, Ty, bool)> = t
                         .params
                         .iter()
-                        .map(|p| (p.name.name.clone(), param_type(&p.ty.name).unwrap_or(Ty::Err), p.default.is_some()))
+                        .map(|p| {
+                            (
+                                p.name.name.clone(),
+                                param_type(&p.ty.name).unwrap_or(Ty::Err),
+                                p.default.is_some(),
+                            )
+                        })
                         .collect();
                     self.call_args(name, "topology", &params, args, span);
                     Ty::Package
                 }
                 Item::Constraint(_) => self.err(
-                    Diag::error("mcm::type", format!("`{name}` is a constraint, not a function"))
-                        .label(f.span, "cannot be called in a formula")
-                        .help(format!("require it in a problem: `require {name}`")),
+                    Diag::error(
+                        "mcm::type",
+                        format!("`{name}` is a constraint, not a function"),
+                    )
+                    .label(f.span, "cannot be called in a formula")
+                    .help(format!("require it in a problem: `require {name}`")),
                 ),
                 _ => self.err(
                     Diag::error("mcm::type", format!("`{name}` is a value, not a function"))
@@ -828,24 +1023,37 @@ impl<'p> Checker<'p> {
                     .map(|(n, _)| n.clone()),
             );
             return self.err(
-                Diag::error("mcm::name", format!("unknown function or topology `{name}`"))
-                    .label(f.span, "not defined or imported")
-                    .help(unknown_help(name, "function", known.iter().map(String::as_str))),
+                Diag::error(
+                    "mcm::name",
+                    format!("unknown function or topology `{name}`"),
+                )
+                .label(f.span, "not defined or imported")
+                .help(unknown_help(
+                    name,
+                    "function",
+                    known.iter().map(String::as_str),
+                )),
             );
         }
         if let Some(a) = args.iter().find(|a| a.name.is_some()) {
             let n = a.name.as_ref().map(|n| n.span).unwrap_or(span);
             return self.err(
-                Diag::error("mcm::arity", format!("`{name}` takes positional arguments only"))
-                    .label(n, "named argument"),
+                Diag::error(
+                    "mcm::arity",
+                    format!("`{name}` takes positional arguments only"),
+                )
+                .label(n, "named argument"),
             );
         }
         let arity = |c: &mut Self, n: usize, sig: &str| -> bool {
             if tys.len() != n {
                 c.err(
-                    Diag::error("mcm::arity", format!("`{name}` takes {n} argument(s), {} given", tys.len()))
-                        .label(span, "wrong number of arguments")
-                        .help(format!("the signature is `{sig}`")),
+                    Diag::error(
+                        "mcm::arity",
+                        format!("`{name}` takes {n} argument(s), {} given", tys.len()),
+                    )
+                    .label(span, "wrong number of arguments")
+                    .help(format!("the signature is `{sig}`")),
                 );
                 false
             } else {
@@ -877,7 +1085,9 @@ impl<'p> Checker<'p> {
                     "flows" | "link" => Ty::Bool,
                     _ => Ty::Int,
                 };
-                if !arity(self, 2, &format!("{name}(a: chip, b: chip) -> {ret}")) || !in_constraint(self) {
+                if !arity(self, 2, &format!("{name}(a: chip, b: chip) -> {ret}"))
+                    || !in_constraint(self)
+                {
                     return Ty::Err;
                 }
                 for (t, a) in tys.iter().zip(args) {
@@ -891,8 +1101,11 @@ impl<'p> Checker<'p> {
                 }
                 if self.ctx == Ctx::Constraint {
                     return self.err(
-                        Diag::error("mcm::context", "a graph cannot be loaded inside a constraint")
-                            .label(span, "not allowed here"),
+                        Diag::error(
+                            "mcm::context",
+                            "a graph cannot be loaded inside a constraint",
+                        )
+                        .label(span, "not allowed here"),
                     );
                 }
                 self.expect_fits(Ty::Str, tys[0], &args[0].value, "the path of a graph file");
@@ -902,7 +1115,11 @@ impl<'p> Checker<'p> {
                 if !arity(self, 2, &format!("{name}(a, b)")) {
                     return Ty::Err;
                 }
-                self.binary(BinOp::Add, (tys[0], &args[0].value), (tys[1], &args[1].value))
+                self.binary(
+                    BinOp::Add,
+                    (tys[0], &args[0].value),
+                    (tys[1], &args[1].value),
+                )
             }
             "abs" => {
                 if !arity(self, 1, "abs(x)") {
@@ -941,9 +1158,12 @@ impl<'p> Checker<'p> {
                 Domain::Named(d) => {
                     if self.ctx != Ctx::Constraint {
                         self.err(
-                            Diag::error("mcm::context", format!("`{}` only exists inside a constraint", d.name))
-                                .label(d.span, "no graph or package here")
-                                .help("quantify over the graph and the package in a `constraint` body"),
+                            Diag::error(
+                                "mcm::context",
+                                format!("`{}` only exists inside a constraint", d.name),
+                            )
+                            .label(d.span, "no graph or package here")
+                            .help("quantify over the graph and the package in a `constraint` body"),
                         );
                     }
                     match (d.name.as_str(), &b.pattern) {
@@ -961,7 +1181,11 @@ impl<'p> Checker<'p> {
                             self.err(
                                 Diag::error("mcm::name", format!("unknown domain `{other}`"))
                                     .label(d.span, "not a domain")
-                                    .help(unknown_help(other, "domain", ["nodes", "edges", "chips", "links"])),
+                                    .help(unknown_help(
+                                        other,
+                                        "domain",
+                                        ["nodes", "edges", "chips", "links"],
+                                    )),
                             );
                             vec![Ty::Err; b.pattern.names().len()]
                         }
@@ -976,9 +1200,12 @@ impl<'p> Checker<'p> {
 
     fn pair_error(&mut self, b: &Binder, what: &str) {
         self.err(
-            Diag::error("mcm::type", format!("{what} has single elements, not pairs"))
-                .label(b.span, "a pair pattern here")
-                .help("pairs `(u, v)` are for `edges` and `links`"),
+            Diag::error(
+                "mcm::type",
+                format!("{what} has single elements, not pairs"),
+            )
+            .label(b.span, "a pair pattern here")
+            .help("pairs `(u, v)` are for `edges` and `links`"),
         );
     }
 
@@ -997,10 +1224,13 @@ impl<'p> Checker<'p> {
         }
         let mismatch = |c: &mut Self, verb: &str| {
             c.err(
-                Diag::error("mcm::units", format!("cannot {verb} {} and {}", article(ta), article(tb)))
-                    .label(a.span, format!("this is {}", article(ta)))
-                    .label(b.span, format!("this is {}", article(tb)))
-                    .help(units_help(ta, tb)),
+                Diag::error(
+                    "mcm::units",
+                    format!("cannot {verb} {} and {}", article(ta), article(tb)),
+                )
+                .label(a.span, format!("this is {}", article(ta)))
+                .label(b.span, format!("this is {}", article(tb)))
+                .help(units_help(ta, tb)),
             )
         };
         if op.is_comparison() {
@@ -1018,10 +1248,17 @@ impl<'p> Checker<'p> {
             return Ty::Bool;
         }
         let (Some((da, ia)), Some((db, ib))) = (ta.numeric(), tb.numeric()) else {
-            let bad = if ta.numeric().is_none() { (ta, a) } else { (tb, b) };
+            let bad = if ta.numeric().is_none() {
+                (ta, a)
+            } else {
+                (tb, b)
+            };
             return self.err(
-                Diag::error("mcm::type", format!("`{}` needs numbers, found {}", op.symbol(), article(bad.0)))
-                    .label(bad.1.span, format!("this is {}", article(bad.0))),
+                Diag::error(
+                    "mcm::type",
+                    format!("`{}` needs numbers, found {}", op.symbol(), article(bad.0)),
+                )
+                .label(bad.1.span, format!("this is {}", article(bad.0))),
             );
         };
         let both_int = ia && ib;
@@ -1038,14 +1275,14 @@ impl<'p> Checker<'p> {
                 }
             }
             BinOp::Mul if both_int => Ty::Int,
-            BinOp::Mul => Ty::Num(da.mul(db)),
+            BinOp::Mul => Ty::Num(da * db),
             BinOp::Div if both_int => Ty::Int,
-            BinOp::Div => Ty::Num(da.div(db)),
+            BinOp::Div => Ty::Num(da / db),
             BinOp::Rem if both_int => Ty::Int,
-            BinOp::Rem => self.err(
-                Diag::error("mcm::type", "`%` takes integers")
-                    .label(a.span.to(b.span), format!("{} % {}", article(ta), article(tb))),
-            ),
+            BinOp::Rem => self.err(Diag::error("mcm::type", "`%` takes integers").label(
+                a.span.to(b.span),
+                format!("{} % {}", article(ta), article(tb)),
+            )),
             _ => Ty::Err,
         }
     }
@@ -1116,7 +1353,13 @@ fn snippet_int(e: &Expr) -> String {
 fn signature(callee: &str, params: &[(String, Ty, bool)]) -> String {
     let ps: Vec<String> = params
         .iter()
-        .map(|(n, t, d)| if *d { format!("{n}: {t} = ..") } else { format!("{n}: {t}") })
+        .map(|(n, t, d)| {
+            if *d {
+                format!("{n}: {t} = ..")
+            } else {
+                format!("{n}: {t}")
+            }
+        })
         .collect();
     format!("the signature is `{callee}({})`", ps.join(", "))
 }

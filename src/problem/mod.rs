@@ -4,7 +4,9 @@
 
 mod placement;
 
-pub use placement::{read_partition, write_partition, Placement, PartitionError};
+pub use placement::{
+    parse_partition, partition_json, read_partition, write_partition, PartitionError, Placement,
+};
 
 use crate::graph::Graph;
 use crate::lang::source::Span;
@@ -59,7 +61,11 @@ impl GroundConstraint {
         if self.args.is_empty() {
             self.name.clone()
         } else {
-            let a: Vec<String> = self.args.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            let a: Vec<String> = self
+                .args
+                .iter()
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect();
             format!("{}({})", self.name, a.join(", "))
         }
     }

@@ -94,7 +94,9 @@ impl Flows {
             return -1;
         }
         let cyclic = (0..c).any(|x| {
-            self.on_cycle(x) && (x == a || self.reach[a * c + x]) && (x == b || self.reach[x * c + b])
+            self.on_cycle(x)
+                && (x == a || self.reach[a * c + x])
+                && (x == b || self.reach[x * c + b])
         });
         if cyclic {
             return c as i64;
@@ -104,7 +106,14 @@ impl Flows {
         Self::dist(&self.succ, &self.reach, c, a, b, dist)
     }
 
-    fn dist(succ: &[Vec<u32>], reach: &[bool], c: usize, x: usize, b: usize, memo: &mut [Option<i64>]) -> i64 {
+    fn dist(
+        succ: &[Vec<u32>],
+        reach: &[bool],
+        c: usize,
+        x: usize,
+        b: usize,
+        memo: &mut [Option<i64>],
+    ) -> i64 {
         if x == b {
             return 0;
         }
@@ -176,7 +185,9 @@ impl<'a> Checker<'a> {
             Formula::Implies(a, b) => !self.holds(a) || self.holds(b),
             Formula::Iff(a, b) => self.holds(a) == self.holds(b),
             Formula::Flows(a, b) => match (self.chip(a), self.chip(b)) {
-                (Some(x), Some(y)) => x != y && self.flows.arcs[x as usize * self.flows.c + y as usize],
+                (Some(x), Some(y)) => {
+                    x != y && self.flows.arcs[x as usize * self.flows.c + y as usize]
+                }
                 _ => false,
             },
             Formula::Link(a, b) => match (self.chip(a), self.chip(b)) {
@@ -189,7 +200,8 @@ impl<'a> Checker<'a> {
     /// A term's value as a chip id, if it is one.
     fn chip(&self, t: &Term) -> Option<u32> {
         let v = self.value(t);
-        (v >= 0.0 && v.fract() == 0.0 && (v as usize) < self.package.num_chips()).then_some(v as u32)
+        (v >= 0.0 && v.fract() == 0.0 && (v as usize) < self.package.num_chips())
+            .then_some(v as u32)
     }
 
     pub fn value(&self, t: &Term) -> f64 {
@@ -208,7 +220,11 @@ impl<'a> Checker<'a> {
             Term::IntDiv(a, b) => (self.value(a) / self.value(b)).floor(),
             Term::Rem(a, b) => self.value(a).rem_euclid(self.value(b)),
             Term::Neg(a) => -self.value(a),
-            Term::Sum(es) => es.iter().filter(|(c, _)| self.holds(c)).map(|(_, t)| self.value(t)).sum(),
+            Term::Sum(es) => es
+                .iter()
+                .filter(|(c, _)| self.holds(c))
+                .map(|(_, t)| self.value(t))
+                .sum(),
             Term::Count(cs) => cs.iter().filter(|c| self.holds(c)).count() as f64,
             Term::Max(es) => es
                 .iter()
@@ -241,12 +257,20 @@ impl<'a> Checker<'a> {
             Elem::Node(d) => self.graph.placed_node(d).id.clone(),
             Elem::Edge(i) => {
                 let e = self.graph.placed_edges()[i as usize];
-                format!("{} -> {}", self.graph.placed_node(e.src).id, self.graph.placed_node(e.dst).id)
+                format!(
+                    "{} -> {}",
+                    self.graph.placed_node(e.src).id,
+                    self.graph.placed_node(e.dst).id
+                )
             }
             Elem::Chip(c) => format!("chip {c} ({})", self.package.chips[c as usize].name),
             Elem::Link(l) => {
                 let l = &self.package.links[l as usize];
-                format!("link {} -> {}", self.package.chips[l.src as usize].name, self.package.chips[l.dst as usize].name)
+                format!(
+                    "link {} -> {}",
+                    self.package.chips[l.src as usize].name,
+                    self.package.chips[l.dst as usize].name
+                )
             }
             Elem::Int(i) => i.to_string(),
         }
@@ -264,17 +288,29 @@ impl<'a> Checker<'a> {
         let shown: Vec<String> = chips
             .iter()
             .take(6)
-            .map(|d| format!("chip({}) = {}", self.graph.placed_node(*d).id, self.placement.chip(*d)))
+            .map(|d| {
+                format!(
+                    "chip({}) = {}",
+                    self.graph.placed_node(*d).id,
+                    self.placement.chip(*d)
+                )
+            })
             .collect();
         if !shown.is_empty() {
-            let more = if chips.len() > 6 { format!(" and {} more", chips.len() - 6) } else { String::new() };
+            let more = if chips.len() > 6 {
+                format!(" and {} more", chips.len() - 6)
+            } else {
+                String::new()
+            };
             out.push(format!("{}{more}", shown.join(", ")));
         }
         for (a, b) in paths {
             if let (Some(x), Some(y)) = (self.chip(&a), self.chip(&b)) {
                 let len = self.flows.longest(x, y);
                 if len >= self.package.num_chips() as i64 {
-                    out.push(format!("the flows from chip {x} to chip {y} go round a cycle"));
+                    out.push(format!(
+                        "the flows from chip {x} to chip {y} go round a cycle"
+                    ));
                 } else if len > 1 {
                     let p: Vec<String> = self.flows.path(x, y).iter().map(u32::to_string).collect();
                     out.push(format!("longest path {} has length {len}", p.join(" -> ")));
@@ -282,7 +318,9 @@ impl<'a> Checker<'a> {
             }
         }
         if let Some((op, a, b)) = root_cmp(&inst.formula) {
-            if !matches!(a, Term::Chip(_) | Term::Const(_)) || !matches!(b, Term::Chip(_) | Term::Const(_)) {
+            if !matches!(a, Term::Chip(_) | Term::Const(_))
+                || !matches!(b, Term::Chip(_) | Term::Const(_))
+            {
                 let sym = match op {
                     CmpOp::Eq => "==",
                     CmpOp::Ne => "!=",
@@ -291,7 +329,11 @@ impl<'a> Checker<'a> {
                     CmpOp::Gt => ">",
                     CmpOp::Ge => ">=",
                 };
-                out.push(format!("{} {sym} {} is false", fmt_num(self.value(a)), fmt_num(self.value(b))));
+                out.push(format!(
+                    "{} {sym} {} is false",
+                    fmt_num(self.value(a)),
+                    fmt_num(self.value(b))
+                ));
             }
         }
         out
@@ -321,7 +363,9 @@ impl<'a> Checker<'a> {
 
     /// Whether every instance holds, stopping at the first that does not.
     pub fn all_hold(&self, constraints: &[GroundConstraint]) -> bool {
-        constraints.iter().all(|c| c.instances.iter().all(|i| self.holds(&i.formula)))
+        constraints
+            .iter()
+            .all(|c| c.instances.iter().all(|i| self.holds(&i.formula)))
     }
 }
 
@@ -363,7 +407,13 @@ fn collect_t(t: &Term, chips: &mut Vec<u32>, paths: &mut Vec<(Term, Term)>) {
         Term::Const(_) => {}
         Term::Chip(d) => chips.push(*d),
         Term::ChipAttr(a, _) | Term::Neg(a) => collect_t(a, chips, paths),
-        Term::Add(a, b) | Term::Sub(a, b) | Term::Mul(a, b) | Term::Div(a, b) | Term::IntDiv(a, b) | Term::Rem(a, b) | Term::Hops(a, b) => {
+        Term::Add(a, b)
+        | Term::Sub(a, b)
+        | Term::Mul(a, b)
+        | Term::Div(a, b)
+        | Term::IntDiv(a, b)
+        | Term::Rem(a, b)
+        | Term::Hops(a, b) => {
             collect_t(a, chips, paths);
             collect_t(b, chips, paths);
         }
@@ -378,6 +428,11 @@ fn collect_t(t: &Term, chips: &mut Vec<u32>, paths: &mut Vec<(Term, Term)>) {
 }
 
 /// Checks a placement against constraints; empty when it is valid.
-pub fn check(graph: &Graph, package: &Package, constraints: &[GroundConstraint], p: &Placement) -> Vec<Violation> {
+pub fn check(
+    graph: &Graph,
+    package: &Package,
+    constraints: &[GroundConstraint],
+    p: &Placement,
+) -> Vec<Violation> {
     Checker::new(graph, package, p).violations(constraints)
 }

@@ -50,7 +50,11 @@ pub fn run(t: &TestCase) -> TestResult {
                         .filter(|x| !vs.iter().any(|v| matches(t, x, v)))
                         .collect();
                     if missing.is_empty() {
-                        result(Status::Pass, format!("breaks {} as expected", broken(&vs)), shown)
+                        result(
+                            Status::Pass,
+                            format!("breaks {} as expected", broken(&vs)),
+                            shown,
+                        )
                     } else {
                         let m: Vec<&str> = missing.iter().map(|x| x.name.as_str()).collect();
                         let also = if vs.is_empty() {
@@ -58,10 +62,18 @@ pub fn run(t: &TestCase) -> TestResult {
                         } else {
                             format!("it breaks {}", broken(&vs))
                         };
-                        result(Status::Fail, format!("expected it to break {}, but {also}", m.join(", ")), shown)
+                        result(
+                            Status::Fail,
+                            format!("expected it to break {}, but {also}", m.join(", ")),
+                            shown,
+                        )
                     }
                 }
-                _ => result(Status::Fail, "a placement test must expect valid or violates".into(), shown),
+                _ => result(
+                    Status::Fail,
+                    "a placement test must expect valid or violates".into(),
+                    shown,
+                ),
             }
         }
         TestQuestion::Partition => {
@@ -80,9 +92,17 @@ pub fn run(t: &TestCase) -> TestResult {
                 Some(Some(p)) => {
                     let witness = witness(t, &p);
                     if want_sat {
-                        result(Status::Pass, format!("satisfiable, e.g. {witness}"), Vec::new())
+                        result(
+                            Status::Pass,
+                            format!("satisfiable, e.g. {witness}"),
+                            Vec::new(),
+                        )
                     } else {
-                        result(Status::Fail, format!("expected unsatisfiable, but {witness} is valid"), Vec::new())
+                        result(
+                            Status::Fail,
+                            format!("expected unsatisfiable, but {witness} is valid"),
+                            Vec::new(),
+                        )
                     }
                 }
                 Some(None) => {
@@ -96,7 +116,10 @@ pub fn run(t: &TestCase) -> TestResult {
                     } else {
                         result(
                             Status::Pass,
-                            format!("unsatisfiable: none of the {space} placements satisfies {}", names(t)),
+                            format!(
+                                "unsatisfiable: none of the {space} placements satisfies {}",
+                                names(t)
+                            ),
                             Vec::new(),
                         )
                     }

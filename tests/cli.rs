@@ -1,0 +1,265 @@
+//! The command line end to end: exit codes, text and JSON output.
+
+mod common;
+
+use std::process::{Command, Output};
+
+fn mcmpart(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcmpart"))
+        .args(args)
+        .current_dir(common::root())
+        .output()
+        .expect("run mcmpart")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o).0))
+}
+
+#[test]
+fn check_summarises_each_problem() {
+    let o = mcmpart(&["check", "examples/bert_ring36.mcm"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("problem `bert`"), "{out}");
+    assert!(out.contains("36 chips, 35 links"), "{out}");
+    assert!(
+        out.contains("acyclic_flow (") && out.contains("memory_capacity (36 instances)"),
+        "{out}"
+    );
+
+    let o = mcmpart(&["check", "examples/bert_ring36.mcm", "--json"]);
+    let v = json(&o);
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["problems"][0]["chips"], 36);
+    assert_eq!(
+        v["problems"][0]["constraints"].as_array().map(Vec::len),
+        Some(4)
+    );
+}
+
+#[test]
+fn check_reports_diagnostics_and_fails() {
+    let dir = common::scratch("cli-check");
+    let f = dir.join("bad.mcm");
+    std::fs::write(&f, "use std::placement::no_skp\nlet x = 1 MiB + 1 GB/s\n").unwrap();
+    let o = mcmpart(&["check", f.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err.contains("did you mean `no_skip`?") && err.contains("cannot add bytes and a rate"),
+        "{err}"
+    );
+    assert!(err.contains("2 error(s)"), "{err}");
+
+    let o = mcmpart(&["check", f.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v = json(&o);
+    assert_eq!(v["ok"], false);
+    let d = &v["diagnostics"][0];
+    assert_eq!(d["code"], "mcm::import");
+    assert_eq!(d["labels"][0]["line"], 1);
+    assert_eq!(d["help"], "did you mean `no_skip`?");
+
+    let o = mcmpart(&["check", "does/not/exist.mcm"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("cannot read `does/not/exist.mcm`"));
+}
+
+#[test]
+fn verify_accepts_valid_and_explains_invalid_partitions() {
+    let o = mcmpart(&[
+        "verify",
+        "examples/quickstart.mcm",
+        "--partition",
+        "examples/quickstart.partition.json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert!(text(&o).0.starts_with("valid"));
+
+    let o = mcmpart(&[
+        "verify",
+        "examples/quickstart.mcm",
+        "--partition",
+        "examples/quickstart.invalid.partition.json",
+    ]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    for want in [
+        "breaks `acyclic_flow` 1 time(s)",
+        "acyclic_flow at u = relu, v = fc2: chip(relu) = 2, chip(fc2) = 1",
+        "longest path 0 -> 2 -> 1 has length 2",
+        "memory_capacity at d = chip 0 (die[0])",
+        "stdlib/placement.mcm",
+        "required here",
+    ] {
+        assert!(
+            err.replace("\n        ", " ").contains(want),
+            "missing {want:?} in\n{err}"
+        );
+    }
+
+    let o = mcmpart(&[
+        "--json",
+        "verify",
+        "examples/quickstart.mcm",
+        "--partition",
+        "examples/quickstart.invalid.partition.json",
+    ]);
+    let v = json(&o);
+    assert_eq!(v["valid"], false);
+    assert_eq!(v["violations"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn verify_refuses_malformed_partitions_with_the_cause() {
+    let dir = common::scratch("cli-verify");
+    let cases = [
+        (r#"{"placement": {"input": 0}}"#, "have no chip"),
+        (
+            r#"{"placement": {"input": 0, "input": 1}}"#,
+            "appears twice",
+        ),
+        (r#"{"placement": {"inptu": 0}}"#, "did you mean `input`?"),
+        (r#"{"placement": {"mask": 0}}"#, "replicable"),
+        (
+            r#"{"chips": 5, "placement": {}}"#,
+            "for 5 chips, but the package has 4",
+        ),
+        (
+            r#"{"graph": "other", "placement": {}}"#,
+            "for graph `other`",
+        ),
+        (r#"{"placement": {"input": 7}}"#, "chip 7"),
+        ("{not json", "line 1"),
+    ];
+    for (i, (json_text, want)) in cases.iter().enumerate() {
+        let p = dir.join(format!("p{i}.json"));
+        std::fs::write(&p, json_text).unwrap();
+        let o = mcmpart(&[
+            "verify",
+            "examples/quickstart.mcm",
+            "--partition",
+            p.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{json_text}");
+        let (_, err) = text(&o);
+        assert!(
+            err.contains(want),
+            "missing {want:?} for {json_text}:\n{err}"
+        );
+    }
+}
+
+#[test]
+fn verify_picks_a_problem_by_name() {
+    let dir = common::scratch("cli-problems");
+    let f = dir.join("two.mcm");
+    std::fs::write(
+        &f,
+        "use std::placement::acyclic_flow\nuse std::topologies::ring\n\
+         let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph { a -> b }\n\
+         partition g onto t as forward { require acyclic_flow }\npartition g onto t as free\n",
+    )
+    .unwrap();
+    let p = dir.join("p.json");
+    std::fs::write(
+        &p,
+        r#"{"graph": "g", "chips": 2, "placement": {"a": 1, "b": 0}}"#,
+    )
+    .unwrap();
+    let args = |prob: Option<&str>| {
+        let mut v = vec![
+            "verify",
+            f.to_str().unwrap(),
+            "--partition",
+            p.to_str().unwrap(),
+        ];
+        if let Some(n) = prob {
+            v.extend(["--problem", n]);
+        }
+        mcmpart(&v)
+    };
+    let o = args(None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.contains("pick one with --problem"),
+        "{:?}",
+        text(&o)
+    );
+    assert_eq!(args(Some("forward")).status.code(), Some(1));
+    assert_eq!(args(Some("free")).status.code(), Some(0));
+    let o = args(Some("fre"));
+    assert!(
+        text(&o).1.contains("did you mean `free`?"),
+        "{:?}",
+        text(&o)
+    );
+}
+
+#[test]
+fn test_runs_every_block_and_fails_on_a_failure() {
+    let o = mcmpart(&[
+        "test",
+        "tests/mcm/spec_tests.mcm",
+        "examples/quickstart.mcm",
+    ]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("PASS tests/mcm/spec_tests.mcm: \"skipping a chip is rejected\""),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("6 passed, 0 failed"), "{out}");
+
+    let dir = common::scratch("cli-test");
+    let f = dir.join("wrong.mcm");
+    std::fs::write(
+        &f,
+        "use std::placement::{acyclic_flow, no_skip}\nuse std::topologies::ring\n\
+         test \"wrong expectation\" {\n  let g = graph { a -> b }\n\
+         let t = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         place g onto t { a: 0, b: 2 }\n  expect valid\n}\n\
+         test \"unsat that is not\" {\n  let g = graph { a -> b }\n\
+         let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         partition g onto t\n  expect unsatisfiable\n}\n",
+    )
+    .unwrap();
+    let o = mcmpart(&["test", f.to_str().unwrap()]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        out.contains("FAIL") && out.contains("expected valid, but it breaks no_skip"),
+        "{out}"
+    );
+    assert!(
+        out.contains("expected unsatisfiable, but { a: 0, b: 0 } is valid"),
+        "{out}"
+    );
+    assert!(out.contains("0 passed, 2 failed"), "{out}");
+
+    let o = mcmpart(&["test", f.to_str().unwrap(), "--json"]);
+    let v = json(&o);
+    assert_eq!(v["failed"], 2);
+    assert_eq!(v["tests"][0]["result"]["status"], "fail");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(
+        mcmpart(&["verify", "examples/quickstart.mcm"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(mcmpart(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(mcmpart(&["--version"]).status.code(), Some(0));
+}

@@ -1,0 +1,315 @@
+//! Each kind of error, with its rendered diagnostic checked: what it says,
+//! where it points, and what it suggests.
+
+mod common;
+
+use common::{errors, errors_in, scratch, HEADER};
+
+fn assert_has(out: &str, parts: &[&str]) {
+    for p in parts {
+        assert!(out.contains(p), "missing {p:?} in:\n{out}");
+    }
+}
+
+#[test]
+fn syntax_error_points_at_the_token() {
+    let out = errors("constraint c() {\n    forall u in nodes chip(u) >= 0\n}\n");
+    assert_has(
+        &out,
+        &["mcm::syntax", "syntax error", "test.mcm:2:23", "found `c`"],
+    );
+}
+
+#[test]
+fn every_item_with_a_syntax_error_is_reported_in_one_run() {
+    let out = errors(
+        "topology t( {\n}\nlet ok = 1\nconstraint y() { forall u in nodes chip(u) }\nlet z = 3 +\n",
+    );
+    assert_eq!(out.matches("mcm::syntax").count(), 3, "{out}");
+    assert_has(&out, &["test.mcm:1:", "test.mcm:4:", "test.mcm:6:"]);
+}
+
+#[test]
+fn unknown_names_suggest_the_nearest_known_one() {
+    let out = errors(&format!(
+        "{HEADER}let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{ a -> b }}\npartition g onto t {{ require no_skp }}\n"
+    ));
+    assert_has(
+        &out,
+        &[
+            "unknown constraint `no_skp`",
+            "did you mean `no_skip`?",
+            "test.mcm:5:",
+        ],
+    );
+
+    let out = errors(&format!(
+        "{HEADER}let t = rign(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n"
+    ));
+    assert_has(
+        &out,
+        &[
+            "unknown function or topology `rign`",
+            "did you mean `ring`?",
+        ],
+    );
+
+    let out = errors("constraint c() { forall u in nodes: u.parms >= 0 B }\n");
+    assert_has(
+        &out,
+        &["unknown node attribute `parms`", "did you mean `params`?"],
+    );
+
+    let out = errors("use std::placement::{no_skp}\n");
+    assert_has(
+        &out,
+        &[
+            "`no_skp` is not defined in `stdlib/placement.mcm`",
+            "did you mean `no_skip`?",
+        ],
+    );
+
+    let out = errors("use std::placment::no_skip\n");
+    assert_has(
+        &out,
+        &[
+            "unknown standard module `std::placment`",
+            "did you mean `placement`?",
+        ],
+    );
+
+    let out = errors("constraint c() { forall d in chip: d >= 0 }\n");
+    assert_has(&out, &["unknown domain `chip`", "did you mean `chips`?"]);
+}
+
+#[test]
+fn unit_mismatch_shows_both_operands() {
+    let out = errors("constraint c() { forall d in chips: 32 MiB <= 25 GB/s }\n");
+    assert_has(
+        &out,
+        &[
+            "mcm::units",
+            "cannot compare bytes and a rate",
+            "this is bytes",
+            "this is a rate",
+        ],
+    );
+    // Both spans are labelled: the underline covers both operands.
+    assert!(
+        out.contains("───┬──") || out.matches('┬').count() >= 2,
+        "{out}"
+    );
+
+    let out = errors("constraint c() { forall u in nodes: u.flops / 2 TFLOP/s <= 1 GB }\n");
+    assert_has(
+        &out,
+        &[
+            "cannot compare a time and bytes",
+            "the left is in s, the right in B",
+        ],
+    );
+
+    let out = errors(&format!(
+        "{HEADER}let t = ring(n = 2, memory = 1, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n"
+    ));
+    assert_has(
+        &out,
+        &[
+            "expected bytes, found an int",
+            "numbers of bytes need a unit, e.g. `1 MiB`",
+        ],
+    );
+}
+
+#[test]
+fn dimension_arithmetic_is_checked_and_accepted_where_right() {
+    let ok = common::compile(
+        "constraint c(limit: time) {\n    forall d in chips: sum(u in nodes where chip(u) == d) u.flops / d.compute <= limit\n}\n\
+         constraint e() { forall e in edges: e.bytes / 25 GB/s <= 1 ms }\n",
+    );
+    assert!(
+        ok.ok(),
+        "{}",
+        mcmpart::lang::diag::render_text(&ok.program.sources, &ok.diags)
+    );
+    let out = errors("constraint c() { forall u in nodes: u.flops + u.params > 0 }\n");
+    assert_has(&out, &["cannot add a flop and bytes"]);
+}
+
+#[test]
+fn wrong_arity_shows_the_signature() {
+    let out = errors(&format!(
+        "{HEADER}let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s)\n"
+    ));
+    assert_has(
+        &out,
+        &[
+            "mcm::arity",
+            "topology `ring` is missing `bandwidth: rate`",
+            "ring(n: int, memory: bytes",
+        ],
+    );
+
+    let out = errors(&format!(
+        "{HEADER}let t = ring(2, 1 MiB, 1 TFLOP/s, 1 GB/s, 5)\n"
+    ));
+    assert_has(
+        &out,
+        &["`ring` takes 4 argument(s), 5 given", "extra argument"],
+    );
+
+    let out = errors(&format!(
+        "{HEADER}constraint near(k: int) {{ forall (u, v) in edges: hops(chip(u), chip(v)) <= k }}\n\
+         let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\nlet g = graph {{ a -> b }}\n\
+         partition g onto t {{ require near }}\n"
+    ));
+    assert_has(&out, &["constraint `near` is missing `k: int`"]);
+
+    let out = errors("constraint c() { forall u in nodes: chip(u, u) >= 0 }\n");
+    assert_has(
+        &out,
+        &[
+            "`chip` takes 1 argument(s), 2 given",
+            "chip(u: node) -> chip",
+        ],
+    );
+}
+
+#[test]
+fn cyclic_graphs_name_the_nodes_on_the_cycle() {
+    let out = errors(&format!(
+        "{HEADER}let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{ a -> b -> c -> b }}\npartition g onto t\n"
+    ));
+    assert_has(
+        &out,
+        &["mcm::graph", "cycle through `b`, `c`", "this graph"],
+    );
+    assert!(!out.contains("`a`"), "{out}");
+
+    let dir = scratch("cycle");
+    std::fs::write(
+        dir.join("g.json"),
+        r#"{"nodes": [{"id": "x"}, {"id": "y"}], "edges": [{"from": "x", "to": "y"}, {"from": "y", "to": "x"}]}"#,
+    )
+    .unwrap();
+    let out = errors_in(
+        &dir,
+        &format!("{HEADER}let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\nlet g = graph(\"g.json\")\n"),
+    );
+    assert_has(&out, &["g.json", "cycle through `x`, `y`"]);
+}
+
+#[test]
+fn a_missing_graph_file_names_the_file() {
+    let dir = scratch("missing");
+    let out = errors_in(
+        &dir,
+        &format!("{HEADER}let g = graph(\"nowhere/model.json\")\n"),
+    );
+    assert_has(
+        &out,
+        &["cannot load graph", "nowhere/model.json", "test.mcm:3:9"],
+    );
+}
+
+#[test]
+fn graph_files_with_bad_content_name_the_id_or_line() {
+    let dir = scratch("badgraph");
+    let cases = [
+        (
+            r#"{"nodes": [{"id": "a"}, {"id": "a"}], "edges": []}"#,
+            "duplicate node id `a`",
+        ),
+        (
+            r#"{"nodes": [{"id": "a"}], "edges": [{"from": "a", "to": "b"}]}"#,
+            "unknown node `b`",
+        ),
+        (
+            r#"{"nodes": [{"id": "a", "params": -1}], "edges": []}"#,
+            "node `a`: `params` is -1",
+        ),
+        ("{\"nodes\": [\n  {\"id\": \"a\",}\n]}", "line 2"),
+        (
+            r#"{"nodes": [{"id": "a"}], "edges": [{"from": "a", "to": "a"}]}"#,
+            "self-loop on node `a`",
+        ),
+        (r#"{"edges": []}"#, "missing `nodes`"),
+    ];
+    for (i, (json, want)) in cases.iter().enumerate() {
+        let f = format!("g{i}.json");
+        std::fs::write(dir.join(&f), json).unwrap();
+        let out = errors_in(&dir, &format!("let g = graph(\"{f}\")\n"));
+        assert_has(&out, &[want, &f]);
+    }
+    std::fs::write(dir.join("bad.json.gz"), b"\x1f\x8bnot really gzip").unwrap();
+    let out = errors_in(&dir, "let g = graph(\"bad.json.gz\")\n");
+    assert_has(&out, &["not valid gzip", "bad.json.gz"]);
+}
+
+#[test]
+fn a_duplicate_node_in_an_inline_graph_attribute_is_reported() {
+    let out = errors("let g = graph { a { flops = 1 } -> b  a { flops = 2 } }\n");
+    assert_has(&out, &["`flops` of node `a` is set twice", "first here"]);
+}
+
+#[test]
+fn several_independent_errors_are_all_reported() {
+    let out = errors(&format!(
+        "{HEADER}let a = 1 MiB + 2 GB/s\nlet b = rign(n = 1)\nconstraint c() {{ forall d in chips: d.memry >= 0 B }}\n"
+    ));
+    assert_has(
+        &out,
+        &[
+            "cannot add bytes and a rate",
+            "unknown function or topology `rign`",
+            "unknown chip attribute `memry`",
+        ],
+    );
+}
+
+#[test]
+fn out_of_range_chip_indices_in_a_topology_are_caught() {
+    let out = errors(
+        "topology bad(n: int) {\n    chips die[n] { memory = 1 MiB }\n    for i in 0..n { link die[i] -> die[i+1] }\n}\nlet p = bad(n = 3)\n",
+    );
+    assert_has(
+        &out,
+        &[
+            "`die[3]` is out of range: `die` has 3 chips",
+            "while building `bad` here",
+        ],
+    );
+}
+
+#[test]
+fn test_blocks_with_unknown_nodes_or_chips_are_errors() {
+    let out = errors(&format!(
+        "{HEADER}test \"t\" {{\n    let g = graph {{ a -> b }}\n    let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         place g onto t {{ a: 0, bb: 5 }}\n    expect valid\n}}\n"
+    ));
+    assert_has(&out, &["graph `g` has no node `bb`", "did you mean `b`?"]);
+    let out = errors(&format!(
+        "{HEADER}test \"t\" {{\n    let g = graph {{ a -> b }}\n    let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         place g onto t {{ a: 0, b: 5 }}\n    expect valid\n}}\n"
+    ));
+    assert_has(
+        &out,
+        &["chip 5 does not exist", "the package has chips 0..2"],
+    );
+    let out = errors(&format!(
+        "{HEADER}test \"t\" {{\n    let g = graph {{ a -> b }}\n}}\n"
+    ));
+    assert_has(&out, &["has no `expect` line"]);
+}
+
+#[test]
+fn context_errors_explain_where_things_belong() {
+    let out = errors("let x = count(u in nodes)\n");
+    assert_has(&out, &["`nodes` only exists inside a constraint"]);
+    let out = errors("let x = chip(1)\n");
+    assert_has(&out, &["`chip` depends on a placement"]);
+    let out = errors("constraint c() { forall u in nodes: nodes == 1 }\n");
+    assert_has(&out, &["`nodes` is a domain, not a value"]);
+}

@@ -1,0 +1,219 @@
+//! Random placements of random small graphs on random rings and meshes:
+//! the checker, evaluating the stdlib's formulas, agrees with a direct Rust
+//! implementation of the four rules (and of `near(k)`) on every case.
+
+mod common;
+
+use mcmpart::problem::Placement;
+use mcmpart::solver::check;
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+
+#[derive(Clone, Debug)]
+enum Topo {
+    Ring(usize),
+    Mesh(usize, usize),
+}
+
+impl Topo {
+    fn chips(&self) -> usize {
+        match self {
+            Topo::Ring(n) => *n,
+            Topo::Mesh(r, c) => r * c,
+        }
+    }
+
+    /// Fewest links, from the topology's definition: a one-way ring, or
+    /// Manhattan distance on a mesh with links both ways. C when unreachable.
+    fn hops(&self, a: usize, b: usize) -> usize {
+        match self {
+            Topo::Ring(n) => {
+                if b >= a {
+                    b - a
+                } else {
+                    *n
+                }
+            }
+            Topo::Mesh(_, c) => (a / c).abs_diff(b / c) + (a % c).abs_diff(b % c),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    topo: Topo,
+    memory_kib: u64,
+    params_kib: Vec<u64>,
+    replicable: usize,
+    edges: Vec<(usize, usize)>,
+    near: usize,
+    placements: Vec<Vec<usize>>,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    let topo = prop_oneof![
+        (1usize..6).prop_map(Topo::Ring),
+        (1usize..3, 1usize..4).prop_map(|(r, c)| Topo::Mesh(r, c))
+    ];
+    (topo, 1usize..8, 0u64..8, 0usize..3, 0usize..4).prop_flat_map(|(topo, n, mem, rep, near)| {
+        let c = topo.chips();
+        let rep = rep.min(n - 1);
+        let pairs: Vec<(usize, usize)> = (0..n).flat_map(|j| (0..j).map(move |i| (i, j))).collect();
+        let np = pairs.len();
+        (
+            Just(topo),
+            Just(mem),
+            proptest::collection::vec(0u64..4, n),
+            Just(rep),
+            proptest::collection::vec(proptest::bool::weighted(0.35), np),
+            Just(near),
+            proptest::collection::vec(proptest::collection::vec(0..c, n - rep), 1..6),
+        )
+            .prop_map(
+                move |(topo, mem, params, rep, pick, near, placements)| Case {
+                    topo,
+                    memory_kib: mem,
+                    params_kib: params,
+                    replicable: rep,
+                    edges: pairs
+                        .iter()
+                        .zip(&pick)
+                        .filter(|(_, p)| **p)
+                        .map(|(e, _)| *e)
+                        .collect(),
+                    near,
+                    placements,
+                },
+            )
+    })
+}
+
+fn program(c: &Case) -> String {
+    let pkg = match c.topo {
+        Topo::Ring(n) => format!("ring(n = {n}, memory = {} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)", c.memory_kib),
+        Topo::Mesh(r, k) => format!(
+            "mesh(rows = {r}, cols = {k}, memory = {} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)",
+            c.memory_kib
+        ),
+    };
+    let mut g = String::new();
+    for (i, p) in c.params_kib.iter().enumerate() {
+        let rep = if i < c.replicable {
+            ", replicable = true"
+        } else {
+            ""
+        };
+        g += &format!("  n{i} {{ params = {p} KiB{rep} }}\n");
+    }
+    for (a, b) in &c.edges {
+        g += &format!("  n{a} -> n{b}\n");
+    }
+    format!(
+        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
+         use std::topologies::{{ring, mesh}}\n\
+         constraint near(k: int) {{ forall (u, v) in edges: hops(chip(u), chip(v)) <= k }}\n\
+         let t = {pkg}\nlet g = graph {{\n{g}}}\n\
+         partition g onto t {{ require acyclic_flow, no_skip, triangle_dependency, memory_capacity, near({}) }}\n",
+        c.near
+    )
+}
+
+/// The longest walk from a to b over `arcs`, or C when it can go round a cycle.
+fn longest_walk(arcs: &BTreeSet<(usize, usize)>, c: usize, a: usize, b: usize) -> i64 {
+    if a == b {
+        return 0;
+    }
+    // Walks of up to 3C steps: a walk through a cycle on the way from a to b
+    // fits in that many, and any walk of C or more steps repeats a chip.
+    let mut at: Vec<bool> = (0..c).map(|x| x == a).collect();
+    let mut best = -1;
+    for k in 1..=3 * c {
+        let mut next = vec![false; c];
+        for &(x, y) in arcs {
+            if at[x] {
+                next[y] = true;
+            }
+        }
+        at = next;
+        if at[b] {
+            best = k as i64;
+        }
+    }
+    if best >= c as i64 {
+        c as i64
+    } else {
+        best
+    }
+}
+
+/// The rules written directly in Rust: the names of those the placement breaks.
+fn direct(c: &Case, chip_of: &[usize]) -> BTreeSet<String> {
+    let n_chips = c.topo.chips();
+    let placed = |i: usize| i >= c.replicable;
+    let chip = |i: usize| chip_of[i - c.replicable];
+    let edges: Vec<(usize, usize)> = c
+        .edges
+        .iter()
+        .copied()
+        .filter(|(a, b)| placed(*a) && placed(*b))
+        .collect();
+    let mut broken = BTreeSet::new();
+    if edges.iter().any(|&(u, v)| chip(u) > chip(v)) {
+        broken.insert("acyclic_flow".to_string());
+    }
+    let used: BTreeSet<usize> = chip_of.iter().copied().collect();
+    if let Some(&top) = used.iter().max() {
+        if (0..=top).any(|d| !used.contains(&d)) {
+            broken.insert("no_skip".to_string());
+        }
+    }
+    let arcs: BTreeSet<(usize, usize)> = edges
+        .iter()
+        .map(|&(u, v)| (chip(u), chip(v)))
+        .filter(|(a, b)| a != b)
+        .collect();
+    if arcs
+        .iter()
+        .any(|&(a, b)| longest_walk(&arcs, n_chips, a, b) != 1)
+    {
+        broken.insert("triangle_dependency".to_string());
+    }
+    for d in 0..n_chips {
+        let load: u64 = (c.replicable..c.params_kib.len())
+            .filter(|&i| chip(i) == d)
+            .map(|i| c.params_kib[i])
+            .sum();
+        if load > c.memory_kib {
+            broken.insert("memory_capacity".to_string());
+        }
+    }
+    if edges
+        .iter()
+        .any(|&(u, v)| c.topo.hops(chip(u), chip(v)) > c.near)
+    {
+        broken.insert(format!("near(k = {})", c.near));
+    }
+    broken
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn checker_agrees_with_a_direct_implementation(c in case()) {
+        let text = program(&c);
+        let compiled = common::compile(&text);
+        prop_assert!(compiled.ok(), "{}\n{}", text, mcmpart::lang::diag::render_text(&compiled.program.sources, &compiled.diags));
+        let p = compiled.problem(None).expect("one problem");
+        prop_assert_eq!(p.graph.num_placed(), c.params_kib.len() - c.replicable);
+        for chip_of in &c.placements {
+            let placement = Placement::new(chip_of.iter().map(|&x| x as u32).collect());
+            let got: BTreeSet<String> = check(&p.graph, &p.package, &p.constraints, &placement)
+                .into_iter()
+                .map(|v| v.name)
+                .collect();
+            let want = direct(&c, chip_of);
+            prop_assert_eq!(got, want, "program:\n{}\nplacement {:?}", text, chip_of);
+        }
+    }
+}

@@ -1,6 +1,9 @@
 //! The command line: `mcmpart check | verify | test`.
 
+mod bench;
 mod check;
+mod show;
+mod stats;
 mod test;
 mod verify;
 
@@ -47,6 +50,46 @@ pub enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Draw a graph, coloured by chip when a partition is given.
+    Show {
+        /// A graph file (`.json` or `.json.gz`).
+        graph: PathBuf,
+        /// A partition file to colour the nodes by.
+        #[arg(long)]
+        partition: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "dot")]
+        format: show::Format,
+        /// Write here instead of standard output.
+        #[arg(short, long)]
+        out: Option<PathBuf>,
+    },
+    /// Sizes, totals, depth and the largest nodes of a graph.
+    Stats {
+        /// A graph file (`.json` or `.json.gz`).
+        graph: PathBuf,
+        /// How many of the largest nodes to list.
+        #[arg(long, default_value_t = 5)]
+        top: usize,
+    },
+    /// Measure: print figures and write them to a file.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Time loading every graph file of a folder.
+    Load {
+        /// The folder of graph files.
+        #[arg(default_value = "data/graphs")]
+        dir: PathBuf,
+        /// Loads per file; the best time is kept.
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+        /// Write the figures here as JSON.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 /// Runs the command line; returns the exit code.
@@ -78,6 +121,18 @@ pub fn run(cli: Cli) -> i32 {
             problem,
         } => verify::run(&out, &file, &partition, problem.as_deref()),
         Command::Test { files } => test::run(&out, &files),
+        Command::Show {
+            graph,
+            partition,
+            format,
+            out: dest,
+        } => show::run(&out, &graph, partition.as_deref(), format, dest.as_deref()),
+        Command::Stats { graph, top } => stats::run(&out, &graph, top),
+        Command::Bench(BenchCommand::Load {
+            dir,
+            repeats,
+            out: dest,
+        }) => bench::load(&out, &dir, repeats, dest.as_deref()),
     }
 }
 

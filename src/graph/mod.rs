@@ -1,7 +1,10 @@
 //! The computation graph: operations, the tensors between them, and the
 //! view the placement language ranges over (replicable nodes taken out).
 
+pub mod dot;
 mod load;
+pub mod onnx;
+pub mod stats;
 
 pub use load::{load_graph_file, parse_graph_json, to_json};
 

@@ -51,11 +51,7 @@ impl Dim {
                 std::cmp::Ordering::Equal => {}
             }
         }
-        let n = if num.is_empty() {
-            "1".to_string()
-        } else {
-            num.join("*")
-        };
+        let n = if num.is_empty() { "1".to_string() } else { num.join("*") };
         if den.is_empty() {
             n
         } else {
@@ -157,6 +153,7 @@ impl fmt::Display for Scalar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::Num(v, d) if d.is_none() => write!(f, "{v}"),
             Scalar::Num(v, d) => f.write_str(&format_quantity(*v, *d)),
             Scalar::Bool(b) => write!(f, "{b}"),
             Scalar::Str(s) => write!(f, "{s:?}"),
@@ -167,19 +164,9 @@ impl fmt::Display for Scalar {
 /// Formats a quantity with a readable unit (`128 MiB`, `25 GB/s`, `3.2 ms`).
 pub fn format_quantity(v: f64, d: Dim) -> String {
     let pick: &[(&str, f64)] = match d {
-        x if x == Dim::BYTES => &[
-            ("GiB", 1073741824.0),
-            ("MiB", 1048576.0),
-            ("KiB", 1024.0),
-            ("B", 1.0),
-        ],
+        x if x == Dim::BYTES => &[("GiB", 1073741824.0), ("MiB", 1048576.0), ("KiB", 1024.0), ("B", 1.0)],
         x if x == Dim::RATE => &[("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3), ("B/s", 1.0)],
-        x if x == Dim::FLOP => &[
-            ("TFLOP", 1e12),
-            ("GFLOP", 1e9),
-            ("MFLOP", 1e6),
-            ("FLOP", 1.0),
-        ],
+        x if x == Dim::FLOP => &[("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("FLOP", 1.0)],
         x if x == Dim::FLOP_RATE => &[("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("FLOP/s", 1.0)],
         x if x == Dim::TIME => &[("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)],
         _ => return format!("{} {}", trim_float(v), d.base_unit()),

@@ -39,10 +39,7 @@ fn check_summarises_each_problem() {
     let v = json(&o);
     assert_eq!(v["ok"], true);
     assert_eq!(v["problems"][0]["chips"], 36);
-    assert_eq!(
-        v["problems"][0]["constraints"].as_array().map(Vec::len),
-        Some(4)
-    );
+    assert_eq!(v["problems"][0]["constraints"].as_array().map(Vec::len), Some(4));
 }
 
 #[test]
@@ -123,38 +120,21 @@ fn verify_refuses_malformed_partitions_with_the_cause() {
     let dir = common::scratch("cli-verify");
     let cases = [
         (r#"{"placement": {"input": 0}}"#, "have no chip"),
-        (
-            r#"{"placement": {"input": 0, "input": 1}}"#,
-            "appears twice",
-        ),
+        (r#"{"placement": {"input": 0, "input": 1}}"#, "appears twice"),
         (r#"{"placement": {"inptu": 0}}"#, "did you mean `input`?"),
         (r#"{"placement": {"mask": 0}}"#, "replicable"),
-        (
-            r#"{"chips": 5, "placement": {}}"#,
-            "for 5 chips, but the package has 4",
-        ),
-        (
-            r#"{"graph": "other", "placement": {}}"#,
-            "for graph `other`",
-        ),
+        (r#"{"chips": 5, "placement": {}}"#, "for 5 chips, but the package has 4"),
+        (r#"{"graph": "other", "placement": {}}"#, "for graph `other`"),
         (r#"{"placement": {"input": 7}}"#, "chip 7"),
         ("{not json", "line 1"),
     ];
     for (i, (json_text, want)) in cases.iter().enumerate() {
         let p = dir.join(format!("p{i}.json"));
         std::fs::write(&p, json_text).unwrap();
-        let o = mcmpart(&[
-            "verify",
-            "examples/quickstart.mcm",
-            "--partition",
-            p.to_str().unwrap(),
-        ]);
+        let o = mcmpart(&["verify", "examples/quickstart.mcm", "--partition", p.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(1), "{json_text}");
         let (_, err) = text(&o);
-        assert!(
-            err.contains(want),
-            "missing {want:?} for {json_text}:\n{err}"
-        );
+        assert!(err.contains(want), "missing {want:?} for {json_text}:\n{err}");
     }
 }
 
@@ -171,18 +151,9 @@ fn verify_picks_a_problem_by_name() {
     )
     .unwrap();
     let p = dir.join("p.json");
-    std::fs::write(
-        &p,
-        r#"{"graph": "g", "chips": 2, "placement": {"a": 1, "b": 0}}"#,
-    )
-    .unwrap();
+    std::fs::write(&p, r#"{"graph": "g", "chips": 2, "placement": {"a": 1, "b": 0}}"#).unwrap();
     let args = |prob: Option<&str>| {
-        let mut v = vec![
-            "verify",
-            f.to_str().unwrap(),
-            "--partition",
-            p.to_str().unwrap(),
-        ];
+        let mut v = vec!["verify", f.to_str().unwrap(), "--partition", p.to_str().unwrap()];
         if let Some(n) = prob {
             v.extend(["--problem", n]);
         }
@@ -190,28 +161,16 @@ fn verify_picks_a_problem_by_name() {
     };
     let o = args(None);
     assert_eq!(o.status.code(), Some(1));
-    assert!(
-        text(&o).1.contains("pick one with --problem"),
-        "{:?}",
-        text(&o)
-    );
+    assert!(text(&o).1.contains("pick one with --problem"), "{:?}", text(&o));
     assert_eq!(args(Some("forward")).status.code(), Some(1));
     assert_eq!(args(Some("free")).status.code(), Some(0));
     let o = args(Some("fre"));
-    assert!(
-        text(&o).1.contains("did you mean `free`?"),
-        "{:?}",
-        text(&o)
-    );
+    assert!(text(&o).1.contains("did you mean `free`?"), "{:?}", text(&o));
 }
 
 #[test]
 fn test_runs_every_block_and_fails_on_a_failure() {
-    let o = mcmpart(&[
-        "test",
-        "tests/mcm/spec_tests.mcm",
-        "examples/quickstart.mcm",
-    ]);
+    let o = mcmpart(&["test", "tests/mcm/spec_tests.mcm", "examples/quickstart.mcm"]);
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
@@ -254,12 +213,79 @@ fn test_runs_every_block_and_fails_on_a_failure() {
 
 #[test]
 fn usage_errors_exit_2() {
-    assert_eq!(
-        mcmpart(&["verify", "examples/quickstart.mcm"])
-            .status
-            .code(),
-        Some(2)
-    );
+    assert_eq!(mcmpart(&["verify", "examples/quickstart.mcm"]).status.code(), Some(2));
     assert_eq!(mcmpart(&["frobnicate"]).status.code(), Some(2));
     assert_eq!(mcmpart(&["--version"]).status.code(), Some(0));
+}
+
+#[test]
+fn import_show_and_stats_work_end_to_end() {
+    let dir = common::scratch("cli-views");
+    let g = dir.join("cnn.json.gz");
+    let o = mcmpart(&["import", "tests/data/onnx/tiny_cnn.onnx", "-o", g.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert!(text(&o).0.contains("10 nodes, 9 edges"), "{:?}", text(&o));
+
+    let o = mcmpart(&[
+        "import",
+        "tests/data/onnx/truncated.onnx",
+        "-o",
+        dir.join("t.json").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("truncated.onnx"), "{:?}", text(&o));
+
+    let o = mcmpart(&["stats", g.to_str().unwrap()]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(out.contains("nodes 10") && out.contains("largest by flops"), "{out}");
+    let v = json(&mcmpart(&["stats", g.to_str().unwrap(), "--json"]));
+    assert_eq!(v["nodes"], 10);
+    assert_eq!(v["flops"], 124928);
+
+    let o = mcmpart(&[
+        "show",
+        "examples/data/tiny_mlp.json",
+        "--partition",
+        "examples/quickstart.partition.json",
+    ]);
+    let (dot, _) = text(&o);
+    assert!(dot.starts_with("digraph") && dot.contains("@2"), "{dot}");
+    let svg = dir.join("mlp.svg");
+    let o = mcmpart(&[
+        "show",
+        "examples/data/tiny_mlp.json",
+        "--partition",
+        "examples/quickstart.partition.json",
+        "--format",
+        "svg",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.starts_with("<svg") && s.matches("<rect").count() == 8, "{s}");
+
+    let o = mcmpart(&["show", "data/graphs/nope.json"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("nope.json"));
+}
+
+#[test]
+fn bench_load_measures_every_graph() {
+    let dir = common::scratch("cli-bench");
+    let f = dir.join("load.json");
+    let o = mcmpart(&[
+        "bench",
+        "load",
+        "data/graphs",
+        "--repeats",
+        "1",
+        "--out",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    assert!(v["graphs"].as_u64().unwrap() >= 80);
+    assert!(v["largest"]["seconds"].as_f64().unwrap() > 0.0);
 }

@@ -121,8 +121,7 @@ fn edit() -> impl Strategy<Value = Edit> {
     prop_oneof![
         (any::<usize>(), any::<usize>()).prop_map(|(a, n)| Edit::Delete(a, n)),
         (any::<usize>(), any::<usize>()).prop_map(|(a, t)| Edit::Insert(a, t)),
-        (any::<usize>(), any::<usize>(), any::<usize>())
-            .prop_map(|(a, n, t)| Edit::Replace(a, n, t)),
+        (any::<usize>(), any::<usize>(), any::<usize>()).prop_map(|(a, n, t)| Edit::Replace(a, n, t)),
         (any::<usize>(), any::<usize>(), any::<usize>()).prop_map(|(a, c, n)| Edit::Swap(a, c, n)),
     ]
 }

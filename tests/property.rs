@@ -69,28 +69,24 @@ fn case() -> impl Strategy<Value = Case> {
             Just(near),
             proptest::collection::vec(proptest::collection::vec(0..c, n - rep), 1..6),
         )
-            .prop_map(
-                move |(topo, mem, params, rep, pick, near, placements)| Case {
-                    topo,
-                    memory_kib: mem,
-                    params_kib: params,
-                    replicable: rep,
-                    edges: pairs
-                        .iter()
-                        .zip(&pick)
-                        .filter(|(_, p)| **p)
-                        .map(|(e, _)| *e)
-                        .collect(),
-                    near,
-                    placements,
-                },
-            )
+            .prop_map(move |(topo, mem, params, rep, pick, near, placements)| Case {
+                topo,
+                memory_kib: mem,
+                params_kib: params,
+                replicable: rep,
+                edges: pairs.iter().zip(&pick).filter(|(_, p)| **p).map(|(e, _)| *e).collect(),
+                near,
+                placements,
+            })
     })
 }
 
 fn program(c: &Case) -> String {
     let pkg = match c.topo {
-        Topo::Ring(n) => format!("ring(n = {n}, memory = {} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)", c.memory_kib),
+        Topo::Ring(n) => format!(
+            "ring(n = {n}, memory = {} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)",
+            c.memory_kib
+        ),
         Topo::Mesh(r, k) => format!(
             "mesh(rows = {r}, cols = {k}, memory = {} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)",
             c.memory_kib
@@ -98,11 +94,7 @@ fn program(c: &Case) -> String {
     };
     let mut g = String::new();
     for (i, p) in c.params_kib.iter().enumerate() {
-        let rep = if i < c.replicable {
-            ", replicable = true"
-        } else {
-            ""
-        };
+        let rep = if i < c.replicable { ", replicable = true" } else { "" };
         g += &format!("  n{i} {{ params = {p} KiB{rep} }}\n");
     }
     for (a, b) in &c.edges {
@@ -172,10 +164,7 @@ fn direct(c: &Case, chip_of: &[usize]) -> BTreeSet<String> {
         .map(|&(u, v)| (chip(u), chip(v)))
         .filter(|(a, b)| a != b)
         .collect();
-    if arcs
-        .iter()
-        .any(|&(a, b)| longest_walk(&arcs, n_chips, a, b) != 1)
-    {
+    if arcs.iter().any(|&(a, b)| longest_walk(&arcs, n_chips, a, b) != 1) {
         broken.insert("triangle_dependency".to_string());
     }
     for d in 0..n_chips {
@@ -187,10 +176,7 @@ fn direct(c: &Case, chip_of: &[usize]) -> BTreeSet<String> {
             broken.insert("memory_capacity".to_string());
         }
     }
-    if edges
-        .iter()
-        .any(|&(u, v)| c.topo.hops(chip(u), chip(v)) > c.near)
-    {
+    if edges.iter().any(|&(u, v)| c.topo.hops(chip(u), chip(v)) > c.near) {
         broken.insert(format!("near(k = {})", c.near));
     }
     broken

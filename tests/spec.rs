@@ -66,37 +66,21 @@ fn the_brief_problem_compiles_bert_large_onto_36_dies() {
     let names: Vec<&str> = p.constraints.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(
         names,
-        [
-            "acyclic_flow",
-            "no_skip",
-            "triangle_dependency",
-            "memory_capacity"
-        ]
+        ["acyclic_flow", "no_skip", "triangle_dependency", "memory_capacity"]
     );
     // Replicable nodes (the attention mask and its kin) take no decision.
     assert!(p.graph.num_placed() < p.graph.nodes.len());
-    assert_eq!(
-        p.constraints[0].instances.len(),
-        p.graph.placed_edges().len()
-    );
+    assert_eq!(p.constraints[0].instances.len(), p.graph.placed_edges().len());
     assert_eq!(p.constraints[1].instances.len(), 36);
 }
 
 #[test]
 fn the_stdlib_placement_rules_are_the_brief_text() {
-    let brief =
-        std::fs::read_to_string(common::root().join("tests/mcm/spec_programs.mcm")).unwrap();
+    let brief = std::fs::read_to_string(common::root().join("tests/mcm/spec_programs.mcm")).unwrap();
     let std = std::fs::read_to_string(common::root().join("stdlib/placement.mcm")).unwrap();
-    for name in [
-        "acyclic_flow",
-        "no_skip",
-        "triangle_dependency",
-        "memory_capacity",
-    ] {
+    for name in ["acyclic_flow", "no_skip", "triangle_dependency", "memory_capacity"] {
         let pick = |s: &str| -> String {
-            let start = s
-                .find(&format!("constraint {name}("))
-                .expect("constraint present");
+            let start = s.find(&format!("constraint {name}(")).expect("constraint present");
             let end = start + s[start..].find("\n}").expect("end");
             s[start..end].to_string()
         };

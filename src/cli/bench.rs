@@ -62,8 +62,7 @@ pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> i3
         "per_graph": rows.iter().map(|r| serde_json::json!({"file": r.0, "nodes": r.1, "seconds": r.2})).collect::<Vec<_>>(),
     });
     if let Some(d) = dest {
-        if let Err(e) = std::fs::write(d, serde_json::to_string_pretty(&report).unwrap_or_default())
-        {
+        if let Err(e) = std::fs::write(d, serde_json::to_string_pretty(&report).unwrap_or_default()) {
             out.error(&format!("cannot write `{}`: {e}", d.display()), None);
             return 1;
         }
@@ -71,11 +70,7 @@ pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> i3
     if out.json {
         out.print_json(&report);
     } else {
-        println!(
-            "loaded {} graphs in {:.3} s (best of {repeats})",
-            rows.len(),
-            total
-        );
+        println!("loaded {} graphs in {:.3} s (best of {repeats})", rows.len(), total);
         if let Some(r) = largest {
             println!("largest: {} ({} nodes) in {:.2} ms", r.0, r.1, r.2 * 1e3);
         }

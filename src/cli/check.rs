@@ -10,9 +10,7 @@ pub fn run(out: &Output, file: &Path) -> i32 {
     };
     if out.json {
         let problems: Vec<serde_json::Value> = c.problems.iter().map(summary_json).collect();
-        out.print_json(
-            &serde_json::json!({"ok": true, "problems": problems, "tests": c.tests.len()}),
-        );
+        out.print_json(&serde_json::json!({"ok": true, "problems": problems, "tests": c.tests.len()}));
     } else {
         for p in &c.problems {
             print!("{}", summary_text(p));

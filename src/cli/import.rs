@@ -15,10 +15,7 @@ pub fn run(out: &Output, model: &Path, dest: &Path) -> i32 {
         }
     };
     if let Err(msg) = write_graph(&g, dest) {
-        out.error(
-            &msg,
-            Some("check that the destination's folder exists and is writable"),
-        );
+        out.error(&msg, Some("check that the destination's folder exists and is writable"));
         return 1;
     }
     let inputs = g.nodes.iter().filter(|n| n.op == "placeholder").count();
@@ -70,13 +67,12 @@ fn write_graph(g: &Graph, dest: &Path) -> Result<(), String> {
     let json = to_json(g);
     let body = if gz {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        serde_json::to_writer(&mut enc, &json)
-            .map_err(|e| format!("cannot encode the graph for `{shown}`: {e}"))?;
+        serde_json::to_writer(&mut enc, &json).map_err(|e| format!("cannot encode the graph for `{shown}`: {e}"))?;
         enc.finish()
             .map_err(|e| format!("cannot compress the graph for `{shown}`: {e}"))?
     } else {
-        let mut s = serde_json::to_vec_pretty(&json)
-            .map_err(|e| format!("cannot encode the graph for `{shown}`: {e}"))?;
+        let mut s =
+            serde_json::to_vec_pretty(&json).map_err(|e| format!("cannot encode the graph for `{shown}`: {e}"))?;
         s.push(b'\n');
         s
     };

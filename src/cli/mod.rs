@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+pub mod import;
 mod show;
 mod stats;
 mod test;
@@ -49,6 +50,14 @@ pub enum Command {
         /// The .mcm files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+    },
+    /// Import an ONNX model (with shapes from ONNX shape inference) as a graph file.
+    Import {
+        /// The `.onnx` file.
+        model: PathBuf,
+        /// The graph file to write (`.json`, or `.json.gz` to compress).
+        #[arg(short, long)]
+        out: PathBuf,
     },
     /// Draw a graph, coloured by chip when a partition is given.
     Show {
@@ -127,6 +136,7 @@ pub fn run(cli: Cli) -> i32 {
             format,
             out: dest,
         } => show::run(&out, &graph, partition.as_deref(), format, dest.as_deref()),
+        Command::Import { model, out: dest } => import::run(&out, &model, &dest),
         Command::Stats { graph, top } => stats::run(&out, &graph, top),
         Command::Bench(BenchCommand::Load {
             dir,

@@ -12,13 +12,7 @@ pub enum Format {
     Svg,
 }
 
-pub fn run(
-    out: &Output,
-    graph: &Path,
-    partition: Option<&Path>,
-    format: Format,
-    dest: Option<&Path>,
-) -> i32 {
+pub fn run(out: &Output, graph: &Path, partition: Option<&Path>, format: Format, dest: Option<&Path>) -> i32 {
     let g = match load_graph_file(graph) {
         Ok(g) => g,
         Err(e) => {
@@ -55,10 +49,9 @@ pub fn run(
 /// Reads a partition for drawing: the chip count comes from the file, or
 /// from the largest chip id when the file does not say.
 fn read_any_partition(p: &Path, g: &crate::graph::Graph) -> Result<Vec<Option<u32>>, String> {
-    let text =
-        std::fs::read_to_string(p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: line {}: {e}", p.display(), e.line()))?;
+    let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: line {}: {e}", p.display(), e.line()))?;
     let chips = match v.get("chips").and_then(serde_json::Value::as_u64) {
         Some(c) => c as usize,
         None => v
@@ -72,8 +65,7 @@ fn read_any_partition(p: &Path, g: &crate::graph::Graph) -> Result<Vec<Option<u3
             })
             .unwrap_or(0),
     };
-    let placement =
-        parse_partition(&text, g, chips).map_err(|e| format!("{}: {}", p.display(), e.message))?;
+    let placement = parse_partition(&text, g, chips).map_err(|e| format!("{}: {}", p.display(), e.message))?;
     Ok((0..g.nodes.len())
         .map(|i| g.decision_of(i).map(|d| placement.chip(d)))
         .collect())

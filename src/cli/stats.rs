@@ -31,26 +31,13 @@ pub fn run(out: &Output, graph: &Path, top: usize) -> i32 {
         q(s.weight_bytes, Dim::BYTES),
         q(s.edge_bytes, Dim::BYTES)
     );
-    println!(
-        "  depth {} nodes, {} sources, {} sinks",
-        s.depth, s.sources, s.sinks
-    );
-    let ops: Vec<String> = s
-        .ops
-        .iter()
-        .take(10)
-        .map(|(o, n)| format!("{o} {n}"))
-        .collect();
+    println!("  depth {} nodes, {} sources, {} sinks", s.depth, s.sources, s.sinks);
+    let ops: Vec<String> = s.ops.iter().take(10).map(|(o, n)| format!("{o} {n}")).collect();
     println!("  ops {}", ops.join(", "));
     let list = |title: &str, xs: &[NodeFigure], d: Dim| {
         println!("  largest by {title}:");
         for x in xs {
-            println!(
-                "    {:<48} {:<16} {}",
-                x.id,
-                x.op,
-                format_quantity(x.value as f64, d)
-            );
+            println!("    {:<48} {:<16} {}", x.id, x.op, format_quantity(x.value as f64, d));
         }
     };
     list("flops", &s.top_flops, Dim::FLOP);

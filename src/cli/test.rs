@@ -8,11 +8,22 @@ pub fn run(out: &Output, files: &[PathBuf]) -> i32 {
     let (mut passed, mut failed) = (0, 0);
     let mut compile_failed = false;
     let mut all = Vec::new();
+    let mut broken_files = Vec::new();
     for f in files {
-        let Some(c) = out.compile(f) else {
+        let c = crate::lang::compile_file(f);
+        if !c.ok() {
             compile_failed = true;
+            if out.json {
+                // One JSON document in all: the diagnostics go inside it.
+                broken_files.push(serde_json::json!({
+                    "file": f.display().to_string(),
+                    "diagnostics": crate::lang::diag::to_json(&c.program.sources, &c.diags),
+                }));
+            } else {
+                out.diagnostics(&c, &c.diags);
+            }
             continue;
-        };
+        }
         for t in &c.tests {
             let r = testing::run(t);
             if r.status == Status::Pass {
@@ -39,6 +50,7 @@ pub fn run(out: &Output, files: &[PathBuf]) -> i32 {
     if out.json {
         out.print_json(&serde_json::json!({
             "ok": !compile_failed && failed == 0, "passed": passed, "failed": failed, "tests": all,
+            "errors": broken_files,
         }));
     } else {
         println!("{passed} passed, {failed} failed");

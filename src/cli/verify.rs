@@ -52,11 +52,7 @@ pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>) -
     } else {
         let diags = violation_diags(p, &vs);
         eprint!("{}", render_text(&c.program.sources, &diags));
-        eprintln!(
-            "invalid: {} violation(s) of {} constraint(s)",
-            vs.len(),
-            diags.len()
-        );
+        eprintln!("invalid: {} violation(s) of {} constraint(s)", vs.len(), diags.len());
     }
     if vs.is_empty() {
         0
@@ -81,11 +77,7 @@ pub fn violation_diags(p: &crate::problem::Problem, vs: &[Violation]) -> Vec<Dia
         out.push(
             Diag::error(
                 "mcm::violation",
-                format!(
-                    "the partition breaks `{}` {} time(s)",
-                    c.display_name(),
-                    mine.len()
-                ),
+                format!("the partition breaks `{}` {} time(s)", c.display_name(), mine.len()),
             )
             .label(c.use_span, "required here")
             .label(c.decl_span, "declared here")

@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 /// Fill colours for chips, cycled when a package has more chips.
 const PALETTE: &[&str] = &[
-    "#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
-    "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f",
+    "#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd",
+    "#ccebc5", "#ffed6f",
 ];
 
 pub fn chip_color(chip: u32) -> &'static str {
@@ -21,10 +21,7 @@ fn quote(s: &str) -> String {
 pub fn to_dot(g: &Graph, chips: Option<&[Option<u32>]>) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "digraph {} {{", quote(&g.name));
-    let _ = writeln!(
-        s,
-        "  node [shape=box, style=filled, fillcolor=\"#ffffff\"];"
-    );
+    let _ = writeln!(s, "  node [shape=box, style=filled, fillcolor=\"#ffffff\"];");
     for (i, n) in g.nodes.iter().enumerate() {
         let chip = chips.and_then(|c| c.get(i).copied().flatten());
         let label = match chip {
@@ -99,11 +96,7 @@ pub fn to_svg(g: &Graph, chips: Option<&[Option<u32>]>) -> String {
             GAP_Y + depth[u] as f64 * (H + GAP_Y),
         )
     };
-    let esc = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-    };
+    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -169,17 +162,9 @@ mod tests {
 
     #[test]
     fn colours_placed_nodes_and_renders() {
-        let g = Graph::new(
-            "g",
-            vec![Node::new("a"), Node::new("b")],
-            vec![(0, 1, None)],
-        )
-        .unwrap();
+        let g = Graph::new("g", vec![Node::new("a"), Node::new("b")], vec![(0, 1, None)]).unwrap();
         let dot = to_dot(&g, Some(&[Some(0), Some(1)]));
-        assert!(
-            dot.contains(chip_color(0)) && dot.contains(chip_color(1)),
-            "{dot}"
-        );
+        assert!(dot.contains(chip_color(0)) && dot.contains(chip_color(1)), "{dot}");
         assert!(dot.contains("n0 -> n1"));
         let svg = to_svg(&g, Some(&[Some(0), Some(1)]));
         assert!(svg.contains("<svg") && svg.contains(chip_color(1)), "{svg}");

@@ -19,8 +19,7 @@ pub fn load_graph_file(path: &Path) -> Result<Graph, GraphError> {
             .map_err(|e| GraphError::new(format!("`{shown}` is not valid gzip: {e}")))?;
         s
     } else {
-        String::from_utf8(raw)
-            .map_err(|_| GraphError::new(format!("`{shown}` is not UTF-8 text")))?
+        String::from_utf8(raw).map_err(|_| GraphError::new(format!("`{shown}` is not UTF-8 text")))?
     };
     parse_graph_json(&text).map_err(|e| GraphError {
         message: format!("{shown}: {}", e.message),
@@ -32,9 +31,9 @@ pub fn load_graph_file(path: &Path) -> Result<Graph, GraphError> {
 pub fn parse_graph_json(text: &str) -> Result<Graph, GraphError> {
     let v: Value = serde_json::from_str(text)
         .map_err(|e| GraphError::new(format!("line {}, column {}: {e}", e.line(), e.column())))?;
-    let obj = v.as_object().ok_or_else(|| {
-        GraphError::new("the top level must be an object with `nodes` and `edges`")
-    })?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| GraphError::new("the top level must be an object with `nodes` and `edges`"))?;
     let name = match obj.get("name") {
         None => "graph".to_string(),
         Some(Value::String(s)) => s.clone(),
@@ -51,8 +50,9 @@ pub fn parse_graph_json(text: &str) -> Result<Graph, GraphError> {
     let mut index = std::collections::HashMap::with_capacity(nodes.len());
     for (i, n) in nodes.iter().enumerate() {
         if index.insert(n.id.as_str(), i).is_some() {
-            return Err(GraphError::new(format!("duplicate node id `{}`", n.id))
-                .with_help("every node needs its own id"));
+            return Err(
+                GraphError::new(format!("duplicate node id `{}`", n.id)).with_help("every node needs its own id")
+            );
         }
     }
     let edges_v = match obj.get("edges") {
@@ -72,8 +72,7 @@ pub fn parse_graph_json(text: &str) -> Result<Graph, GraphError> {
                 .ok_or_else(|| GraphError::new(format!("edge {i} has no string `{key}`")))?;
             index.get(id).copied().ok_or_else(|| {
                 let help = crate::lang::diag::unknown_help(id, "node", index.keys().copied());
-                GraphError::new(format!("edge {i} `{key}` names unknown node `{id}`"))
-                    .with_help(help)
+                GraphError::new(format!("edge {i} `{key}` names unknown node `{id}`")).with_help(help)
             })
         };
         let (s, d) = (end("from")?, end("to")?);
@@ -119,9 +118,7 @@ fn parse_node(i: usize, v: &Value) -> Result<Node, GraphError> {
             "op" => {
                 node.op = val
                     .as_str()
-                    .ok_or_else(|| {
-                        GraphError::new(format!("node `{}`: `op` must be a string", node.id))
-                    })?
+                    .ok_or_else(|| GraphError::new(format!("node `{}`: `op` must be a string", node.id)))?
                     .to_string()
             }
             "flops" | "params" | "output_bytes" => {
@@ -142,12 +139,9 @@ fn parse_node(i: usize, v: &Value) -> Result<Node, GraphError> {
                 }
             }
             "replicable" => {
-                node.replicable = val.as_bool().ok_or_else(|| {
-                    GraphError::new(format!(
-                        "node `{}`: `replicable` must be true or false",
-                        node.id
-                    ))
-                })?
+                node.replicable = val
+                    .as_bool()
+                    .ok_or_else(|| GraphError::new(format!("node `{}`: `replicable` must be true or false", node.id)))?
             }
             _ => {
                 extra.insert(k.clone(), val.clone());
@@ -201,28 +195,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(g.name, "bert-large");
-        assert_eq!(
-            g.edges[0].bytes, 4194304,
-            "missing bytes default to the source output"
-        );
-        assert!(
-            g.nodes[1].extra.contains_key("shape"),
-            "unknown fields are kept"
-        );
+        assert_eq!(g.edges[0].bytes, 4194304, "missing bytes default to the source output");
+        assert!(g.nodes[1].extra.contains_key("shape"), "unknown fields are kept");
     }
 
     #[test]
     fn errors_name_the_cause() {
-        let e =
-            parse_graph_json(r#"{"nodes": [{"id": "a", "flops": -3}], "edges": []}"#).unwrap_err();
+        let e = parse_graph_json(r#"{"nodes": [{"id": "a", "flops": -3}], "edges": []}"#).unwrap_err();
         assert!(
             e.message.contains("node `a`") && e.message.contains("-3"),
             "{}",
             e.message
         );
-        let e =
-            parse_graph_json(r#"{"nodes": [{"id": "a"}], "edges": [{"from": "a", "to": "ab"}]}"#)
-                .unwrap_err();
+        let e = parse_graph_json(r#"{"nodes": [{"id": "a"}], "edges": [{"from": "a", "to": "ab"}]}"#).unwrap_err();
         assert!(e.message.contains("unknown node `ab`"), "{}", e.message);
         let e = parse_graph_json("{\"nodes\": [\n{\"id\": }]}").unwrap_err();
         assert!(e.message.starts_with("line 2"), "{}", e.message);

@@ -118,22 +118,19 @@ impl Graph {
         let mut index = HashMap::with_capacity(nodes.len());
         for (i, n) in nodes.iter().enumerate() {
             if index.insert(n.id.clone(), i).is_some() {
-                return Err(GraphError::new(format!("duplicate node id `{}`", n.id))
-                    .with_help("every node needs its own id"));
+                return Err(
+                    GraphError::new(format!("duplicate node id `{}`", n.id)).with_help("every node needs its own id")
+                );
             }
         }
         let mut es = Vec::with_capacity(edges.len());
         for (s, d, bytes) in edges {
             if s >= nodes.len() || d >= nodes.len() {
-                return Err(GraphError::new(
-                    "an edge names a node index that does not exist",
-                ));
+                return Err(GraphError::new("an edge names a node index that does not exist"));
             }
             if s == d {
-                return Err(
-                    GraphError::new(format!("self-loop on node `{}`", nodes[s].id))
-                        .with_help("an operation cannot consume its own output in a DAG"),
-                );
+                return Err(GraphError::new(format!("self-loop on node `{}`", nodes[s].id))
+                    .with_help("an operation cannot consume its own output in a DAG"));
             }
             es.push(Edge {
                 src: s,
@@ -279,11 +276,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("cycle"), "{}", e.message);
-        assert!(
-            e.message.contains("`b`") && e.message.contains("`c`"),
-            "{}",
-            e.message
-        );
+        assert!(e.message.contains("`b`") && e.message.contains("`c`"), "{}", e.message);
         assert!(!e.message.contains("`a`"), "{}", e.message);
     }
 
@@ -299,12 +292,7 @@ mod tests {
     fn replicable_nodes_take_no_decision() {
         let mut mask = n("mask");
         mask.replicable = true;
-        let g = Graph::new(
-            "g",
-            vec![n("x"), mask, n("y")],
-            vec![(0, 2, Some(4)), (1, 2, Some(8))],
-        )
-        .unwrap();
+        let g = Graph::new("g", vec![n("x"), mask, n("y")], vec![(0, 2, Some(4)), (1, 2, Some(8))]).unwrap();
         assert_eq!(g.num_placed(), 2);
         assert_eq!(g.decision_of(1), None);
         assert_eq!(
@@ -322,10 +310,6 @@ mod tests {
         let mut mask = n("mask");
         mask.replicable = true;
         let e = Graph::new("g", vec![n("x"), mask], vec![(0, 1, None)]).unwrap_err();
-        assert!(
-            e.message.contains("replicable node `mask`"),
-            "{}",
-            e.message
-        );
+        assert!(e.message.contains("replicable node `mask`"), "{}", e.message);
     }
 }

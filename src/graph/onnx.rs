@@ -149,8 +149,7 @@ use proto::{AttributeProto, GraphProto, ModelProto, NodeProto, TypeProto};
 pub fn import_onnx(path: &Path) -> Result<Graph, GraphError> {
     let shown = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| {
-        GraphError::new(format!("cannot read ONNX file `{shown}`: {e}"))
-            .with_help("check the path to the .onnx file")
+        GraphError::new(format!("cannot read ONNX file `{shown}`: {e}")).with_help("check the path to the .onnx file")
     })?;
     import_onnx_bytes(&bytes, &shown)
 }
@@ -169,7 +168,13 @@ pub fn import_onnx_bytes(bytes: &[u8], name: &str) -> Result<Graph, GraphError> 
         GraphError::new(format!(
             "`{name}` is not a valid ONNX model: it cannot be decoded ({e})"
         ))
-        .with_help(not_onnx_help(bytes))
+        .with_help(if e.to_string().contains("buffer underflow") {
+            "a field runs past the end of the file: it is cut short (truncated) or corrupt; copy \
+             or export it again"
+                .to_string()
+        } else {
+            not_onnx_help(bytes)
+        })
     })?;
     let Some(graph) = model.graph else {
         let what = if model.ir_version == 0 {
@@ -202,18 +207,13 @@ pub fn import_onnx_bytes(bytes: &[u8], name: &str) -> Result<Graph, GraphError> 
 /// A hint on what a file that is not a valid model may be instead.
 fn not_onnx_help(bytes: &[u8]) -> String {
     let head = &bytes[..bytes.len().min(8)];
-    let text_start = bytes
-        .iter()
-        .copied()
-        .find(|b| !b.is_ascii_whitespace())
-        .unwrap_or(0);
+    let text_start = bytes.iter().copied().find(|b| !b.is_ascii_whitespace()).unwrap_or(0);
     if head.starts_with(&[0x1f, 0x8b]) {
         "this is gzip data; an ONNX model is not compressed (a `.json.gz` graph file is read \
          directly, not imported)"
             .into()
     } else if text_start == b'{' || text_start == b'[' {
-        "this looks like JSON; a graph file in mcmpart's format is read directly, not imported"
-            .into()
+        "this looks like JSON; a graph file in mcmpart's format is read directly, not imported".into()
     } else if head.starts_with(b"PK") {
         "this is a zip archive (a PyTorch checkpoint?); export the model to ONNX with \
          torch.onnx.export first"
@@ -591,9 +591,7 @@ fn op_flops(n: &NodeProto, info: &dyn Fn(&str) -> TensorInfo) -> u64 {
             };
             Some(mul(&[2, out_numel()?, k]))
         })(),
-        "MaxPool" | "AveragePool" | "LpPool" => {
-            (|| Some(mul(&[out_numel()?, mul(&attr_ints(n, "kernel_shape")?)])))()
-        }
+        "MaxPool" | "AveragePool" | "LpPool" => (|| Some(mul(&[out_numel()?, mul(&attr_ints(n, "kernel_shape")?)])))(),
         "Softmax" => out_numel().map(|x| x.saturating_mul(5)),
         _ if ZERO_FLOP.contains(&op) => Some(0),
         _ if PER_ELEMENT.contains(&op) => out_numel(),
@@ -604,23 +602,50 @@ fn op_flops(n: &NodeProto, info: &dyn Fn(&str) -> TensorInfo) -> u64 {
 
 type Edges = Vec<(usize, usize, Option<u64>)>;
 
-/// Makes ids unique: the first taker keeps a name, later ones get `_1`, ...
-struct Ids {
+/// Hands out unique node ids. Explicit names (graph inputs, initializers,
+/// node names) are reserved up front: the first taker of a name keeps it,
+/// later ones get `NAME_1`, `NAME_2`, ...; nodes without a name get
+/// `OpType_0`, `OpType_1`, ..., skipping reserved and used ids.
+struct Ids<'a> {
+    reserved: HashSet<&'a str>,
     used: HashSet<String>,
+    next: HashMap<String, u64>,
 }
 
-impl Ids {
-    fn claim(&mut self, base: &str) -> String {
-        if self.used.insert(base.to_string()) {
-            return base.to_string();
+impl<'a> Ids<'a> {
+    fn new(reserved: impl IntoIterator<Item = &'a str>) -> Ids<'a> {
+        Ids {
+            reserved: reserved.into_iter().filter(|s| !s.is_empty()).collect(),
+            used: HashSet::new(),
+            next: HashMap::new(),
         }
-        let mut k = 1u64;
+    }
+
+    /// The id for an explicit name.
+    fn named(&mut self, name: &str) -> String {
+        if self.used.insert(name.to_string()) {
+            return name.to_string();
+        }
+        self.numbered(name, 1)
+    }
+
+    /// A generated id `BASE_N`.
+    fn numbered(&mut self, base: &str, from: u64) -> String {
+        let k = self.next.entry(base.to_string()).or_insert(from);
         loop {
             let c = format!("{base}_{k}");
-            if self.used.insert(c.clone()) {
+            *k += 1;
+            if !self.reserved.contains(c.as_str()) && self.used.insert(c.clone()) {
                 return c;
             }
-            k += 1;
+        }
+    }
+
+    fn id(&mut self, name: &str, fallback: &str) -> String {
+        if name.is_empty() {
+            self.numbered(fallback, 0)
+        } else {
+            self.named(name)
         }
     }
 }
@@ -635,12 +660,6 @@ fn build(g: &GraphProto) -> Result<(Vec<Node>, Edges), GraphError> {
     // Which node defines each tensor.
     let mut producer: HashMap<&str, usize> = HashMap::new();
 
-    // Explicit node names are reserved first, so that generated ids
-    // (`Relu_0`, `weight_1`, ...) never take one.
-    let mut ids = Ids {
-        used: HashSet::new(),
-    };
-    let mut reserved: HashSet<&str> = HashSet::new();
     let inits: HashSet<&str> = g
         .initializer
         .iter()
@@ -651,46 +670,20 @@ fn build(g: &GraphProto) -> Result<(Vec<Node>, Edges), GraphError> {
                 .filter_map(|s| s.values.as_ref().map(|v| v.name.as_str())),
         )
         .collect();
-    for vi in &g.input {
-        reserved.insert(vi.name.as_str());
-    }
-    for name in &inits {
-        reserved.insert(name);
-    }
-    for n in &g.node {
-        reserved.insert(n.name.as_str());
-    }
-    reserved.remove("");
-    let fresh = |ids: &mut Ids, base: &str, explicit: bool| -> String {
-        if explicit && !ids.used.contains(base) {
-            ids.claim(base)
-        } else {
-            let mut k = 0u64;
-            loop {
-                let c = format!("{base}_{k}");
-                if !reserved.contains(c.as_str()) && !ids.used.contains(&c) {
-                    ids.used.insert(c.clone());
-                    return c;
-                }
-                k += 1;
-            }
-        }
-    };
+    let mut ids = Ids::new(
+        g.input
+            .iter()
+            .map(|v| v.name.as_str())
+            .chain(inits.iter().copied())
+            .chain(g.node.iter().map(|n| n.name.as_str())),
+    );
 
     // Graph inputs that are not initializers.
     for vi in &g.input {
         if inits.contains(vi.name.as_str()) || producer.contains_key(vi.name.as_str()) {
             continue;
         }
-        let id = fresh(
-            &mut ids,
-            if vi.name.is_empty() {
-                "input"
-            } else {
-                &vi.name
-            },
-            !vi.name.is_empty(),
-        );
+        let id = ids.id(&vi.name, "input");
         let mut node = Node::new(id);
         node.op = "placeholder".into();
         node.output_bytes = tensor_bytes(&vi.name);
@@ -717,11 +710,7 @@ fn build(g: &GraphProto) -> Result<(Vec<Node>, Edges), GraphError> {
                 .with_help("tensor names must be unique in an ONNX graph"));
             }
         }
-        let id = fresh(
-            &mut ids,
-            if name.is_empty() { "initializer" } else { name },
-            !name.is_empty(),
-        );
+        let id = ids.id(name, "initializer");
         let mut node = Node::new(id);
         node.op = "get_attr".into();
         let b = tensor_bytes(name);
@@ -737,15 +726,12 @@ fn build(g: &GraphProto) -> Result<(Vec<Node>, Edges), GraphError> {
     // Operators: ids and the tensors they define, first for all of them, so
     // that a node reading a later node's output makes a cycle, not an error.
     for n in &g.node {
-        let named = !n.name.is_empty();
-        let base = if named {
-            n.name.clone()
-        } else if n.op_type.is_empty() {
-            "node".to_string()
+        let fallback = if n.op_type.is_empty() {
+            "node"
         } else {
-            n.op_type.clone()
+            n.op_type.as_str()
         };
-        let id = fresh(&mut ids, &base, named);
+        let id = ids.id(&n.name, fallback);
         let mut node = Node::new(id);
         node.op = n.op_type.to_lowercase();
         node.flops = op_flops(n, &info);

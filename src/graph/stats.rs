@@ -34,9 +34,7 @@ pub struct GraphStats {
 }
 
 fn top(g: &Graph, key: impl Fn(&super::Node) -> u64, n: usize) -> Vec<NodeFigure> {
-    let mut idx: Vec<usize> = (0..g.nodes.len())
-        .filter(|&i| key(&g.nodes[i]) > 0)
-        .collect();
+    let mut idx: Vec<usize> = (0..g.nodes.len()).filter(|&i| key(&g.nodes[i]) > 0).collect();
     idx.sort_by_key(|&i| (std::cmp::Reverse(key(&g.nodes[i])), i));
     idx.into_iter()
         .take(n)
@@ -66,8 +64,7 @@ pub fn stats(g: &Graph, n: usize) -> GraphStats {
     }
     let mut ops: BTreeMap<&str, usize> = BTreeMap::new();
     for nd in &g.nodes {
-        *ops.entry(if nd.op.is_empty() { "?" } else { &nd.op })
-            .or_default() += 1;
+        *ops.entry(if nd.op.is_empty() { "?" } else { &nd.op }).or_default() += 1;
     }
     let mut ops: Vec<(String, usize)> = ops.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     ops.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

@@ -36,10 +36,7 @@ pub enum UseTarget {
     /// `use "path/file.mcm"`: every item of the file.
     File { path: String, span: Span },
     /// `use std::placement::{a, b}`, `use std::topologies::ring`, `use std::placement::*`.
-    Path {
-        segments: Vec<Ident>,
-        items: UseItems,
-    },
+    Path { segments: Vec<Ident>, items: UseItems },
 }
 
 #[derive(Clone, Debug)]
@@ -53,6 +50,8 @@ pub enum UseItems {
 #[derive(Clone, Debug)]
 pub struct LetDecl {
     pub name: Ident,
+    /// `let x: bytes = ...`: the declared type, checked against the value.
+    pub ty: Option<Ident>,
     pub value: Expr,
     pub span: Span,
 }

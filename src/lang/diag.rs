@@ -76,11 +76,7 @@ pub fn suggest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Opti
 }
 
 /// The help line for an unknown name: the nearest known one, or the list.
-pub fn unknown_help<'a>(
-    name: &str,
-    what: &str,
-    known: impl IntoIterator<Item = &'a str> + Clone,
-) -> String {
+pub fn unknown_help<'a>(name: &str, what: &str, known: impl IntoIterator<Item = &'a str> + Clone) -> String {
     match suggest(name, known.clone()) {
         Some(s) => format!("did you mean `{s}`?"),
         None => {
@@ -134,9 +130,7 @@ impl Diagnostic for Report {
         })
     }
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.help
-            .as_ref()
-            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+        self.help.as_ref().map(|h| Box::new(h) as Box<dyn fmt::Display>)
     }
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
         self.source.as_ref().map(|s| s as &dyn miette::SourceCode)
@@ -208,9 +202,7 @@ fn report(map: &SourceMap, d: &Diag) -> Report {
 
 /// Renders diagnostics for a terminal or a log, without colour.
 pub fn render_text(map: &SourceMap, diags: &[Diag]) -> String {
-    let handler =
-        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
-            .with_width(100);
+    let handler = miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor()).with_width(100);
     let mut out = String::new();
     for d in diags {
         let r = report(map, d);

@@ -86,6 +86,10 @@ enum G {
 
 type R<T> = Result<T, Diag>;
 
+/// The code of an error that stands for one already reported (a failed
+/// `let` used again); the front end drops these.
+pub const REPORTED: &str = "mcm::reported";
+
 fn rt(span: Span, msg: impl Into<String>) -> Diag {
     Diag::error("mcm::eval", msg).label(span, "here")
 }
@@ -99,24 +103,30 @@ struct World {
 
 pub struct Evaluator<'p> {
     prog: &'p Program,
+    types: &'p super::types::TypeInfo,
     module: usize,
     locals: Vec<(String, Value)>,
-    lets: HashMap<ItemRef, Value>,
+    /// Evaluated lets; `None` for one whose error was already reported.
+    lets: HashMap<ItemRef, Option<Value>>,
     graphs: HashMap<PathBuf, Arc<Graph>>,
     world: Option<World>,
     steps: u64,
+    /// Topologies being instantiated, to refuse one that builds itself.
+    building: Vec<String>,
 }
 
 impl<'p> Evaluator<'p> {
-    pub fn new(prog: &'p Program) -> Evaluator<'p> {
+    pub fn new(prog: &'p Program, types: &'p super::types::TypeInfo) -> Evaluator<'p> {
         Evaluator {
             prog,
+            types,
             module: 0,
             locals: Vec::new(),
             lets: HashMap::new(),
             graphs: HashMap::new(),
             world: None,
             steps: 0,
+            building: Vec::new(),
         }
     }
 
@@ -136,17 +146,27 @@ impl<'p> Evaluator<'p> {
         r
     }
 
-    fn let_value(&mut self, r: ItemRef) -> R<Value> {
-        if let Some(v) = self.lets.get(&r) {
-            return Ok(v.clone());
+    /// The value of a top-level `let`, evaluated once.
+    pub fn let_value(&mut self, r: ItemRef) -> R<Value> {
+        match self.lets.get(&r) {
+            Some(Some(v)) => return Ok(v.clone()),
+            Some(None) => return Err(Diag::error(REPORTED, "")),
+            None => {}
         }
         let Item::Let(l) = self.prog.item(r) else {
             return Err(Diag::error("mcm::eval", "not a value"));
         };
-        let v = self.value(r.module, &[], &l.value)?;
-        let v = name_graph(v, &l.value, &l.name.name);
-        self.lets.insert(r, v.clone());
-        Ok(v)
+        match self.value(r.module, &[], &l.value) {
+            Ok(v) => {
+                let v = name_graph(v, &l.value, &l.name.name);
+                self.lets.insert(r, Some(v.clone()));
+                Ok(v)
+            }
+            Err(d) => {
+                self.lets.insert(r, None);
+                Err(d)
+            }
+        }
     }
 
     // ---------------------------------------------------------- grounding
@@ -165,10 +185,7 @@ impl<'p> Evaluator<'p> {
             .lookup(module, &u.name.name)
             .ok_or_else(|| rt(u.name.span, format!("unknown constraint `{}`", u.name.name)))?;
         let Item::Constraint(k) = self.prog.item(r) else {
-            return Err(rt(
-                u.name.span,
-                format!("`{}` is not a constraint", u.name.name),
-            ));
+            return Err(rt(u.name.span, format!("`{}` is not a constraint", u.name.name)));
         };
         let args = self.bind_args(
             module,
@@ -191,12 +208,8 @@ impl<'p> Evaluator<'p> {
         let mut instances = Vec::new();
         let mut result = Ok(());
         for e in &k.body {
-            if let Err(d) = self.instances(e, &mut Vec::new(), Formula::Const(true), &mut instances)
-            {
-                result = Err(d.label(
-                    u.span,
-                    format!("while grounding `{}` required here", u.name.name),
-                ));
+            if let Err(d) = self.instances(e, &mut Vec::new(), Formula::Const(true), &mut instances) {
+                result = Err(d.label(u.span, format!("while grounding `{}` required here", u.name.name)));
                 break;
             }
         }
@@ -264,9 +277,24 @@ impl<'p> Evaluator<'p> {
             out.push(Instance {
                 bindings: bindings.clone(),
                 formula: f,
+                unit: self.root_unit(e),
             });
         }
         Ok(())
+    }
+
+    /// The dimension of the comparison a body finally asserts, if any.
+    fn root_unit(&self, e: &Expr) -> Option<Dim> {
+        match &e.kind {
+            ExprKind::Binary(BinOp::Implies, _, rhs) => self.root_unit(rhs),
+            ExprKind::Binary(op, a, b) if op.is_comparison() => self
+                .types
+                .units
+                .get(&a.span)
+                .or_else(|| self.types.units.get(&b.span))
+                .copied(),
+            _ => None,
+        }
     }
 
     /// Binds a call's arguments to parameters, defaults included.
@@ -302,9 +330,7 @@ impl<'p> Evaluator<'p> {
                     let v = self.value(decl_module, &out, d)?;
                     coerce(v, &p.ty.name)
                 }
-                (None, None) => {
-                    return Err(rt(span, format!("missing argument `{}`", p.name.name)))
-                }
+                (None, None) => return Err(rt(span, format!("missing argument `{}`", p.name.name))),
             };
             out.push((p.name.name.clone(), v));
         }
@@ -314,12 +340,9 @@ impl<'p> Evaluator<'p> {
     // ---------------------------------------------------------- expressions
 
     fn world(&self, span: Span) -> R<&World> {
-        self.world.as_ref().ok_or_else(|| {
-            rt(
-                span,
-                "this needs a graph and a package: use it inside a constraint",
-            )
-        })
+        self.world
+            .as_ref()
+            .ok_or_else(|| rt(span, "this needs a graph and a package: use it inside a constraint"))
     }
 
     fn step(&mut self, span: Span) -> R<()> {
@@ -351,12 +374,7 @@ impl<'p> Evaluator<'p> {
                 let b = self.eval(base)?;
                 self.field(b, f, e.span)?
             }
-            ExprKind::Index(..) => {
-                return Err(rt(
-                    e.span,
-                    "indexing is for chip groups in `link` statements",
-                ))
-            }
+            ExprKind::Index(..) => return Err(rt(e.span, "indexing is for chip groups in `link` statements")),
             ExprKind::Call(f, args) => self.call(f, args, e.span)?,
             ExprKind::Unary(UnOp::Not, x) => {
                 let g = self.eval(x)?;
@@ -366,9 +384,7 @@ impl<'p> Evaluator<'p> {
                 }
             }
             ExprKind::Unary(UnOp::Neg, x) => match self.eval(x)? {
-                G::V(Value::Int(i)) => G::V(Value::Int(
-                    i.checked_neg().ok_or_else(|| rt(e.span, "overflow"))?,
-                )),
+                G::V(Value::Int(i)) => G::V(Value::Int(i.checked_neg().ok_or_else(|| rt(e.span, "overflow"))?)),
                 G::V(Value::Chip(c)) => G::V(Value::Int(-(c as i64))),
                 G::V(Value::Num(v, d)) => G::V(Value::Num(-v, d)),
                 G::T(t, int) => G::T(Term::Neg(Box::new(t)), int),
@@ -413,12 +429,8 @@ impl<'p> Evaluator<'p> {
                     let Some(part) = r? else { continue };
                     // Stop early once the result is decided.
                     match (q, &part) {
-                        (Quantifier::Forall, Formula::Const(false)) => {
-                            return Ok(G::V(Value::Bool(false)))
-                        }
-                        (Quantifier::Exists, Formula::Const(true)) => {
-                            return Ok(G::V(Value::Bool(true)))
-                        }
+                        (Quantifier::Forall, Formula::Const(false)) => return Ok(G::V(Value::Bool(false))),
+                        (Quantifier::Exists, Formula::Const(true)) => return Ok(G::V(Value::Bool(true))),
                         _ => parts.push(part),
                     }
                 }
@@ -532,11 +544,7 @@ impl<'p> Evaluator<'p> {
                 if entries.is_empty() {
                     G::V(make(pick(&static_vals).unwrap_or(0.0)))
                 } else {
-                    entries.extend(
-                        static_vals
-                            .into_iter()
-                            .map(|x| (Formula::Const(true), Term::Const(x))),
-                    );
+                    entries.extend(static_vals.into_iter().map(|x| (Formula::Const(true), Term::Const(x))));
                     G::T(
                         if op == AggOp::Max {
                             Term::Max(entries)
@@ -587,9 +595,7 @@ impl<'p> Evaluator<'p> {
                 let w = self.world(d.span)?;
                 let pair = matches!(b.pattern, Pattern::Pair(..));
                 match d.name.as_str() {
-                    "nodes" => (0..w.graph.num_placed() as u32)
-                        .map(|i| vec![Value::Node(i)])
-                        .collect(),
+                    "nodes" => (0..w.graph.num_placed() as u32).map(|i| vec![Value::Node(i)]).collect(),
                     "edges" if pair => w
                         .graph
                         .placed_edges()
@@ -642,12 +648,7 @@ impl<'p> Evaluator<'p> {
                     "flops" => Value::Num(n.flops as f64, Dim::FLOP),
                     "params" => Value::Num(n.params as f64, Dim::BYTES),
                     "output_bytes" => Value::Num(n.output_bytes as f64, Dim::BYTES),
-                    _ => {
-                        return Err(missing(
-                            "a node",
-                            vec!["id", "op", "flops", "params", "output_bytes"],
-                        ))
-                    }
+                    _ => return Err(missing("a node", vec!["id", "op", "flops", "params", "output_bytes"])),
                 })
             }
             G::V(Value::Edge(i)) => {
@@ -673,9 +674,7 @@ impl<'p> Evaluator<'p> {
                                 &format!("chip `{}`", chip.name),
                                 chip.attrs.keys().map(String::as_str).collect(),
                             )
-                            .help(format!(
-                                "declare `{name} = ...` on the chips in the topology"
-                            )))
+                            .help(format!("declare `{name} = ...` on the chips in the topology")))
                         }
                     },
                 })
@@ -688,12 +687,7 @@ impl<'p> Evaluator<'p> {
                     "dst" => Value::Chip(l.dst),
                     _ => match l.attrs.get(name) {
                         Some(s) => Value::from_scalar(s),
-                        None => {
-                            return Err(missing(
-                                "a link",
-                                l.attrs.keys().map(String::as_str).collect(),
-                            ))
-                        }
+                        None => return Err(missing("a link", l.attrs.keys().map(String::as_str).collect())),
                     },
                 })
             }
@@ -702,6 +696,10 @@ impl<'p> Evaluator<'p> {
                 let p = &w.package;
                 if name == "id" {
                     return Ok(G::T(t, true));
+                }
+                if name == "name" {
+                    return Err(rt(f.span, "the name of a placement-dependent chip cannot be compared")
+                        .help("compare chip ids instead: `chip(u) == 3`, or quantify: `forall d in chips where d.name == \"x\": ...`"));
                 }
                 let mut all_int = true;
                 for c in &p.chips {
@@ -713,7 +711,10 @@ impl<'p> Evaluator<'p> {
                                 .help("compare chip ids instead, or quantify over chips: `forall d in chips: ...`"))
                         }
                         None => {
-                            return Err(missing(&format!("chip `{}`", c.name), c.attrs.keys().map(String::as_str).collect()))
+                            return Err(missing(
+                                &format!("chip `{}`", c.name),
+                                c.attrs.keys().map(String::as_str).collect(),
+                            ))
                         }
                     }
                 }
@@ -732,10 +733,7 @@ impl<'p> Evaluator<'p> {
                     if x < 0.0 || x >= w.package.num_chips() as f64 || x.fract() != 0.0 {
                         return Err(rt(
                             span,
-                            format!(
-                                "{x} is not a chip id: chips are 0..{}",
-                                w.package.num_chips()
-                            ),
+                            format!("{x} is not a chip id: chips are 0..{}", w.package.num_chips()),
                         ));
                     }
                     Some(x as u32)
@@ -749,7 +747,11 @@ impl<'p> Evaluator<'p> {
 
     fn call(&mut self, f: &Ident, args: &[Arg], span: Span) -> R<G> {
         let name = f.name.as_str();
-        if let Some(r) = self.prog.lookup(self.module, name) {
+        let callee = self
+            .prog
+            .lookup(self.module, name)
+            .filter(|r| matches!(self.prog.item(*r), Item::Topology(_)));
+        if let Some(r) = callee {
             let Item::Topology(t) = self.prog.item(r) else {
                 return Err(rt(f.span, format!("`{name}` cannot be called")));
             };
@@ -775,15 +777,11 @@ impl<'p> Evaluator<'p> {
                 match (name, ca, cb) {
                     ("flows", ..) => G::F(Formula::Flows(ta, tb)),
                     ("longest_path", Some(a), Some(b)) if a == b => G::V(Value::Int(0)),
-                    ("longest_path", ..) => {
-                        G::T(Term::LongestPath(Box::new(ta), Box::new(tb)), true)
-                    }
+                    ("longest_path", ..) => G::T(Term::LongestPath(Box::new(ta), Box::new(tb)), true),
                     ("link", Some(a), Some(b)) => G::V(Value::Bool(w.package.link(a, b).is_some())),
                     ("link", ..) => G::F(Formula::Link(ta, tb)),
                     (_, Some(a), Some(b)) => G::V(Value::Int(
-                        w.package
-                            .hops(a, b)
-                            .map_or(w.package.num_chips() as i64, |h| h as i64),
+                        w.package.hops(a, b).map_or(w.package.num_chips() as i64, |h| h as i64),
                     )),
                     _ => G::T(Term::Hops(Box::new(ta), Box::new(tb)), true),
                 }
@@ -854,7 +852,21 @@ impl<'p> Evaluator<'p> {
 
     // ---------------------------------------------------------- topologies
 
-    fn instantiate(
+    fn instantiate(&mut self, t: &TopologyDecl, module: usize, args: Vec<(String, Value)>, call: Span) -> R<Package> {
+        if self.building.contains(&t.name.name) {
+            return Err(
+                Diag::error("mcm::eval", format!("topology `{}` builds itself", t.name.name))
+                    .label(call, "recursive use")
+                    .help("a topology cannot use itself, directly or through another one"),
+            );
+        }
+        self.building.push(t.name.name.clone());
+        let r = self.instantiate_body(t, module, args, call);
+        self.building.pop();
+        r
+    }
+
+    fn instantiate_body(
         &mut self,
         t: &TopologyDecl,
         module: usize,
@@ -899,17 +911,9 @@ impl<'p> Evaluator<'p> {
                 G::V(v) => v.to_scalar(),
                 _ => None,
             }
-            .ok_or_else(|| {
-                rt(
-                    a.value.span,
-                    "an attribute must be a number, quantity, bool or string",
-                )
-            })?;
+            .ok_or_else(|| rt(a.value.span, "an attribute must be a number, quantity, bool or string"))?;
             if m.insert(a.name.name.clone(), s).is_some() {
-                return Err(rt(
-                    a.name.span,
-                    format!("attribute `{}` is set twice", a.name.name),
-                ));
+                return Err(rt(a.name.span, format!("attribute `{}` is set twice", a.name.name)));
             }
         }
         Ok(m)
@@ -925,10 +929,7 @@ impl<'p> Evaluator<'p> {
             } => {
                 self.step(*span)?;
                 if b.groups.contains_key(&name.name) {
-                    return Err(rt(
-                        name.span,
-                        format!("chip group `{}` is declared twice", name.name),
-                    ));
+                    return Err(rt(name.span, format!("chip group `{}` is declared twice", name.name)));
                 }
                 let attrs = self.attrs(attrs)?;
                 let start = b.chips.len();
@@ -936,10 +937,7 @@ impl<'p> Evaluator<'p> {
                     Some(c) => {
                         let n = self.int(c)?;
                         if n < 0 || n + start as i64 > MAX_CHIPS {
-                            return Err(rt(
-                                c.span,
-                                format!("{n} chips: a package has 0..={MAX_CHIPS} chips"),
-                            ));
+                            return Err(rt(c.span, format!("{n} chips: a package has 0..={MAX_CHIPS} chips")));
                         }
                         for i in 0..n {
                             b.chips.push(Chip {
@@ -998,12 +996,7 @@ impl<'p> Evaluator<'p> {
                     add(c, a)?;
                 }
             }
-            TopoStmt::For {
-                var,
-                from,
-                to,
-                body,
-            } => {
+            TopoStmt::For { var, from, to, body } => {
                 let lo = self.int(from)?;
                 let hi = self.int(to)?;
                 for i in lo..hi {
@@ -1014,11 +1007,7 @@ impl<'p> Evaluator<'p> {
                     r?;
                 }
             }
-            TopoStmt::If {
-                cond,
-                then,
-                otherwise,
-            } => match self.eval(cond)? {
+            TopoStmt::If { cond, then, otherwise } => match self.eval(cond)? {
                 G::V(Value::Bool(true)) => self.topo_block(then, b)?,
                 G::V(Value::Bool(false)) => self.topo_block(otherwise, b)?,
                 _ => return Err(rt(cond.span, "expected a condition")),
@@ -1035,12 +1024,10 @@ impl<'p> Evaluator<'p> {
     }
 
     fn chip_ref(&mut self, r: &ChipRef, b: &Builder) -> R<u32> {
-        let (start, n) = *b.groups.get(&r.group.name).ok_or_else(|| {
-            rt(
-                r.group.span,
-                format!("unknown chip group `{}`", r.group.name),
-            )
-        })?;
+        let (start, n) = *b
+            .groups
+            .get(&r.group.name)
+            .ok_or_else(|| rt(r.group.span, format!("unknown chip group `{}`", r.group.name)))?;
         match (n, &r.index) {
             (Some(n), Some(i)) => {
                 let k = self.int(i)?;
@@ -1106,12 +1093,7 @@ impl<'p> Evaluator<'p> {
                         ("flops", _) => node.flops = count(&v)?,
                         ("params", _) => node.params = count(&v)?,
                         ("output_bytes", _) => node.output_bytes = count(&v)?,
-                        (other, _) => {
-                            return Err(rt(
-                                a.name.span,
-                                format!("unknown node attribute `{other}`"),
-                            ))
-                        }
+                        (other, _) => return Err(rt(a.name.span, format!("unknown node attribute `{other}`"))),
                     }
                 }
                 if let Some(p) = prev {
@@ -1272,6 +1254,17 @@ fn binary(op: BinOp, a: G, b: G, span: Span) -> R<G> {
     }
 }
 
+/// Integer division rounding down (towards minus infinity), as the checker
+/// does for placement-dependent terms; the remainder takes the divisor's sign.
+pub fn floor_div(a: i64, b: i64) -> i64 {
+    let q = a.wrapping_div(b);
+    if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
 fn static_cmp(op: BinOp, x: &Value, y: &Value, span: Span) -> R<bool> {
     let eq = |r: bool| -> R<bool> {
         match op {
@@ -1283,9 +1276,9 @@ fn static_cmp(op: BinOp, x: &Value, y: &Value, span: Span) -> R<bool> {
     match (x, y) {
         (Value::Str(a), Value::Str(b)) => eq(a == b),
         (Value::Bool(a), Value::Bool(b)) => eq(a == b),
-        (Value::Node(a), Value::Node(b))
-        | (Value::Edge(a), Value::Edge(b))
-        | (Value::Link(a), Value::Link(b)) => eq(a == b),
+        (Value::Node(a), Value::Node(b)) | (Value::Edge(a), Value::Edge(b)) | (Value::Link(a), Value::Link(b)) => {
+            eq(a == b)
+        }
         _ => match (x.num(), y.num()) {
             (Some(a), Some(b)) => Ok(cmp_op(op).holds(a, b)),
             _ => Err(rt(span, "these values cannot be compared")),
@@ -1304,8 +1297,8 @@ fn static_arith(op: BinOp, x: &Value, y: &Value, span: Span) -> R<Value> {
             BinOp::Add => a.checked_add(b).ok_or_else(overflow)?,
             BinOp::Sub => a.checked_sub(b).ok_or_else(overflow)?,
             BinOp::Mul => a.checked_mul(b).ok_or_else(overflow)?,
-            BinOp::Div => a.div_euclid(b),
-            _ => a.rem_euclid(b),
+            BinOp::Div => floor_div(a, b),
+            _ => a - b * floor_div(a, b),
         }));
     }
     let (a, b) = match (x.num(), y.num()) {

@@ -80,12 +80,7 @@ pub fn load_file(path: &Path) -> (Program, Vec<Diag>) {
     match std::fs::read_to_string(path) {
         Ok(text) => {
             let key = key_of(path);
-            l.add(
-                key,
-                path.display().to_string(),
-                Some(path.to_path_buf()),
-                text,
-            );
+            l.add(key, path.display().to_string(), Some(path.to_path_buf()), text);
         }
         Err(e) => l.diags.push(
             Diag::error("mcm::io", format!("cannot read `{}`: {e}", path.display()))
@@ -127,13 +122,7 @@ impl Loader {
     }
 
     /// Parses and registers one module, then loads what it imports.
-    fn add(
-        &mut self,
-        key: String,
-        name: String,
-        path: Option<PathBuf>,
-        text: String,
-    ) -> Option<usize> {
+    fn add(&mut self, key: String, name: String, path: Option<PathBuf>, text: String) -> Option<usize> {
         if let Some(&m) = self.by_key.get(&key) {
             return Some(m);
         }
@@ -174,11 +163,7 @@ impl Loader {
         Some(idx)
     }
 
-    fn resolve_source(
-        &mut self,
-        from: FileId,
-        u: &UseDecl,
-    ) -> Option<(Source, Option<Vec<Ident>>)> {
+    fn resolve_source(&mut self, from: FileId, u: &UseDecl) -> Option<(Source, Option<Vec<Ident>>)> {
         match &u.target {
             UseTarget::File { path, span } => {
                 let full = self.sources.base_dir(from).join(path);
@@ -203,6 +188,14 @@ impl Loader {
                     return None;
                 }
                 let rest = &segments[1..];
+                if rest.is_empty() {
+                    self.diags.push(
+                        Diag::error("mcm::import", "`use std` needs a module")
+                            .label(first.span, "which module?")
+                            .help("e.g. `use std::placement::{acyclic_flow, no_skip}` or `use std::topologies::ring`"),
+                    );
+                    return None;
+                }
                 let find = |name: &str| STDLIB.iter().find(|(n, _)| *n == name).copied();
                 let whole: Vec<&str> = rest.iter().map(|s| s.name.as_str()).collect();
                 let std_names = STDLIB.iter().map(|(n, _)| *n);
@@ -228,10 +221,7 @@ impl Loader {
                         if rest.len() >= 2 {
                             let module = whole[..whole.len() - 1].join("/");
                             if let Some((n, t)) = find(&module) {
-                                return Some((
-                                    Source::Std(n, t),
-                                    Some(vec![rest[rest.len() - 1].clone()]),
-                                ));
+                                return Some((Source::Std(n, t), Some(vec![rest[rest.len() - 1].clone()])));
                             }
                             self.unknown_module(&rest[..rest.len() - 1], segments, std_names);
                         } else {
@@ -244,12 +234,7 @@ impl Loader {
         }
     }
 
-    fn unknown_module<'a>(
-        &mut self,
-        rest: &[Ident],
-        all: &[Ident],
-        known: impl Iterator<Item = &'a str> + Clone,
-    ) {
+    fn unknown_module<'a>(&mut self, rest: &[Ident], all: &[Ident], known: impl Iterator<Item = &'a str> + Clone) {
         let name: Vec<&str> = rest.iter().map(|s| s.name.as_str()).collect();
         let name = name.join("::");
         let span = rest
@@ -257,12 +242,9 @@ impl Loader {
             .map(|f| f.span.to(rest[rest.len() - 1].span))
             .unwrap_or(all[0].span);
         self.diags.push(
-            Diag::error(
-                "mcm::import",
-                format!("unknown standard module `std::{name}`"),
-            )
-            .label(span, "no such module")
-            .help(unknown_help(&name, "module", known)),
+            Diag::error("mcm::import", format!("unknown standard module `std::{name}`"))
+                .label(span, "no such module")
+                .help(unknown_help(&name, "module", known)),
         );
     }
 
@@ -281,11 +263,8 @@ impl Loader {
                 }
                 Err(e) => {
                     self.diags.push(
-                        Diag::error(
-                            "mcm::import",
-                            format!("cannot read `{}`: {e}", path.display()),
-                        )
-                        .label(span, "imported here"),
+                        Diag::error("mcm::import", format!("cannot read `{}`: {e}", path.display()))
+                            .label(span, "imported here"),
                     );
                     None
                 }
@@ -303,24 +282,15 @@ impl Loader {
                 if let Some(name) = item_name(item) {
                     if let Some(prev) = first.get(&name.name) {
                         self.diags.push(
-                            Diag::error(
-                                "mcm::duplicate",
-                                format!("`{}` is defined twice", name.name),
-                            )
-                            .label(name.span, "defined again here")
-                            .label(*prev, "first defined here")
-                            .help("rename one of them"),
+                            Diag::error("mcm::duplicate", format!("`{}` is defined twice", name.name))
+                                .label(name.span, "defined again here")
+                                .label(*prev, "first defined here")
+                                .help("rename one of them"),
                         );
                         continue;
                     }
                     first.insert(name.name.clone(), name.span);
-                    scope.insert(
-                        name.name.clone(),
-                        ItemRef {
-                            module: mi,
-                            index: ii,
-                        },
-                    );
+                    scope.insert(name.name.clone(), ItemRef { module: mi, index: ii });
                 }
             }
             scopes.push((scope, first));
@@ -343,11 +313,7 @@ impl Loader {
                                 Some(r) => imports[mi].push((id.name.clone(), *r, id.span)),
                                 None => {
                                     let known = own.keys().map(String::as_str);
-                                    let mname = self
-                                        .sources
-                                        .get(self.modules[target].ast.file)
-                                        .name
-                                        .clone();
+                                    let mname = self.sources.get(self.modules[target].ast.file).name.clone();
                                     self.diags.push(
                                         Diag::error(
                                             "mcm::import",
@@ -369,10 +335,9 @@ impl Loader {
                 match scope.get(&name) {
                     Some(prev) if *prev == r => {}
                     Some(_) => {
-                        let mut d =
-                            Diag::error("mcm::duplicate", format!("`{name}` is already defined"))
-                                .label(span, "imported here")
-                                .help("rename the local item or import fewer names");
+                        let mut d = Diag::error("mcm::duplicate", format!("`{name}` is already defined"))
+                            .label(span, "imported here")
+                            .help("rename the local item or import fewer names");
                         if let Some(p) = first.get(&name) {
                             d = d.label(*p, "defined here");
                         }

@@ -11,9 +11,7 @@ pub mod types;
 
 use crate::graph::Graph;
 use crate::package::Package;
-use crate::problem::{
-    Evaluator as ExternalEvaluator, GroundConstraint, Objective, Placement, Problem, Sense,
-};
+use crate::problem::{Evaluator as ExternalEvaluator, GroundConstraint, Objective, Placement, Problem, Sense};
 use ast::*;
 use diag::{unknown_help, Diag};
 use eval::{Evaluator, Value};
@@ -114,37 +112,29 @@ pub fn compile_str(name: &str, text: &str, dir: &Path) -> Compiled {
 }
 
 fn compile(program: Program, mut diags: Vec<Diag>) -> Compiled {
-    diags.extend(types::check_program(&program));
+    let (type_diags, types) = types::check_program(&program);
+    diags.extend(type_diags);
     let mut problems = Vec::new();
     let mut tests = Vec::new();
     if diags.is_empty() && !program.modules.is_empty() {
-        let mut ev = Evaluator::new(&program);
+        let mut ev = Evaluator::new(&program, &types);
         let mut names: Vec<(String, Span)> = Vec::new();
         for (i, item) in program.modules[0].ast.items.iter().enumerate() {
             match item {
                 Item::Let(_) => {
                     // Evaluate every let, used or not, so that its errors show.
-                    let r = loader::ItemRef {
-                        module: 0,
-                        index: i,
-                    };
-                    if let Item::Let(l) = program.item(r) {
-                        if let Err(d) = ev.value(0, &[], &l.value) {
-                            diags.push(d);
-                        }
+                    if let Err(d) = ev.let_value(loader::ItemRef { module: 0, index: i }) {
+                        diags.push(d);
                     }
                 }
                 Item::Partition(p) => match build_problem(&program, &mut ev, p, problems.len()) {
                     Ok(prob) => {
                         if let Some((_, first)) = names.iter().find(|(n, _)| *n == prob.name) {
                             diags.push(
-                                Diag::error(
-                                    "mcm::duplicate",
-                                    format!("two problems are named `{}`", prob.name),
-                                )
-                                .label(p.span, "second problem")
-                                .label(*first, "first problem")
-                                .help("name them apart: `partition g onto t as NAME { ... }`"),
+                                Diag::error("mcm::duplicate", format!("two problems are named `{}`", prob.name))
+                                    .label(p.span, "second problem")
+                                    .label(*first, "first problem")
+                                    .help("name them apart: `partition g onto t as NAME { ... }`"),
                             );
                         }
                         names.push((prob.name.clone(), p.span));
@@ -160,6 +150,7 @@ fn compile(program: Program, mut diags: Vec<Diag>) -> Compiled {
             }
         }
     }
+    diags.retain(|d| d.code != eval::REPORTED);
     Compiled {
         program,
         problems,
@@ -186,10 +177,7 @@ fn graph_and_package(
                 }
             }
             if d.is_empty() {
-                d.push(
-                    Diag::error("mcm::type", "expected a graph and a package")
-                        .label(g.span.to(p.span), ""),
-                );
+                d.push(Diag::error("mcm::type", "expected a graph and a package").label(g.span.to(p.span), ""));
             }
             Err(d)
         }
@@ -218,12 +206,7 @@ fn ground_all(
     }
 }
 
-fn build_problem(
-    prog: &Program,
-    ev: &mut Evaluator,
-    p: &PartitionDecl,
-    index: usize,
-) -> Result<Problem, Vec<Diag>> {
+fn build_problem(prog: &Program, ev: &mut Evaluator, p: &PartitionDecl, index: usize) -> Result<Problem, Vec<Diag>> {
     let (graph, package) = graph_and_package(ev, &[], &p.graph, &p.package)?;
     let constraints = ground_all(ev, &[], &p.requires, &graph, &package)?;
     let name = match (&p.alias, &p.graph.kind) {
@@ -265,10 +248,7 @@ fn build_test(prog: &Program, ev: &mut Evaluator, t: &TestDecl) -> Result<TestCa
         match s {
             TestStmt::Let(l) => {
                 let v = ev.value(0, &locals, &l.value).map_err(|d| vec![d])?;
-                locals.push((
-                    l.name.name.clone(),
-                    eval::name_graph(v, &l.value, &l.name.name),
-                ));
+                locals.push((l.name.name.clone(), eval::name_graph(v, &l.value, &l.name.name)));
             }
             TestStmt::Place(p) => {
                 let (g, k) = graph_and_package(ev, &locals, &p.graph, &p.package)?;
@@ -278,15 +258,11 @@ fn build_test(prog: &Program, ev: &mut Evaluator, t: &TestDecl) -> Result<TestCa
             TestStmt::Partition(p) => {
                 let (g, k) = graph_and_package(ev, &locals, &p.graph, &p.package)?;
                 if !p.requires.is_empty() {
-                    requires
-                        .get_or_insert_with(Vec::new)
-                        .extend(p.requires.iter().cloned());
+                    requires.get_or_insert_with(Vec::new).extend(p.requires.iter().cloned());
                 }
                 setup = Some((g, k, TestQuestion::Partition));
             }
-            TestStmt::Require(us, _) => requires
-                .get_or_insert_with(Vec::new)
-                .extend(us.iter().cloned()),
+            TestStmt::Require(us, _) => requires.get_or_insert_with(Vec::new).extend(us.iter().cloned()),
             TestStmt::Expect(x, span) => expect = Some((x.clone(), *span)),
         }
     }
@@ -302,14 +278,23 @@ fn build_test(prog: &Program, ev: &mut Evaluator, t: &TestDecl) -> Result<TestCa
     // arguments, duplicates dropped after grounding).
     let mut uses = requires.unwrap_or_else(|| default_uses(prog, t.span));
     let required = uses.len();
+    // Where each expected violation is grounded: a bare name already
+    // required is matched by name; anything else is grounded on its own.
+    let mut expected_at: Vec<Option<usize>> = Vec::new();
     if let Expectation::Violates(vs) = &x {
-        uses.extend(vs.iter().cloned());
+        for v in vs {
+            if v.args.is_none() && uses[..required].iter().any(|u| u.name.name == v.name.name) {
+                expected_at.push(None);
+            } else {
+                uses.push(v.clone());
+                expected_at.push(Some(uses.len() - 1));
+            }
+        }
     }
     let grounded = ground_all(ev, &locals, &uses, &graph, &package)?;
-    let expected_args: Vec<Option<Vec<(String, crate::quantity::Scalar)>>> = grounded[required..]
+    let expected_args: Vec<Option<Vec<(String, crate::quantity::Scalar)>>> = expected_at
         .iter()
-        .zip(&uses[required..])
-        .map(|(c, u)| u.args.as_ref().map(|_| c.args.clone()))
+        .map(|at| at.filter(|&i| uses[i].args.is_some()).map(|i| grounded[i].args.clone()))
         .collect();
     let mut constraints: Vec<GroundConstraint> = Vec::new();
     for (i, c) in grounded.into_iter().enumerate() {
@@ -361,10 +346,7 @@ fn default_uses(prog: &Program, span: Span) -> Vec<ConstraintUse> {
     names
         .into_iter()
         .map(|(n, _)| ConstraintUse {
-            name: Ident {
-                name: n.clone(),
-                span,
-            },
+            name: Ident { name: n.clone(), span },
             args: None,
             span,
         })
@@ -383,12 +365,9 @@ fn build_placement(
     for e in &p.entries {
         let Some(node) = g.node_index(&e.node) else {
             errs.push(
-                Diag::error(
-                    "mcm::name",
-                    format!("graph `{}` has no node `{}`", g.name, e.node),
-                )
-                .label(e.node_span, "unknown node")
-                .help(unknown_help(&e.node, "node", g.ids())),
+                Diag::error("mcm::name", format!("graph `{}` has no node `{}`", g.name, e.node))
+                    .label(e.node_span, "unknown node")
+                    .help(unknown_help(&e.node, "node", g.ids())),
             );
             continue;
         };
@@ -408,10 +387,7 @@ fn build_placement(
             Ok(Value::Int(c)) => {
                 errs.push(
                     Diag::error("mcm::test", format!("chip {c} does not exist"))
-                        .label(
-                            e.chip.span,
-                            format!("the package has chips 0..{}", k.num_chips()),
-                        )
+                        .label(e.chip.span, format!("the package has chips 0..{}", k.num_chips()))
                         .help(format!("pick a chip id below {}", k.num_chips())),
                 );
                 continue;

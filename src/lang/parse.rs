@@ -85,14 +85,7 @@ fn too_deep(text: &str) -> Option<usize> {
 
 /// Byte ranges of the pieces that begin at a line starting an item keyword.
 fn item_chunks(text: &str) -> Vec<(usize, usize)> {
-    const STARTS: [&str; 6] = [
-        "use ",
-        "let ",
-        "topology ",
-        "constraint ",
-        "partition ",
-        "test ",
-    ];
+    const STARTS: [&str; 6] = ["use ", "let ", "topology ", "constraint ", "partition ", "test "];
     let mut cuts = vec![0];
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
@@ -113,10 +106,16 @@ fn syntax_diag(file: FileId, text: &str, e: pest::error::Error<Rule>, base: usiz
     let (start, end) = (start + base, end + base);
     // Point at the offending character rather than at nothing.
     let end = if end == start {
-        text[start..]
-            .chars()
-            .next()
-            .map_or(start, |c| start + c.len_utf8())
+        let rest = &text[start..];
+        let word = rest
+            .char_indices()
+            .take_while(|(_, c)| c.is_alphanumeric() || *c == '_')
+            .last()
+            .map(|(i, c)| i + c.len_utf8());
+        match word {
+            Some(w) => start + w,
+            None => rest.chars().next().map_or(start, |c| start + c.len_utf8()),
+        }
     } else {
         end
     };
@@ -134,10 +133,7 @@ fn syntax_diag(file: FileId, text: &str, e: pest::error::Error<Rule>, base: usiz
         "mcm::syntax",
         format!("syntax error: expected {expected}, found {found}"),
     )
-    .label(
-        Span::new(file, start, end),
-        format!("expected {expected} here"),
-    )
+    .label(Span::new(file, start, end), format!("expected {expected} here"))
     .help("see the language reference in the book for the grammar")
 }
 
@@ -158,12 +154,8 @@ fn describe_expected(rules: &[Rule]) -> String {
 fn rule_name(r: Rule) -> &'static str {
     match r {
         Rule::ident | Rule::ident_any => "a name",
-        Rule::expr | Rule::iff_expr | Rule::imp_expr | Rule::or_expr | Rule::and_expr => {
-            "an expression"
-        }
-        Rule::not_expr | Rule::cmp_expr | Rule::sum_expr | Rule::product | Rule::unary => {
-            "an expression"
-        }
+        Rule::expr | Rule::iff_expr | Rule::imp_expr | Rule::or_expr | Rule::and_expr => "an expression",
+        Rule::not_expr | Rule::cmp_expr | Rule::sum_expr | Rule::product | Rule::unary => "an expression",
         Rule::postfix_expr | Rule::quantity | Rule::number => "an expression",
         Rule::string => "a string",
         Rule::use_decl | Rule::let_decl | Rule::topology_decl | Rule::constraint_decl => "an item",
@@ -178,9 +170,7 @@ fn rule_name(r: Rule) -> &'static str {
         Rule::attr => "`attribute = value`",
         Rule::params | Rule::param => "a parameter `name: type`",
         Rule::args | Rule::arg => "an argument",
-        Rule::chips_stmt | Rule::link_stmt | Rule::for_stmt | Rule::if_stmt => {
-            "a topology statement"
-        }
+        Rule::chips_stmt | Rule::link_stmt | Rule::for_stmt | Rule::if_stmt => "a topology statement",
         Rule::require_stmt | Rule::objective_stmt | Rule::evaluate_stmt => "a problem statement",
         Rule::place_stmt | Rule::expect_stmt => "a test statement",
         Rule::expect_valid | Rule::expect_violates | Rule::expect_unsat | Rule::expect_sat => {
@@ -198,7 +188,8 @@ fn rule_name(r: Rule) -> &'static str {
         Rule::use_path | Rule::use_group | Rule::use_all => "a module path",
         Rule::objective_sense => "`maximize` or `minimize`",
         Rule::quantifier => "`forall` or `exists`",
-        Rule::agg_op | Rule::aggregate | Rule::agg_body => "an aggregate",
+        Rule::agg_op | Rule::count_op | Rule::aggregate | Rule::agg_body => "an aggregate",
+        Rule::type_ann => "a type",
         Rule::call => "a call",
         Rule::bool_lit => "`true` or `false`",
         Rule::field | Rule::index => "`.field` or `[index]`",
@@ -262,9 +253,7 @@ impl<'t> Builder<'t> {
                     match q.as_rule() {
                         Rule::ident => segments.push(self.ident(q)),
                         Rule::use_all => items = UseItems::All,
-                        Rule::use_group => {
-                            items = UseItems::Some(q.into_inner().map(|i| self.ident(i)).collect())
-                        }
+                        Rule::use_group => items = UseItems::Some(q.into_inner().map(|i| self.ident(i)).collect()),
                         _ => {}
                     }
                 }
@@ -276,10 +265,14 @@ impl<'t> Builder<'t> {
 
     fn let_decl(&self, p: P) -> R<LetDecl> {
         let span = self.span(&p);
-        let mut it = p.into_inner();
+        let mut it = p.into_inner().peekable();
         let name = self.ident(it.next().expect("let name"));
+        let ty = match it.peek().map(|q| q.as_rule()) {
+            Some(Rule::type_ann) => it.next().and_then(|q| q.into_inner().next()).map(|q| self.ident(q)),
+            _ => None,
+        };
         let value = self.expr(it.next().expect("let value"))?;
-        Ok(LetDecl { name, value, span })
+        Ok(LetDecl { name, ty, value, span })
     }
 
     fn params(&self, p: P) -> R<Vec<Param>> {
@@ -346,11 +339,7 @@ impl<'t> Builder<'t> {
                 let src = self.chip_ref(it.next().expect("link source"))?;
                 let both_ways = it.next().expect("link direction").as_str() == "<->";
                 let dst = self.chip_ref(it.next().expect("link target"))?;
-                let attrs = it
-                    .next()
-                    .map(|q| self.attrs(q))
-                    .transpose()?
-                    .unwrap_or_default();
+                let attrs = it.next().map(|q| self.attrs(q)).transpose()?.unwrap_or_default();
                 TopoStmt::Link {
                     src,
                     dst,
@@ -366,27 +355,14 @@ impl<'t> Builder<'t> {
                 let range = it.next().expect("for range");
                 let (from, to) = self.range(range)?;
                 let body = self.topo_block(it.next().expect("for body"))?;
-                TopoStmt::For {
-                    var,
-                    from,
-                    to,
-                    body,
-                }
+                TopoStmt::For { var, from, to, body }
             }
             Rule::if_stmt => {
                 let mut it = p.into_inner();
                 let cond = self.expr(it.next().expect("if condition"))?;
                 let then = self.topo_block(it.next().expect("if body"))?;
-                let otherwise = it
-                    .next()
-                    .map(|q| self.topo_block(q))
-                    .transpose()?
-                    .unwrap_or_default();
-                TopoStmt::If {
-                    cond,
-                    then,
-                    otherwise,
-                }
+                let otherwise = it.next().map(|q| self.topo_block(q)).transpose()?.unwrap_or_default();
+                TopoStmt::If { cond, then, otherwise }
             }
             Rule::let_decl => TopoStmt::Let(self.let_decl(p)?),
             r => unreachable!("grammar yields no topology statement {r:?}"),
@@ -531,11 +507,7 @@ impl<'t> Builder<'t> {
                         let node_span = self.span(&n);
                         let node = self.node_name(n);
                         let chip = self.expr(ei.next().expect("chip"))?;
-                        entries.push(PlaceEntry {
-                            node,
-                            node_span,
-                            chip,
-                        });
+                        entries.push(PlaceEntry { node, node_span, chip });
                     }
                     TestStmt::Place(PlaceStmt {
                         graph,
@@ -550,11 +522,7 @@ impl<'t> Builder<'t> {
                         Rule::expect_valid => Expectation::Valid,
                         Rule::expect_unsat => Expectation::Unsatisfiable,
                         Rule::expect_sat => Expectation::Satisfiable,
-                        _ => Expectation::Violates(
-                            e.into_inner()
-                                .map(|c| self.constraint_use(c))
-                                .collect::<R<_>>()?,
-                        ),
+                        _ => Expectation::Violates(e.into_inner().map(|c| self.constraint_use(c)).collect::<R<_>>()?),
                     };
                     TestStmt::Expect(x, qspan)
                 }
@@ -628,9 +596,7 @@ impl<'t> Builder<'t> {
                     span,
                 })
             }
-            Rule::iff_expr | Rule::or_expr | Rule::and_expr | Rule::sum_expr | Rule::product => {
-                self.left_assoc(p)
-            }
+            Rule::iff_expr | Rule::or_expr | Rule::and_expr | Rule::sum_expr | Rule::product => self.left_assoc(p),
             Rule::imp_expr => {
                 let mut it = p.into_inner();
                 let lhs = self.expr(it.next().expect("implication lhs"))?;
@@ -711,14 +677,13 @@ impl<'t> Builder<'t> {
                     "max" => AggOp::Max,
                     _ => AggOp::Min,
                 };
+                // (count_op and agg_op both yield the operator's text.)
                 let binders = self.binders(it.next().expect("binders"))?;
                 let mut filter = None;
                 let mut body = None;
                 while let Some(n) = it.next() {
                     match n.as_rule() {
-                        Rule::kw_where => {
-                            filter = Some(Box::new(self.expr(it.next().expect("filter"))?))
-                        }
+                        Rule::kw_where => filter = Some(Box::new(self.expr(it.next().expect("filter"))?)),
                         _ => body = Some(Box::new(self.expr(n)?)),
                     }
                 }
@@ -735,11 +700,7 @@ impl<'t> Builder<'t> {
             Rule::call => {
                 let mut it = p.into_inner();
                 let f = self.ident(it.next().expect("callee"));
-                let args = it
-                    .next()
-                    .map(|a| self.args(a))
-                    .transpose()?
-                    .unwrap_or_default();
+                let args = it.next().map(|a| self.args(a)).transpose()?.unwrap_or_default();
                 Ok(Expr {
                     kind: ExprKind::Call(f, args),
                     span,
@@ -767,11 +728,7 @@ impl<'t> Builder<'t> {
                         let name_pair = it.next().expect("node name");
                         let nspan = self.span(&name_pair);
                         let name = self.node_name(name_pair);
-                        let attrs = it
-                            .next()
-                            .map(|a| self.attrs(a))
-                            .transpose()?
-                            .unwrap_or_default();
+                        let attrs = it.next().map(|a| self.attrs(a)).transpose()?.unwrap_or_default();
                         chain.push(GraphNode {
                             name,
                             span: nspan,
@@ -838,12 +795,7 @@ impl<'t> Builder<'t> {
                     _ => Pattern::One(self.ident(pat)),
                 };
                 let _in = it.next();
-                let dom = it
-                    .next()
-                    .expect("domain")
-                    .into_inner()
-                    .next()
-                    .expect("domain");
+                let dom = it.next().expect("domain").into_inner().next().expect("domain");
                 let domain = match dom.as_rule() {
                     Rule::range => {
                         let (a, b) = self.range(dom)?;
@@ -851,11 +803,7 @@ impl<'t> Builder<'t> {
                     }
                     _ => Domain::Named(self.ident(dom)),
                 };
-                Ok(Binder {
-                    pattern,
-                    domain,
-                    span,
-                })
+                Ok(Binder { pattern, domain, span })
             })
             .collect()
     }

@@ -60,12 +60,7 @@ impl SourceMap {
         SourceMap::default()
     }
 
-    pub fn add(
-        &mut self,
-        name: String,
-        path: Option<PathBuf>,
-        text: impl Into<Arc<str>>,
-    ) -> FileId {
+    pub fn add(&mut self, name: String, path: Option<PathBuf>, text: impl Into<Arc<str>>) -> FileId {
         self.files.push(SourceFile {
             name,
             path,
@@ -87,8 +82,7 @@ impl SourceMap {
 
     pub fn snippet(&self, span: Span) -> &str {
         let text = &self.get(span.file).text;
-        text.get(span.start as usize..span.end as usize)
-            .unwrap_or("")
+        text.get(span.start as usize..span.end as usize).unwrap_or("")
     }
 
     /// 1-based line and column of a span's start.

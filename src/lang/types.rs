@@ -61,10 +61,7 @@ pub fn param_type(name: &str) -> Option<Ty> {
         "int" => Some(Ty::Int),
         "bool" => Some(Ty::Bool),
         "str" => Some(Ty::Str),
-        _ => TYPE_NAMES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, d)| Ty::Num(*d)),
+        _ => TYPE_NAMES.iter().find(|(n, _)| *n == name).map(|(_, d)| Ty::Num(*d)),
     }
 }
 
@@ -97,11 +94,7 @@ pub const NODE_FIELDS: &[(&str, Ty)] = &[
     ("params", Ty::Num(Dim::BYTES)),
     ("output_bytes", Ty::Num(Dim::BYTES)),
 ];
-pub const EDGE_FIELDS: &[(&str, Ty)] = &[
-    ("src", Ty::Node),
-    ("dst", Ty::Node),
-    ("bytes", Ty::Num(Dim::BYTES)),
-];
+pub const EDGE_FIELDS: &[(&str, Ty)] = &[("src", Ty::Node), ("dst", Ty::Node), ("bytes", Ty::Num(Dim::BYTES))];
 /// Node attributes an inline graph may set.
 pub const GRAPH_NODE_ATTRS: &[(&str, Ty)] = &[
     ("op", Ty::Str),
@@ -111,14 +104,8 @@ pub const GRAPH_NODE_ATTRS: &[(&str, Ty)] = &[
     ("replicable", Ty::Bool),
 ];
 /// Chip and link attributes whose type is fixed, whatever the topology.
-pub const CHIP_ATTRS: &[(&str, Ty)] = &[
-    ("memory", Ty::Num(Dim::BYTES)),
-    ("compute", Ty::Num(Dim::FLOP_RATE)),
-];
-pub const LINK_ATTRS: &[(&str, Ty)] = &[
-    ("bandwidth", Ty::Num(Dim::RATE)),
-    ("latency", Ty::Num(Dim::TIME)),
-];
+pub const CHIP_ATTRS: &[(&str, Ty)] = &[("memory", Ty::Num(Dim::BYTES)), ("compute", Ty::Num(Dim::FLOP_RATE))];
+pub const LINK_ATTRS: &[(&str, Ty)] = &[("bandwidth", Ty::Num(Dim::RATE)), ("latency", Ty::Num(Dim::TIME))];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Ctx {
@@ -139,11 +126,21 @@ pub struct Checker<'p> {
     in_progress: HashSet<ItemRef>,
     chip_attrs: HashMap<String, Ty>,
     link_attrs: HashMap<String, Ty>,
+    /// The dimension of each side of every comparison, by span, so that a
+    /// violation report can print quantities with their units.
+    units: HashMap<Span, Dim>,
     pub diags: Vec<Diag>,
 }
 
+/// What checking learnt that later stages use.
+#[derive(Debug, Default)]
+pub struct TypeInfo {
+    /// Dimensions of comparison operands, by span.
+    pub units: HashMap<Span, Dim>,
+}
+
 /// Checks every item of every module; returns the diagnostics.
-pub fn check_program(prog: &Program) -> Vec<Diag> {
+pub fn check_program(prog: &Program) -> (Vec<Diag>, TypeInfo) {
     let mut c = Checker {
         prog,
         module: 0,
@@ -151,14 +148,9 @@ pub fn check_program(prog: &Program) -> Vec<Diag> {
         ctx: Ctx::Static,
         let_types: HashMap::new(),
         in_progress: HashSet::new(),
-        chip_attrs: CHIP_ATTRS
-            .iter()
-            .map(|(n, t)| (n.to_string(), *t))
-            .collect(),
-        link_attrs: LINK_ATTRS
-            .iter()
-            .map(|(n, t)| (n.to_string(), *t))
-            .collect(),
+        chip_attrs: CHIP_ATTRS.iter().map(|(n, t)| (n.to_string(), *t)).collect(),
+        link_attrs: LINK_ATTRS.iter().map(|(n, t)| (n.to_string(), *t)).collect(),
+        units: HashMap::new(),
         diags: Vec::new(),
     };
     // Topologies first: they declare the chip and link attributes that
@@ -176,10 +168,7 @@ pub fn check_program(prog: &Program) -> Vec<Diag> {
         for (i, item) in prog.modules[m].ast.items.iter().enumerate() {
             match item {
                 Item::Let(_) => {
-                    c.let_type(ItemRef {
-                        module: m,
-                        index: i,
-                    });
+                    c.let_type(ItemRef { module: m, index: i });
                 }
                 Item::Constraint(k) => c.constraint(k),
                 // Problems and tests of imported files are never run.
@@ -189,7 +178,7 @@ pub fn check_program(prog: &Program) -> Vec<Diag> {
             }
         }
     }
-    c.diags
+    (c.diags, TypeInfo { units: c.units })
 }
 
 impl<'p> Checker<'p> {
@@ -214,21 +203,46 @@ impl<'p> Checker<'p> {
         };
         if !self.in_progress.insert(r) {
             return self.err(
-                Diag::error(
-                    "mcm::cycle",
-                    format!("`{}` is defined in terms of itself", l.name.name),
-                )
-                .label(l.name.span, "here"),
+                Diag::error("mcm::cycle", format!("`{}` is defined in terms of itself", l.name.name))
+                    .label(l.name.span, "here"),
             );
         }
         let saved = (self.module, std::mem::take(&mut self.locals), self.ctx);
         self.module = r.module;
         self.ctx = Ctx::Static;
-        let t = self.expr(&l.value);
+        let t = self.let_decl(l);
         (self.module, self.locals, self.ctx) = saved;
         self.in_progress.remove(&r);
         self.let_types.insert(r, t);
         t
+    }
+
+    /// The type of a `let`, checked against its annotation when it has one.
+    fn let_decl(&mut self, l: &LetDecl) -> Ty {
+        let t = self.expr(&l.value);
+        let Some(ann) = &l.ty else {
+            return t;
+        };
+        let want = match ann.name.as_str() {
+            "graph" => Some(Ty::Graph),
+            "package" => Some(Ty::Package),
+            other => param_type(other),
+        };
+        match want {
+            Some(w) => {
+                self.expect_fits(w, t, &l.value, &format!("`{}`", l.name.name));
+                w
+            }
+            None => self.err(
+                Diag::error("mcm::type", format!("unknown type `{}`", ann.name))
+                    .label(ann.span, "not a type")
+                    .help(unknown_help(
+                        &ann.name,
+                        "type",
+                        type_names().chain(["graph", "package"]),
+                    )),
+            ),
+        }
     }
 
     fn params(&mut self, params: &[Param]) -> Vec<(String, Ty)> {
@@ -256,7 +270,12 @@ impl<'p> Checker<'p> {
             if let Some(d) = &p.default {
                 let saved = self.ctx;
                 self.ctx = Ctx::Static;
-                let dt = self.expr(d);
+                // A default may use the parameters before it.
+                let earlier = out.clone();
+                let dt = self.with_locals(|c| {
+                    c.locals.extend(earlier);
+                    c.expr(d)
+                });
                 self.ctx = saved;
                 self.expect_fits(t, dt, d, &format!("the default of `{}`", p.name.name));
             }
@@ -279,9 +298,7 @@ impl<'p> Checker<'p> {
     fn topo_block(&mut self, body: &[TopoStmt], groups: &mut HashMap<String, bool>) {
         for s in body {
             match s {
-                TopoStmt::Chips {
-                    name, count, attrs, ..
-                } => {
+                TopoStmt::Chips { name, count, attrs, .. } => {
                     if let Some(c) = count {
                         let t = self.expr(c);
                         self.expect_fits(Ty::Int, t, c, "a chip count");
@@ -291,24 +308,19 @@ impl<'p> Checker<'p> {
                         self.attribute(a, true);
                     }
                 }
-                TopoStmt::Link {
-                    src, dst, attrs, ..
-                } => {
+                TopoStmt::Link { src, dst, attrs, .. } => {
                     for r in [src, dst] {
                         match groups.get(&r.group.name) {
                             None => {
                                 let known: Vec<String> = groups.keys().cloned().collect();
                                 self.err(
-                                    Diag::error(
-                                        "mcm::name",
-                                        format!("unknown chip group `{}`", r.group.name),
-                                    )
-                                    .label(r.group.span, "not declared before this link")
-                                    .help(unknown_help(
-                                        &r.group.name,
-                                        "chip group",
-                                        known.iter().map(String::as_str),
-                                    )),
+                                    Diag::error("mcm::name", format!("unknown chip group `{}`", r.group.name))
+                                        .label(r.group.span, "not declared before this link")
+                                        .help(unknown_help(
+                                            &r.group.name,
+                                            "chip group",
+                                            known.iter().map(String::as_str),
+                                        )),
                                 );
                             }
                             Some(indexed) => match (&r.index, indexed) {
@@ -319,22 +331,16 @@ impl<'p> Checker<'p> {
                                 (None, false) => {}
                                 (Some(_), false) => {
                                     self.err(
-                                        Diag::error(
-                                            "mcm::type",
-                                            format!("`{}` is a single chip", r.group.name),
-                                        )
-                                        .label(r.span, "has no index")
-                                        .help(format!("write `{}` without `[...]`", r.group.name)),
+                                        Diag::error("mcm::type", format!("`{}` is a single chip", r.group.name))
+                                            .label(r.span, "has no index")
+                                            .help(format!("write `{}` without `[...]`", r.group.name)),
                                     );
                                 }
                                 (None, true) => {
                                     self.err(
-                                        Diag::error(
-                                            "mcm::type",
-                                            format!("`{}` is a group of chips", r.group.name),
-                                        )
-                                        .label(r.span, "needs an index")
-                                        .help(format!("write `{}[i]`", r.group.name)),
+                                        Diag::error("mcm::type", format!("`{}` is a group of chips", r.group.name))
+                                            .label(r.span, "needs an index")
+                                            .help(format!("write `{}[i]`", r.group.name)),
                                     );
                                 }
                             },
@@ -344,12 +350,7 @@ impl<'p> Checker<'p> {
                         self.attribute(a, false);
                     }
                 }
-                TopoStmt::For {
-                    var,
-                    from,
-                    to,
-                    body,
-                } => {
+                TopoStmt::For { var, from, to, body } => {
                     for e in [from, to] {
                         let t = self.expr(e);
                         self.expect_fits(Ty::Int, t, e, "a range bound");
@@ -359,18 +360,14 @@ impl<'p> Checker<'p> {
                         c.topo_block(body, groups);
                     });
                 }
-                TopoStmt::If {
-                    cond,
-                    then,
-                    otherwise,
-                } => {
+                TopoStmt::If { cond, then, otherwise } => {
                     let t = self.expr(cond);
                     self.expect_fits(Ty::Bool, t, cond, "a condition");
                     self.with_locals(|c| c.topo_block(then, groups));
                     self.with_locals(|c| c.topo_block(otherwise, groups));
                 }
                 TopoStmt::Let(l) => {
-                    let t = self.expr(&l.value);
+                    let t = self.let_decl(l);
                     self.locals.push((l.name.name.clone(), t));
                 }
             }
@@ -385,12 +382,9 @@ impl<'p> Checker<'p> {
         }
         if !matches!(t, Ty::Int | Ty::Num(_) | Ty::Bool | Ty::Str) {
             self.err(
-                Diag::error(
-                    "mcm::type",
-                    format!("attribute `{}` cannot hold a {t}", a.name.name),
-                )
-                .label(a.value.span, format!("this is a {t}"))
-                .help("attributes hold numbers, quantities, booleans or strings"),
+                Diag::error("mcm::type", format!("attribute `{}` cannot hold a {t}", a.name.name))
+                    .label(a.value.span, format!("this is a {t}"))
+                    .help("attributes hold numbers, quantities, booleans or strings"),
             );
             return;
         }
@@ -405,13 +399,21 @@ impl<'p> Checker<'p> {
                 table.insert(a.name.name.clone(), t);
             }
             Some(known) => {
-                let fixed = if chip { CHIP_ATTRS } else { LINK_ATTRS };
-                if fixed.iter().any(|(n, _)| *n == a.name.name) {
-                    self.expect_fits(
-                        known,
-                        t,
-                        &a.value,
-                        &format!("{what} attribute `{}`", a.name.name),
+                // One attribute name has one type across every topology, so
+                // that a constraint reading it is checked once for all.
+                if !fits(known, t, &a.value) {
+                    self.err(
+                        Diag::error(
+                            "mcm::type",
+                            format!(
+                                "{what} attribute `{}` is {} elsewhere, {} here",
+                                a.name.name,
+                                article(known),
+                                article(t)
+                            ),
+                        )
+                        .label(a.value.span, format!("this is {}", article(t)))
+                        .help(format!("give `{}` the same type everywhere", a.name.name)),
                     );
                 }
             }
@@ -440,34 +442,44 @@ impl<'p> Checker<'p> {
             self.constraint_use(u);
         }
         if let Some(o) = &p.objective {
-            if !METRICS.contains(&o.metric.name.as_str()) {
+            let wrong_way = match (o.sense, o.metric.name.as_str()) {
+                (Sense::Minimize, "throughput") => Some("maximize throughput"),
+                (Sense::Maximize, "latency") => Some("minimize latency"),
+                _ => None,
+            };
+            if let Some(right) = wrong_way {
                 self.err(
                     Diag::error(
-                        "mcm::name",
-                        format!("unknown objective `{}`", o.metric.name),
+                        "mcm::type",
+                        format!("`{}` goes the wrong way", self.prog.sources.snippet(o.span)),
                     )
-                    .label(o.metric.span, "not a metric")
-                    .help(unknown_help(
-                        &o.metric.name,
-                        "metric",
-                        METRICS.iter().copied(),
-                    )),
+                    .label(o.span, "this would look for the worst partition")
+                    .help(format!("write `{right}`")),
+                );
+            }
+            if !METRICS.contains(&o.metric.name.as_str()) {
+                self.err(
+                    Diag::error("mcm::name", format!("unknown objective `{}`", o.metric.name))
+                        .label(o.metric.span, "not a metric")
+                        .help(unknown_help(&o.metric.name, "metric", METRICS.iter().copied())),
                 );
             }
         }
         if !top_level && (p.objective.is_some() || p.evaluator.is_some()) {
             self.err(
-                Diag::error(
-                    "mcm::test",
-                    "a test's `partition` line takes no objective or evaluator",
-                )
-                .label(p.span, "inside a test"),
+                Diag::error("mcm::test", "a test's `partition` line takes no objective or evaluator")
+                    .label(p.span, "inside a test"),
             );
         }
     }
 
     /// Resolves `name(args)` in a `require` or `expect violates` line.
     pub fn constraint_use(&mut self, u: &ConstraintUse) {
+        self.constraint_use_with(u, false)
+    }
+
+    /// As `constraint_use`; with `bare`, missing arguments are not an error.
+    fn constraint_use_with(&mut self, u: &ConstraintUse, bare: bool) {
         let Some(r) = self.prog.lookup(self.module, &u.name.name) else {
             let known: Vec<String> = self.constraint_names();
             self.err(
@@ -483,11 +495,8 @@ impl<'p> Checker<'p> {
         };
         let Item::Constraint(k) = self.prog.item(r) else {
             self.err(
-                Diag::error(
-                    "mcm::type",
-                    format!("`{}` is not a constraint", u.name.name),
-                )
-                .label(u.name.span, "expected a constraint"),
+                Diag::error("mcm::type", format!("`{}` is not a constraint", u.name.name))
+                    .label(u.name.span, "expected a constraint"),
             );
             return;
         };
@@ -502,6 +511,9 @@ impl<'p> Checker<'p> {
                 )
             })
             .collect();
+        if bare {
+            return;
+        }
         let args = u.args.clone().unwrap_or_default();
         self.call_args(&u.name.name, "constraint", &params, &args, u.span);
     }
@@ -526,7 +538,7 @@ impl<'p> Checker<'p> {
             for s in &t.body {
                 match s {
                     TestStmt::Let(l) => {
-                        let ty = c.expr(&l.value);
+                        let ty = c.let_decl(l);
                         c.locals.push((l.name.name.clone(), ty));
                     }
                     TestStmt::Place(p) => {
@@ -552,7 +564,9 @@ impl<'p> Checker<'p> {
                     TestStmt::Expect(x, span) => {
                         if let Expectation::Violates(us) = x {
                             for u in us {
-                                c.constraint_use(u);
+                                // A bare name may stand for a rule required
+                                // with arguments; the runner checks which.
+                                c.constraint_use_with(u, u.args.is_none());
                             }
                         }
                         expects.push((x, *span));
@@ -602,14 +616,7 @@ impl<'p> Checker<'p> {
     }
 
     /// Checks arguments against parameters: names, count, types.
-    fn call_args(
-        &mut self,
-        callee: &str,
-        what: &str,
-        params: &[(String, Ty, bool)],
-        args: &[Arg],
-        span: Span,
-    ) {
+    fn call_args(&mut self, callee: &str, what: &str, params: &[(String, Ty, bool)], args: &[Arg], span: Span) {
         let mut given: Vec<Option<Span>> = vec![None; params.len()];
         let mut seen_named = false;
         for (i, a) in args.iter().enumerate() {
@@ -621,16 +628,9 @@ impl<'p> Checker<'p> {
                         Some(s) => s,
                         None => {
                             self.err(
-                                Diag::error(
-                                    "mcm::arity",
-                                    format!("`{callee}` has no parameter `{}`", n.name),
-                                )
-                                .label(n.span, "unknown parameter")
-                                .help(unknown_help(
-                                    &n.name,
-                                    "parameter",
-                                    params.iter().map(|p| p.0.as_str()),
-                                )),
+                                Diag::error("mcm::arity", format!("`{callee}` has no parameter `{}`", n.name))
+                                    .label(n.span, "unknown parameter")
+                                    .help(unknown_help(&n.name, "parameter", params.iter().map(|p| p.0.as_str()))),
                             );
                             continue;
                         }
@@ -648,11 +648,7 @@ impl<'p> Checker<'p> {
                     self.err(
                         Diag::error(
                             "mcm::arity",
-                            format!(
-                                "`{callee}` takes {} argument(s), {} given",
-                                params.len(),
-                                args.len()
-                            ),
+                            format!("`{callee}` takes {} argument(s), {} given", params.len(), args.len()),
                         )
                         .label(a.value.span, "extra argument")
                         .help(signature(callee, params)),
@@ -671,12 +667,7 @@ impl<'p> Checker<'p> {
             }
             given[slot] = Some(a.value.span);
             let (pname, pty, _) = &params[slot];
-            self.expect_fits(
-                *pty,
-                at,
-                &a.value,
-                &format!("parameter `{pname}` of `{callee}`"),
-            );
+            self.expect_fits(*pty, at, &a.value, &format!("parameter `{pname}` of `{callee}`"));
         }
         let missing: Vec<String> = params
             .iter()
@@ -735,12 +726,9 @@ impl<'p> Checker<'p> {
                 self.field(bt, f)
             }
             ExprKind::Index(base, _) => self.err(
-                Diag::error(
-                    "mcm::syntax",
-                    "indexing is for chip groups in `link` statements",
-                )
-                .label(base.span.to(e.span), "cannot index here")
-                .help("refer to chips by id in formulas: `chip(u) == 3`"),
+                Diag::error("mcm::syntax", "indexing is for chip groups in `link` statements")
+                    .label(base.span.to(e.span), "cannot index here")
+                    .help("refer to chips by id in formulas: `chip(u) == 3`"),
             ),
             ExprKind::Call(f, args) => self.call(f, args, e.span),
             ExprKind::Unary(UnOp::Neg, x) => {
@@ -766,10 +754,7 @@ impl<'p> Checker<'p> {
                 self.binary(*op, (ta, a), (tb, b))
             }
             ExprKind::Quant {
-                binders,
-                filter,
-                body,
-                ..
+                binders, filter, body, ..
             } => self.with_locals(|c| {
                 c.binders(binders);
                 if let Some(f) = filter {
@@ -799,12 +784,9 @@ impl<'p> Checker<'p> {
                             .help("count counts the bindings that pass the `where` filter"),
                     ),
                     (_, None) => c.err(
-                        Diag::error(
-                            "mcm::syntax",
-                            "this aggregate needs an expression to aggregate",
-                        )
-                        .label(e.span, "nothing after the parentheses")
-                        .help("e.g. `sum(u in nodes where chip(u) == d) u.params`"),
+                        Diag::error("mcm::syntax", "this aggregate needs an expression to aggregate")
+                            .label(e.span, "nothing after the parentheses")
+                            .help("e.g. `sum(u in nodes where chip(u) == d) u.params`"),
                     ),
                     (_, Some(b)) => {
                         let t = c.expr(b);
@@ -813,12 +795,9 @@ impl<'p> Checker<'p> {
                             Some(_) => t,
                             None if t == Ty::Err => Ty::Err,
                             None => c.err(
-                                Diag::error(
-                                    "mcm::type",
-                                    format!("cannot aggregate {}", article(t)),
-                                )
-                                .label(b.span, format!("this is {}", article(t)))
-                                .help("sum, max and min take numbers or quantities"),
+                                Diag::error("mcm::type", format!("cannot aggregate {}", article(t)))
+                                    .label(b.span, format!("this is {}", article(t)))
+                                    .help("sum, max and min take numbers or quantities"),
                             ),
                         }
                     }
@@ -851,18 +830,13 @@ impl<'p> Checker<'p> {
                                 }
                                 None => {
                                     self.err(
-                                        Diag::error(
-                                            "mcm::name",
-                                            format!("unknown node attribute `{}`", a.name.name),
-                                        )
-                                        .label(a.name.span, "not a node attribute")
-                                        .help(
-                                            unknown_help(
+                                        Diag::error("mcm::name", format!("unknown node attribute `{}`", a.name.name))
+                                            .label(a.name.span, "not a node attribute")
+                                            .help(unknown_help(
                                                 &a.name.name,
                                                 "node attribute",
                                                 GRAPH_NODE_ATTRS.iter().map(|(k, _)| *k),
-                                            ),
-                                        ),
+                                            )),
                                     );
                                 }
                             }
@@ -897,9 +871,7 @@ impl<'p> Checker<'p> {
             return self.err(
                 Diag::error("mcm::syntax", format!("`{name}` is a domain, not a value"))
                     .label(span, "use it after `in`")
-                    .help(format!(
-                        "e.g. `forall x in {name}: ...` or `count(x in {name})`"
-                    )),
+                    .help(format!("e.g. `forall x in {name}: ...` or `count(x in {name})`")),
             );
         }
         let mut known: Vec<String> = self.locals.iter().map(|(n, _)| n.clone()).collect();
@@ -920,29 +892,15 @@ impl<'p> Checker<'p> {
     fn field(&mut self, base: Ty, f: &Ident) -> Ty {
         let (what, fields): (&str, Vec<(String, Ty)>) = match base {
             Ty::Err => return Ty::Err,
-            Ty::Node => (
-                "node",
-                NODE_FIELDS
-                    .iter()
-                    .map(|(n, t)| (n.to_string(), *t))
-                    .collect(),
-            ),
-            Ty::Edge => (
-                "edge",
-                EDGE_FIELDS
-                    .iter()
-                    .map(|(n, t)| (n.to_string(), *t))
-                    .collect(),
-            ),
+            Ty::Node => ("node", NODE_FIELDS.iter().map(|(n, t)| (n.to_string(), *t)).collect()),
+            Ty::Edge => ("edge", EDGE_FIELDS.iter().map(|(n, t)| (n.to_string(), *t)).collect()),
             Ty::Chip => {
-                let mut v: Vec<(String, Ty)> =
-                    vec![("id".into(), Ty::Int), ("name".into(), Ty::Str)];
+                let mut v: Vec<(String, Ty)> = vec![("id".into(), Ty::Int), ("name".into(), Ty::Str)];
                 v.extend(self.chip_attrs.iter().map(|(n, t)| (n.clone(), *t)));
                 ("chip", v)
             }
             Ty::Link => {
-                let mut v: Vec<(String, Ty)> =
-                    vec![("src".into(), Ty::Chip), ("dst".into(), Ty::Chip)];
+                let mut v: Vec<(String, Ty)> = vec![("src".into(), Ty::Chip), ("dst".into(), Ty::Chip)];
                 v.extend(self.link_attrs.iter().map(|(n, t)| (n.clone(), *t)));
                 ("link", v)
             }
@@ -956,32 +914,30 @@ impl<'p> Checker<'p> {
         match fields.iter().find(|(n, _)| *n == f.name) {
             Some((_, t)) => *t,
             None => self.err(
-                Diag::error(
-                    "mcm::name",
-                    format!("unknown {what} attribute `{}`", f.name),
-                )
-                .label(f.span, format!("no such attribute on a {what}"))
-                .help(unknown_help(
-                    &f.name,
-                    &format!("{what} attribute"),
-                    fields.iter().map(|(n, _)| n.as_str()),
-                )),
+                Diag::error("mcm::name", format!("unknown {what} attribute `{}`", f.name))
+                    .label(f.span, format!("no such attribute on a {what}"))
+                    .help(unknown_help(
+                        &f.name,
+                        &format!("{what} attribute"),
+                        fields.iter().map(|(n, _)| n.as_str()),
+                    )),
             ),
         }
     }
 
     fn call(&mut self, f: &Ident, args: &[Arg], span: Span) -> Ty {
         let name = f.name.as_str();
-        if let Some(r) = self.prog.lookup(self.module, name) {
+        let callee = self
+            .prog
+            .lookup(self.module, name)
+            .filter(|r| !(matches!(self.prog.item(*r), Item::Let(_)) && BUILTINS.contains(&name)));
+        if let Some(r) = callee {
             return match self.prog.item(r) {
                 Item::Topology(t) => {
                     if self.ctx == Ctx::Constraint {
                         return self.err(
-                            Diag::error(
-                                "mcm::context",
-                                "a package cannot be built inside a constraint",
-                            )
-                            .label(span, "not allowed here"),
+                            Diag::error("mcm::context", "a package cannot be built inside a constraint")
+                                .label(span, "not allowed here"),
                         );
                     }
                     let params: Vec<(String, Ty, bool)> = t
@@ -999,12 +955,9 @@ impl<'p> Checker<'p> {
                     Ty::Package
                 }
                 Item::Constraint(_) => self.err(
-                    Diag::error(
-                        "mcm::type",
-                        format!("`{name}` is a constraint, not a function"),
-                    )
-                    .label(f.span, "cannot be called in a formula")
-                    .help(format!("require it in a problem: `require {name}`")),
+                    Diag::error("mcm::type", format!("`{name}` is a constraint, not a function"))
+                        .label(f.span, "cannot be called in a formula")
+                        .help(format!("require it in a problem: `require {name}`")),
                 ),
                 _ => self.err(
                     Diag::error("mcm::type", format!("`{name}` is a value, not a function"))
@@ -1023,26 +976,16 @@ impl<'p> Checker<'p> {
                     .map(|(n, _)| n.clone()),
             );
             return self.err(
-                Diag::error(
-                    "mcm::name",
-                    format!("unknown function or topology `{name}`"),
-                )
-                .label(f.span, "not defined or imported")
-                .help(unknown_help(
-                    name,
-                    "function",
-                    known.iter().map(String::as_str),
-                )),
+                Diag::error("mcm::name", format!("unknown function or topology `{name}`"))
+                    .label(f.span, "not defined or imported")
+                    .help(unknown_help(name, "function", known.iter().map(String::as_str))),
             );
         }
         if let Some(a) = args.iter().find(|a| a.name.is_some()) {
             let n = a.name.as_ref().map(|n| n.span).unwrap_or(span);
             return self.err(
-                Diag::error(
-                    "mcm::arity",
-                    format!("`{name}` takes positional arguments only"),
-                )
-                .label(n, "named argument"),
+                Diag::error("mcm::arity", format!("`{name}` takes positional arguments only"))
+                    .label(n, "named argument"),
             );
         }
         let arity = |c: &mut Self, n: usize, sig: &str| -> bool {
@@ -1085,9 +1028,7 @@ impl<'p> Checker<'p> {
                     "flows" | "link" => Ty::Bool,
                     _ => Ty::Int,
                 };
-                if !arity(self, 2, &format!("{name}(a: chip, b: chip) -> {ret}"))
-                    || !in_constraint(self)
-                {
+                if !arity(self, 2, &format!("{name}(a: chip, b: chip) -> {ret}")) || !in_constraint(self) {
                     return Ty::Err;
                 }
                 for (t, a) in tys.iter().zip(args) {
@@ -1101,11 +1042,8 @@ impl<'p> Checker<'p> {
                 }
                 if self.ctx == Ctx::Constraint {
                     return self.err(
-                        Diag::error(
-                            "mcm::context",
-                            "a graph cannot be loaded inside a constraint",
-                        )
-                        .label(span, "not allowed here"),
+                        Diag::error("mcm::context", "a graph cannot be loaded inside a constraint")
+                            .label(span, "not allowed here"),
                     );
                 }
                 self.expect_fits(Ty::Str, tys[0], &args[0].value, "the path of a graph file");
@@ -1115,11 +1053,7 @@ impl<'p> Checker<'p> {
                 if !arity(self, 2, &format!("{name}(a, b)")) {
                     return Ty::Err;
                 }
-                self.binary(
-                    BinOp::Add,
-                    (tys[0], &args[0].value),
-                    (tys[1], &args[1].value),
-                )
+                self.binary(BinOp::Add, (tys[0], &args[0].value), (tys[1], &args[1].value))
             }
             "abs" => {
                 if !arity(self, 1, "abs(x)") {
@@ -1158,12 +1092,9 @@ impl<'p> Checker<'p> {
                 Domain::Named(d) => {
                     if self.ctx != Ctx::Constraint {
                         self.err(
-                            Diag::error(
-                                "mcm::context",
-                                format!("`{}` only exists inside a constraint", d.name),
-                            )
-                            .label(d.span, "no graph or package here")
-                            .help("quantify over the graph and the package in a `constraint` body"),
+                            Diag::error("mcm::context", format!("`{}` only exists inside a constraint", d.name))
+                                .label(d.span, "no graph or package here")
+                                .help("quantify over the graph and the package in a `constraint` body"),
                         );
                     }
                     match (d.name.as_str(), &b.pattern) {
@@ -1181,11 +1112,7 @@ impl<'p> Checker<'p> {
                             self.err(
                                 Diag::error("mcm::name", format!("unknown domain `{other}`"))
                                     .label(d.span, "not a domain")
-                                    .help(unknown_help(
-                                        other,
-                                        "domain",
-                                        ["nodes", "edges", "chips", "links"],
-                                    )),
+                                    .help(unknown_help(other, "domain", ["nodes", "edges", "chips", "links"])),
                             );
                             vec![Ty::Err; b.pattern.names().len()]
                         }
@@ -1200,12 +1127,9 @@ impl<'p> Checker<'p> {
 
     fn pair_error(&mut self, b: &Binder, what: &str) {
         self.err(
-            Diag::error(
-                "mcm::type",
-                format!("{what} has single elements, not pairs"),
-            )
-            .label(b.span, "a pair pattern here")
-            .help("pairs `(u, v)` are for `edges` and `links`"),
+            Diag::error("mcm::type", format!("{what} has single elements, not pairs"))
+                .label(b.span, "a pair pattern here")
+                .help("pairs `(u, v)` are for `edges` and `links`"),
         );
     }
 
@@ -1234,6 +1158,11 @@ impl<'p> Checker<'p> {
             )
         };
         if op.is_comparison() {
+            for (t, e) in [(ta, a), (tb, b)] {
+                if let Ty::Num(d) = t {
+                    self.units.insert(e.span, d);
+                }
+            }
             let ok = match (ta.numeric(), tb.numeric()) {
                 (Some((da, _)), Some((db, _))) => da == db || is_zero(a) || is_zero(b),
                 _ => {
@@ -1242,17 +1171,18 @@ impl<'p> Checker<'p> {
                         && matches!(ta, Ty::Str | Ty::Bool | Ty::Node | Ty::Edge | Ty::Link)
                 }
             };
-            if !ok {
+            if !ok && ta == tb && !matches!(op, BinOp::Eq | BinOp::Ne) {
+                self.err(
+                    Diag::error("mcm::type", format!("{ta} values are only compared with == and !="))
+                        .label(a.span.to(b.span), format!("`{}` on {}", op.symbol(), article(ta))),
+                );
+            } else if !ok {
                 mismatch(self, "compare");
             }
             return Ty::Bool;
         }
         let (Some((da, ia)), Some((db, ib))) = (ta.numeric(), tb.numeric()) else {
-            let bad = if ta.numeric().is_none() {
-                (ta, a)
-            } else {
-                (tb, b)
-            };
+            let bad = if ta.numeric().is_none() { (ta, a) } else { (tb, b) };
             return self.err(
                 Diag::error(
                     "mcm::type",
@@ -1279,10 +1209,10 @@ impl<'p> Checker<'p> {
             BinOp::Div if both_int => Ty::Int,
             BinOp::Div => Ty::Num(da / db),
             BinOp::Rem if both_int => Ty::Int,
-            BinOp::Rem => self.err(Diag::error("mcm::type", "`%` takes integers").label(
-                a.span.to(b.span),
-                format!("{} % {}", article(ta), article(tb)),
-            )),
+            BinOp::Rem => self.err(
+                Diag::error("mcm::type", "`%` takes integers")
+                    .label(a.span.to(b.span), format!("{} % {}", article(ta), article(tb))),
+            ),
             _ => Ty::Err,
         }
     }

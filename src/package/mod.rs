@@ -31,11 +31,7 @@ pub struct Package {
 
 impl Package {
     /// Builds the package; links must name existing chips and not repeat.
-    pub fn new(
-        name: impl Into<String>,
-        chips: Vec<Chip>,
-        links: Vec<Link>,
-    ) -> Result<Package, String> {
+    pub fn new(name: impl Into<String>, chips: Vec<Chip>, links: Vec<Link>) -> Result<Package, String> {
         let c = chips.len();
         let mut link_index = BTreeMap::new();
         let mut out: Vec<Vec<u32>> = vec![Vec::new(); c];
@@ -44,10 +40,7 @@ impl Package {
                 return Err(format!("link {i} names a chip that does not exist"));
             }
             if l.src == l.dst {
-                return Err(format!(
-                    "a link from `{}` to itself",
-                    chips[l.src as usize].name
-                ));
+                return Err(format!("a link from `{}` to itself", chips[l.src as usize].name));
             }
             if link_index.insert((l.src, l.dst), i).is_some() {
                 return Err(format!(
@@ -138,12 +131,7 @@ mod tests {
 
     #[test]
     fn hops_follow_directed_links() {
-        let p = Package::new(
-            "ring",
-            (0..3).map(chip).collect(),
-            vec![link(0, 1), link(1, 2)],
-        )
-        .unwrap();
+        let p = Package::new("ring", (0..3).map(chip).collect(), vec![link(0, 1), link(1, 2)]).unwrap();
         assert_eq!(p.hops(0, 2), Some(2));
         assert_eq!(p.hops(2, 0), None);
         assert_eq!(p.hops(1, 1), Some(0));
@@ -154,11 +142,6 @@ mod tests {
     #[test]
     fn rejects_bad_links() {
         assert!(Package::new("p", (0..2).map(chip).collect(), vec![link(0, 0)]).is_err());
-        assert!(Package::new(
-            "p",
-            (0..2).map(chip).collect(),
-            vec![link(0, 1), link(0, 1)]
-        )
-        .is_err());
+        assert!(Package::new("p", (0..2).map(chip).collect(), vec![link(0, 1), link(0, 1)]).is_err());
     }
 }

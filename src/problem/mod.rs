@@ -4,9 +4,7 @@
 
 mod placement;
 
-pub use placement::{
-    parse_partition, partition_json, read_partition, write_partition, PartitionError, Placement,
-};
+pub use placement::{parse_partition, partition_json, read_partition, write_partition, PartitionError, Placement};
 
 use crate::graph::Graph;
 use crate::lang::source::Span;
@@ -61,11 +59,7 @@ impl GroundConstraint {
         if self.args.is_empty() {
             self.name.clone()
         } else {
-            let a: Vec<String> = self
-                .args
-                .iter()
-                .map(|(k, v)| format!("{k} = {v}"))
-                .collect();
+            let a: Vec<String> = self.args.iter().map(|(k, v)| format!("{k} = {v}")).collect();
             format!("{}({})", self.name, a.join(", "))
         }
     }
@@ -76,6 +70,8 @@ pub struct Instance {
     /// The outer quantifier variables and what they are bound to.
     pub bindings: Vec<(String, Elem)>,
     pub formula: Formula,
+    /// The unit of the comparison the formula asserts, for reports.
+    pub unit: Option<crate::quantity::Dim>,
 }
 
 /// An element of the graph or the package that a variable was bound to.

@@ -73,14 +73,10 @@ struct PartitionFile {
 }
 
 /// Reads a partition file for `graph` on a package of `num_chips` chips.
-pub fn read_partition(
-    path: &Path,
-    graph: &Graph,
-    num_chips: usize,
-) -> Result<Placement, PartitionError> {
+pub fn read_partition(path: &Path, graph: &Graph, num_chips: usize) -> Result<Placement, PartitionError> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| perr(format!("cannot read partition file `{shown}`: {e}"), None))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| perr(format!("cannot read partition file `{shown}`: {e}"), None))?;
     parse_partition(&text, graph, num_chips).map_err(|e| PartitionError {
         message: format!("{shown}: {}", e.message),
         help: e.help,
@@ -88,11 +84,7 @@ pub fn read_partition(
 }
 
 /// Parses partition JSON; every placed node exactly once, chips in range.
-pub fn parse_partition(
-    text: &str,
-    graph: &Graph,
-    num_chips: usize,
-) -> Result<Placement, PartitionError> {
+pub fn parse_partition(text: &str, graph: &Graph, num_chips: usize) -> Result<Placement, PartitionError> {
     let f: PartitionFile = serde_json::from_str(text).map_err(|e| {
         perr(
             format!("line {}, column {}: {e}", e.line(), e.column()),
@@ -139,10 +131,7 @@ pub fn parse_partition(
             ));
         }
         if chips[d as usize].replace(chip as u32).is_some() {
-            return Err(perr(
-                format!("node `{id}` appears twice in the placement"),
-                None,
-            ));
+            return Err(perr(format!("node `{id}` appears twice in the placement"), None));
         }
     }
     let missing: Vec<&str> = (0..graph.num_placed())
@@ -159,9 +148,7 @@ pub fn parse_partition(
             Some("every node that is not replicable appears exactly once"),
         ));
     }
-    Ok(Placement::new(
-        chips.into_iter().map(|c| c.unwrap_or(0)).collect(),
-    ))
+    Ok(Placement::new(chips.into_iter().map(|c| c.unwrap_or(0)).collect()))
 }
 
 /// The partition file for a placement.
@@ -174,12 +161,7 @@ pub fn partition_json(p: &Placement, graph: &Graph, num_chips: usize) -> serde_j
 }
 
 /// Writes a partition file atomically (write to a temporary, then rename).
-pub fn write_partition(
-    path: &Path,
-    p: &Placement,
-    graph: &Graph,
-    num_chips: usize,
-) -> std::io::Result<()> {
+pub fn write_partition(path: &Path, p: &Placement, graph: &Graph, num_chips: usize) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(&partition_json(p, graph, num_chips))?;
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, text + "\n")?;
@@ -192,22 +174,12 @@ mod tests {
     use crate::graph::{Graph, Node};
 
     fn g() -> Graph {
-        Graph::new(
-            "g",
-            vec![Node::new("a"), Node::new("b")],
-            vec![(0, 1, None)],
-        )
-        .unwrap()
+        Graph::new("g", vec![Node::new("a"), Node::new("b")], vec![(0, 1, None)]).unwrap()
     }
 
     #[test]
     fn reads_and_rejects() {
-        let p = parse_partition(
-            r#"{"graph": "g", "chips": 2, "placement": {"b": 1, "a": 0}}"#,
-            &g(),
-            2,
-        )
-        .unwrap();
+        let p = parse_partition(r#"{"graph": "g", "chips": 2, "placement": {"b": 1, "a": 0}}"#, &g(), 2).unwrap();
         assert_eq!(p.chips, vec![0, 1]);
         let e = parse_partition(r#"{"placement": {"a": 0, "a": 1, "b": 0}}"#, &g(), 2).unwrap_err();
         assert!(e.message.contains("`a` appears twice"), "{}", e.message);

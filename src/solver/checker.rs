@@ -93,11 +93,8 @@ impl Flows {
         if !self.reach[a * c + b] {
             return -1;
         }
-        let cyclic = (0..c).any(|x| {
-            self.on_cycle(x)
-                && (x == a || self.reach[a * c + x])
-                && (x == b || self.reach[x * c + b])
-        });
+        let cyclic =
+            (0..c).any(|x| self.on_cycle(x) && (x == a || self.reach[a * c + x]) && (x == b || self.reach[x * c + b]));
         if cyclic {
             return c as i64;
         }
@@ -106,14 +103,7 @@ impl Flows {
         Self::dist(&self.succ, &self.reach, c, a, b, dist)
     }
 
-    fn dist(
-        succ: &[Vec<u32>],
-        reach: &[bool],
-        c: usize,
-        x: usize,
-        b: usize,
-        memo: &mut [Option<i64>],
-    ) -> i64 {
+    fn dist(succ: &[Vec<u32>], reach: &[bool], c: usize, x: usize, b: usize, memo: &mut [Option<i64>]) -> i64 {
         if x == b {
             return 0;
         }
@@ -185,9 +175,7 @@ impl<'a> Checker<'a> {
             Formula::Implies(a, b) => !self.holds(a) || self.holds(b),
             Formula::Iff(a, b) => self.holds(a) == self.holds(b),
             Formula::Flows(a, b) => match (self.chip(a), self.chip(b)) {
-                (Some(x), Some(y)) => {
-                    x != y && self.flows.arcs[x as usize * self.flows.c + y as usize]
-                }
+                (Some(x), Some(y)) => x != y && self.flows.arcs[x as usize * self.flows.c + y as usize],
                 _ => false,
             },
             Formula::Link(a, b) => match (self.chip(a), self.chip(b)) {
@@ -200,8 +188,7 @@ impl<'a> Checker<'a> {
     /// A term's value as a chip id, if it is one.
     fn chip(&self, t: &Term) -> Option<u32> {
         let v = self.value(t);
-        (v >= 0.0 && v.fract() == 0.0 && (v as usize) < self.package.num_chips())
-            .then_some(v as u32)
+        (v >= 0.0 && v.fract() == 0.0 && (v as usize) < self.package.num_chips()).then_some(v as u32)
     }
 
     pub fn value(&self, t: &Term) -> f64 {
@@ -218,7 +205,10 @@ impl<'a> Checker<'a> {
             Term::Mul(a, b) => self.value(a) * self.value(b),
             Term::Div(a, b) => self.value(a) / self.value(b),
             Term::IntDiv(a, b) => (self.value(a) / self.value(b)).floor(),
-            Term::Rem(a, b) => self.value(a).rem_euclid(self.value(b)),
+            Term::Rem(a, b) => {
+                let (x, y) = (self.value(a), self.value(b));
+                x - y * (x / y).floor()
+            }
             Term::Neg(a) => -self.value(a),
             Term::Sum(es) => es
                 .iter()
@@ -268,8 +258,7 @@ impl<'a> Checker<'a> {
                 let l = &self.package.links[l as usize];
                 format!(
                     "link {} -> {}",
-                    self.package.chips[l.src as usize].name,
-                    self.package.chips[l.dst as usize].name
+                    self.package.chips[l.src as usize].name, self.package.chips[l.dst as usize].name
                 )
             }
             Elem::Int(i) => i.to_string(),
@@ -288,13 +277,7 @@ impl<'a> Checker<'a> {
         let shown: Vec<String> = chips
             .iter()
             .take(6)
-            .map(|d| {
-                format!(
-                    "chip({}) = {}",
-                    self.graph.placed_node(*d).id,
-                    self.placement.chip(*d)
-                )
-            })
+            .map(|d| format!("chip({}) = {}", self.graph.placed_node(*d).id, self.placement.chip(*d)))
             .collect();
         if !shown.is_empty() {
             let more = if chips.len() > 6 {
@@ -308,9 +291,7 @@ impl<'a> Checker<'a> {
             if let (Some(x), Some(y)) = (self.chip(&a), self.chip(&b)) {
                 let len = self.flows.longest(x, y);
                 if len >= self.package.num_chips() as i64 {
-                    out.push(format!(
-                        "the flows from chip {x} to chip {y} go round a cycle"
-                    ));
+                    out.push(format!("the flows from chip {x} to chip {y} go round a cycle"));
                 } else if len > 1 {
                     let p: Vec<String> = self.flows.path(x, y).iter().map(u32::to_string).collect();
                     out.push(format!("longest path {} has length {len}", p.join(" -> ")));
@@ -318,9 +299,7 @@ impl<'a> Checker<'a> {
             }
         }
         if let Some((op, a, b)) = root_cmp(&inst.formula) {
-            if !matches!(a, Term::Chip(_) | Term::Const(_))
-                || !matches!(b, Term::Chip(_) | Term::Const(_))
-            {
+            if !matches!(a, Term::Chip(_) | Term::Const(_)) || !matches!(b, Term::Chip(_) | Term::Const(_)) {
                 let sym = match op {
                     CmpOp::Eq => "==",
                     CmpOp::Ne => "!=",
@@ -329,10 +308,14 @@ impl<'a> Checker<'a> {
                     CmpOp::Gt => ">",
                     CmpOp::Ge => ">=",
                 };
+                let show = |v: f64| match inst.unit {
+                    Some(d) if !d.is_none() => crate::quantity::format_quantity(v, d),
+                    _ => fmt_num(v),
+                };
                 out.push(format!(
                     "{} {sym} {} is false",
-                    fmt_num(self.value(a)),
-                    fmt_num(self.value(b))
+                    show(self.value(a)),
+                    show(self.value(b))
                 ));
             }
         }
@@ -428,11 +411,6 @@ fn collect_t(t: &Term, chips: &mut Vec<u32>, paths: &mut Vec<(Term, Term)>) {
 }
 
 /// Checks a placement against constraints; empty when it is valid.
-pub fn check(
-    graph: &Graph,
-    package: &Package,
-    constraints: &[GroundConstraint],
-    p: &Placement,
-) -> Vec<Violation> {
+pub fn check(graph: &Graph, package: &Package, constraints: &[GroundConstraint], p: &Placement) -> Vec<Violation> {
     Checker::new(graph, package, p).violations(constraints)
 }

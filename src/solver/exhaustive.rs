@@ -59,11 +59,7 @@ pub fn for_each_valid(
 }
 
 /// A valid placement if one exists; `None` when too large to enumerate.
-pub fn find(
-    graph: &Graph,
-    package: &Package,
-    constraints: &[GroundConstraint],
-) -> Option<Option<Placement>> {
+pub fn find(graph: &Graph, package: &Package, constraints: &[GroundConstraint]) -> Option<Option<Placement>> {
     let mut found = None;
     for_each_valid(graph, package, constraints, |p| {
         found = Some(p.clone());

@@ -36,9 +36,7 @@ pub fn run(t: &TestCase) -> TestResult {
             let vs = check(&t.graph, &t.package, &t.constraints, p);
             let shown: Vec<String> = vs.iter().map(Violation::describe).collect();
             match &t.expect {
-                Expect::Valid if vs.is_empty() => {
-                    result(Status::Pass, format!("valid under {}", names(t)), shown)
-                }
+                Expect::Valid if vs.is_empty() => result(Status::Pass, format!("valid under {}", names(t)), shown),
                 Expect::Valid => result(
                     Status::Fail,
                     format!("expected valid, but it breaks {}", broken(&vs)),
@@ -50,11 +48,7 @@ pub fn run(t: &TestCase) -> TestResult {
                         .filter(|x| !vs.iter().any(|v| matches(t, x, v)))
                         .collect();
                     if missing.is_empty() {
-                        result(
-                            Status::Pass,
-                            format!("breaks {} as expected", broken(&vs)),
-                            shown,
-                        )
+                        result(Status::Pass, format!("breaks {} as expected", broken(&vs)), shown)
                     } else {
                         let m: Vec<&str> = missing.iter().map(|x| x.name.as_str()).collect();
                         let also = if vs.is_empty() {
@@ -92,11 +86,7 @@ pub fn run(t: &TestCase) -> TestResult {
                 Some(Some(p)) => {
                     let witness = witness(t, &p);
                     if want_sat {
-                        result(
-                            Status::Pass,
-                            format!("satisfiable, e.g. {witness}"),
-                            Vec::new(),
-                        )
+                        result(Status::Pass, format!("satisfiable, e.g. {witness}"), Vec::new())
                     } else {
                         result(
                             Status::Fail,
@@ -110,16 +100,16 @@ pub fn run(t: &TestCase) -> TestResult {
                     if want_sat {
                         result(
                             Status::Fail,
-                            format!("expected satisfiable, but none of the {space} placements satisfies {}", names(t)),
+                            format!(
+                                "expected satisfiable, but none of the {space} placements satisfies {}",
+                                names(t)
+                            ),
                             Vec::new(),
                         )
                     } else {
                         result(
                             Status::Pass,
-                            format!(
-                                "unsatisfiable: none of the {space} placements satisfies {}",
-                                names(t)
-                            ),
+                            format!("unsatisfiable: none of the {space} placements satisfies {}", names(t)),
                             Vec::new(),
                         )
                     }

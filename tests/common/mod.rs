@@ -37,4 +37,5 @@ pub fn errors_in(dir: &Path, text: &str) -> String {
     render_text(&c.program.sources, &c.diags).replace("\n  │ ", " ")
 }
 
-pub const HEADER: &str = "use std::placement::{acyclic_flow, no_skip, triangle_dependency, memory_capacity}\nuse std::topologies::ring\n";
+pub const HEADER: &str =
+    "use std::placement::{acyclic_flow, no_skip, triangle_dependency, memory_capacity}\nuse std::topologies::ring\n";

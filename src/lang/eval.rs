@@ -224,6 +224,13 @@ impl<'p> Evaluator<'p> {
             decl_span: k.span,
             use_span: u.span,
             instances,
+            // Only the stdlib's own declarations: a user's copy of the same
+            // text goes through the generic path.
+            native: self
+                .prog
+                .is_std_module(r.module, "placement")
+                .then(|| crate::problem::Native::from_name(&k.name.name))
+                .flatten(),
         })
     }
 

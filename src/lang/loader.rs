@@ -44,6 +44,12 @@ impl Program {
         self.modules[module].scope.get(name).copied()
     }
 
+    /// Whether a module is the embedded standard library module `std::name`.
+    pub fn is_std_module(&self, module: usize, name: &str) -> bool {
+        let f = self.sources.get(self.modules[module].ast.file);
+        f.path.is_none() && f.name == format!("stdlib/{name}.mcm")
+    }
+
     pub fn names_in_scope(&self, module: usize) -> impl Iterator<Item = &str> + Clone {
         self.modules[module].scope.keys().map(String::as_str)
     }

@@ -51,6 +51,31 @@ pub struct GroundConstraint {
     pub use_span: Span,
     /// One formula per binding of the body's outer `forall`s; all must hold.
     pub instances: Vec<Instance>,
+    /// Set when this is a rule of `std::placement`, which the solver may
+    /// enforce with a native propagator instead of the generic path.
+    pub native: Option<Native>,
+}
+
+/// The rules of `std::placement`, whose text is their meaning and which the
+/// solver also knows natively.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Native {
+    AcyclicFlow,
+    NoSkip,
+    TriangleDependency,
+    MemoryCapacity,
+}
+
+impl Native {
+    pub fn from_name(name: &str) -> Option<Native> {
+        Some(match name {
+            "acyclic_flow" => Native::AcyclicFlow,
+            "no_skip" => Native::NoSkip,
+            "triangle_dependency" => Native::TriangleDependency,
+            "memory_capacity" => Native::MemoryCapacity,
+            _ => return None,
+        })
+    }
 }
 
 impl GroundConstraint {

@@ -5,7 +5,7 @@
 use crate::graph::Graph;
 use crate::package::Package;
 use crate::problem::{CmpOp, Elem, Formula, GroundConstraint, Instance, Placement, Term};
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 
 /// One broken instance of a constraint.
@@ -48,11 +48,11 @@ struct Flows {
 }
 
 impl Flows {
-    fn new(graph: &Graph, c: usize, p: &Placement) -> Flows {
+    fn new(graph: &Graph, c: usize, chips: &[u32]) -> Flows {
         let mut arcs = vec![false; c * c];
         let mut succ = vec![Vec::new(); c];
         for e in graph.placed_edges() {
-            let (a, b) = (p.chip(e.src) as usize, p.chip(e.dst) as usize);
+            let (a, b) = (chips[e.src as usize] as usize, chips[e.dst as usize] as usize);
             if a != b && !arcs[a * c + b] {
                 arcs[a * c + b] = true;
                 succ[a].push(b as u32);
@@ -151,18 +151,30 @@ impl Flows {
 pub struct Checker<'a> {
     graph: &'a Graph,
     package: &'a Package,
-    placement: &'a Placement,
-    flows: Flows,
+    chips: &'a [u32],
+    /// The chip flow graph, built on first use: formulas without `flows` or
+    /// `longest_path` never need it.
+    flows: OnceCell<Flows>,
 }
 
 impl<'a> Checker<'a> {
     pub fn new(graph: &'a Graph, package: &'a Package, placement: &'a Placement) -> Checker<'a> {
+        Checker::over(graph, package, &placement.chips)
+    }
+
+    /// A checker over a chip for each placed node.
+    pub fn over(graph: &'a Graph, package: &'a Package, chips: &'a [u32]) -> Checker<'a> {
         Checker {
             graph,
             package,
-            placement,
-            flows: Flows::new(graph, package.num_chips(), placement),
+            chips,
+            flows: OnceCell::new(),
         }
+    }
+
+    fn flows(&self) -> &Flows {
+        self.flows
+            .get_or_init(|| Flows::new(self.graph, self.package.num_chips(), self.chips))
     }
 
     pub fn holds(&self, f: &Formula) -> bool {
@@ -175,7 +187,7 @@ impl<'a> Checker<'a> {
             Formula::Implies(a, b) => !self.holds(a) || self.holds(b),
             Formula::Iff(a, b) => self.holds(a) == self.holds(b),
             Formula::Flows(a, b) => match (self.chip(a), self.chip(b)) {
-                (Some(x), Some(y)) => x != y && self.flows.arcs[x as usize * self.flows.c + y as usize],
+                (Some(x), Some(y)) => x != y && self.flows().arcs[x as usize * self.flows().c + y as usize],
                 _ => false,
             },
             Formula::Link(a, b) => match (self.chip(a), self.chip(b)) {
@@ -194,7 +206,7 @@ impl<'a> Checker<'a> {
     pub fn value(&self, t: &Term) -> f64 {
         match t {
             Term::Const(v) => *v,
-            Term::Chip(d) => self.placement.chip(*d) as f64,
+            Term::Chip(d) => self.chips[*d as usize] as f64,
             Term::ChipAttr(c, name) => self
                 .chip(c)
                 .and_then(|id| self.package.chip_attr(id, name))
@@ -229,7 +241,7 @@ impl<'a> Checker<'a> {
                 .reduce(f64::min)
                 .unwrap_or(0.0),
             Term::LongestPath(a, b) => match (self.chip(a), self.chip(b)) {
-                (Some(x), Some(y)) => self.flows.longest(x, y) as f64,
+                (Some(x), Some(y)) => self.flows().longest(x, y) as f64,
                 _ => f64::NAN,
             },
             Term::Hops(a, b) => match (self.chip(a), self.chip(b)) {
@@ -277,7 +289,7 @@ impl<'a> Checker<'a> {
         let shown: Vec<String> = chips
             .iter()
             .take(6)
-            .map(|d| format!("chip({}) = {}", self.graph.placed_node(*d).id, self.placement.chip(*d)))
+            .map(|d| format!("chip({}) = {}", self.graph.placed_node(*d).id, self.chips[*d as usize]))
             .collect();
         if !shown.is_empty() {
             let more = if chips.len() > 6 {
@@ -289,11 +301,11 @@ impl<'a> Checker<'a> {
         }
         for (a, b) in paths {
             if let (Some(x), Some(y)) = (self.chip(&a), self.chip(&b)) {
-                let len = self.flows.longest(x, y);
+                let len = self.flows().longest(x, y);
                 if len >= self.package.num_chips() as i64 {
                     out.push(format!("the flows from chip {x} to chip {y} go round a cycle"));
                 } else if len > 1 {
-                    let p: Vec<String> = self.flows.path(x, y).iter().map(u32::to_string).collect();
+                    let p: Vec<String> = self.flows().path(x, y).iter().map(u32::to_string).collect();
                     out.push(format!("longest path {} has length {len}", p.join(" -> ")));
                 }
             }

@@ -1,0 +1,266 @@
+//! The propagation engine and the solver contract of the brief:
+//! `get_domain(u)`, and `set_domain(u, S)`, which makes a decision,
+//! propagates, and on failure backtracks, excluding the failed choice, and
+//! returns the number of decisions still standing.
+
+use super::domain::{mask_of, Dom};
+use super::propagators::{Ctx, Generic, Memory, NoSkip, Precedence, Propagator, Triangle};
+use super::store::{Fail, Store};
+use crate::problem::{Native, Placement, Problem};
+
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Native propagators for the rules of `std::placement`; when false,
+    /// every rule goes through the generic path (for differential tests).
+    pub native: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { native: true }
+    }
+}
+
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Stats {
+    pub decisions: u64,
+    pub failures: u64,
+    /// Decisions undone by backtracking.
+    pub backtracks: u64,
+    pub sat_calls: u64,
+}
+
+/// No valid partition exists; `constraints` indexes the conflicting rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Infeasible {
+    pub constraints: Vec<usize>,
+}
+
+struct Decision {
+    var: u32,
+    mask: Vec<u64>,
+}
+
+pub struct Solver<'p> {
+    pub problem: &'p Problem,
+    ctx: Ctx<'p>,
+    store: Store,
+    props: Vec<Box<dyn Propagator + 'p>>,
+    watchers: Vec<Vec<u32>>,
+    late: Vec<usize>,
+    decisions: Vec<Decision>,
+    /// Set when the decisions undone reach the root and it fails too.
+    infeasible: Option<Infeasible>,
+    pub stats: Stats,
+}
+
+impl<'p> Solver<'p> {
+    /// Builds the propagator network and propagates at the root.
+    pub fn new(problem: &'p Problem, options: Options) -> Result<Solver<'p>, Infeasible> {
+        let ctx = Ctx::new(&problem.graph, &problem.package);
+        let n = problem.graph.num_placed();
+        let mut store = Store::new(n, problem.package.num_chips());
+        let mut props: Vec<Box<dyn Propagator + 'p>> = Vec::new();
+        let root_fail = |f: Fail| Infeasible {
+            constraints: vec![f.constraint],
+        };
+        if problem.package.num_chips() == 0 && n > 0 {
+            return Err(Infeasible {
+                constraints: Vec::new(),
+            });
+        }
+        for (k, c) in problem.constraints.iter().enumerate() {
+            let native = if options.native { c.native } else { None };
+            match native {
+                Some(Native::AcyclicFlow) => props.push(Box::new(Precedence { constraint: k })),
+                Some(Native::NoSkip) => props.push(Box::new(NoSkip::new(k, &store))),
+                Some(Native::TriangleDependency) => props.push(Box::new(Triangle::new(k, &mut store))),
+                Some(Native::MemoryCapacity) => {
+                    let m = Memory::new(k, &mut store, &ctx);
+                    m.initial(&mut store).map_err(root_fail)?;
+                    props.push(Box::new(m));
+                }
+                None => {
+                    let mut g = Generic::new(k, c, n);
+                    g.initial(&mut store, &ctx).map_err(root_fail)?;
+                    props.push(Box::new(g));
+                }
+            }
+        }
+        let mut watchers = vec![Vec::new(); n];
+        let mut late = Vec::new();
+        for (i, p) in props.iter().enumerate() {
+            for v in p.watches(n) {
+                watchers[v as usize].push(i as u32);
+            }
+            if p.has_late() {
+                late.push(i);
+            }
+        }
+        let mut s = Solver {
+            problem,
+            ctx,
+            store,
+            props,
+            watchers,
+            late,
+            decisions: Vec::new(),
+            infeasible: None,
+            stats: Stats::default(),
+        };
+        // Wake every propagator once at the root.
+        for v in 0..n as u32 {
+            s.store.queue.push(v);
+        }
+        s.store.queue.reverse();
+        s.propagate().map_err(root_fail)?;
+        Ok(s)
+    }
+
+    pub fn num_nodes(&self) -> usize {
+        self.store.n
+    }
+
+    pub fn num_chips(&self) -> usize {
+        self.store.chips
+    }
+
+    /// The current domain of placed node `u`, after propagation.
+    pub fn get_domain(&self, u: u32) -> Vec<u32> {
+        self.store.dom(u).to_vec()
+    }
+
+    pub fn dom(&self, u: u32) -> Dom<'_> {
+        self.store.dom(u)
+    }
+
+    pub fn is_fixed(&self, u: u32) -> bool {
+        self.store.is_fixed(u)
+    }
+
+    pub fn num_decisions(&self) -> usize {
+        self.decisions.len()
+    }
+
+    pub fn infeasible(&self) -> Option<&Infeasible> {
+        self.infeasible.as_ref()
+    }
+
+    /// Every node has one chip left: the placement.
+    pub fn placement(&self) -> Option<Placement> {
+        if !self.store.all_fixed() {
+            return None;
+        }
+        Some(Placement::new(
+            (0..self.store.n as u32).map(|x| self.store.min(x)).collect(),
+        ))
+    }
+
+    /// Undoes every decision.
+    pub fn reset(&mut self) {
+        while self.decisions.pop().is_some() {
+            self.store.pop_level();
+        }
+        for p in &mut self.props {
+            p.on_backtrack();
+        }
+    }
+
+    fn propagate(&mut self) -> Result<(), Fail> {
+        loop {
+            while let Some(x) = self.store.dequeue() {
+                for i in 0..self.watchers[x as usize].len() {
+                    let p = self.watchers[x as usize][i] as usize;
+                    self.props[p].on_change(x, &mut self.store, &self.ctx)?;
+                }
+            }
+            let mut again = false;
+            for &p in &self.late {
+                self.props[p].late(&mut self.store, &self.ctx)?;
+                if !self.store.queue.is_empty() {
+                    again = true;
+                    break;
+                }
+            }
+            if !again {
+                break;
+            }
+        }
+        if self.store.all_fixed() {
+            for p in &mut self.props {
+                p.complete(&self.store, &self.ctx)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn undo_level(&mut self) {
+        self.store.pop_level();
+        for p in &mut self.props {
+            p.on_backtrack();
+        }
+    }
+
+    /// Restricts `u` to `chips` as a new decision and propagates. On failure
+    /// the decision is undone and its chips excluded; if that fails too, the
+    /// decision before it is undone and excluded, and so on. Returns the
+    /// number of decisions standing (one more than before on success).
+    pub fn set_domain(&mut self, u: u32, chips: &[u32]) -> usize {
+        if self.infeasible.is_some() {
+            return 0;
+        }
+        self.stats.decisions += 1;
+        let mask = mask_of(self.store.chips, chips);
+        self.store.push_level();
+        self.decisions.push(Decision { var: u, mask });
+        let d = self.decisions.last().expect("just pushed");
+        let (var, mask) = (d.var, d.mask.clone());
+        let ok = self
+            .store
+            .restrict(var, &mask, usize::MAX)
+            .map(|_| ())
+            .and_then(|_| self.propagate());
+        if let Err(f) = ok {
+            self.stats.failures += 1;
+            self.recover(f);
+        }
+        self.decisions.len()
+    }
+
+    /// Undoes failed decisions, excluding each one's choice at the level
+    /// below, until a level survives (or the root fails: infeasible).
+    fn recover(&mut self, mut fail: Fail) {
+        loop {
+            let Some(d) = self.decisions.pop() else {
+                self.infeasible = Some(Infeasible {
+                    constraints: (fail.constraint != usize::MAX)
+                        .then_some(fail.constraint)
+                        .into_iter()
+                        .collect(),
+                });
+                return;
+            };
+            self.undo_level();
+            self.stats.backtracks += 1;
+            let keep: Vec<u64> = d.mask.iter().map(|m| !m).collect();
+            match self
+                .store
+                .restrict(d.var, &keep, fail.constraint)
+                .map(|_| ())
+                .and_then(|_| self.propagate())
+            {
+                Ok(()) => return,
+                Err(f) => {
+                    self.stats.failures += 1;
+                    fail = f;
+                    if self.decisions.is_empty() {
+                        self.infeasible = Some(Infeasible {
+                            constraints: vec![f.constraint],
+                        });
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! The trailed store: domains and propagator state cells, with undo by
+//! decision level, and the queue of variables whose domain changed.
+
+use super::domain::{summarize, words_for, Dom};
+
+/// Propagation failed: the constraint (index into the problem's) that failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fail {
+    pub constraint: usize,
+}
+
+enum Entry {
+    /// The old domain of `var`; its words are on top of `saved`.
+    Dom {
+        var: u32,
+        min: u32,
+        max: u32,
+        size: u32,
+    },
+    Cell {
+        idx: u32,
+        old: i64,
+    },
+}
+
+pub struct Store {
+    pub n: usize,
+    pub chips: usize,
+    w: usize,
+    words: Vec<u64>,
+    min: Vec<u32>,
+    max: Vec<u32>,
+    size: Vec<u32>,
+    cells: Vec<i64>,
+    trail: Vec<Entry>,
+    saved: Vec<u64>,
+    /// Trail length at the start of each open level.
+    levels: Vec<(usize, usize)>,
+    /// Level stamp of the last save of each variable and cell, so that a
+    /// value is saved once per level however often it changes.
+    var_stamp: Vec<u64>,
+    cell_stamp: Vec<u64>,
+    stamp: u64,
+    pub queue: Vec<u32>,
+    in_queue: Vec<bool>,
+    nfixed: usize,
+}
+
+impl Store {
+    pub fn new(n: usize, chips: usize) -> Store {
+        let w = words_for(chips);
+        let mut full = vec![0u64; w];
+        for c in 0..chips {
+            full[c / 64] |= 1 << (c % 64);
+        }
+        let mut words = Vec::with_capacity(n * w);
+        for _ in 0..n {
+            words.extend_from_slice(&full);
+        }
+        let top = chips.saturating_sub(1) as u32;
+        Store {
+            n,
+            chips,
+            w,
+            words,
+            min: vec![0; n],
+            max: vec![top; n],
+            size: vec![chips as u32; n],
+            cells: Vec::new(),
+            trail: Vec::new(),
+            saved: Vec::new(),
+            levels: Vec::new(),
+            var_stamp: vec![0; n],
+            cell_stamp: Vec::new(),
+            stamp: 1,
+            queue: Vec::new(),
+            in_queue: vec![false; n],
+            nfixed: if chips == 1 { n } else { 0 },
+        }
+    }
+
+    pub fn dom(&self, x: u32) -> Dom<'_> {
+        let i = x as usize;
+        Dom {
+            words: &self.words[i * self.w..(i + 1) * self.w],
+            min: self.min[i],
+            max: self.max[i],
+            size: self.size[i],
+        }
+    }
+
+    pub fn is_fixed(&self, x: u32) -> bool {
+        self.size[x as usize] == 1
+    }
+
+    pub fn value(&self, x: u32) -> Option<u32> {
+        self.is_fixed(x).then(|| self.min[x as usize])
+    }
+
+    pub fn min(&self, x: u32) -> u32 {
+        self.min[x as usize]
+    }
+
+    pub fn max(&self, x: u32) -> u32 {
+        self.max[x as usize]
+    }
+
+    /// Whether every variable has exactly one chip left.
+    pub fn all_fixed(&self) -> bool {
+        self.nfixed == self.n
+    }
+
+    pub fn level(&self) -> usize {
+        self.levels.len()
+    }
+
+    // ------------------------------------------------------------ cells
+
+    /// A new trailed integer for a propagator's state.
+    pub fn new_cell(&mut self, v: i64) -> u32 {
+        self.cells.push(v);
+        self.cell_stamp.push(0);
+        (self.cells.len() - 1) as u32
+    }
+
+    pub fn cell(&self, i: u32) -> i64 {
+        self.cells[i as usize]
+    }
+
+    pub fn set_cell(&mut self, i: u32, v: i64) {
+        let k = i as usize;
+        if self.cells[k] == v {
+            return;
+        }
+        if self.cell_stamp[k] != self.stamp && !self.levels.is_empty() {
+            self.trail.push(Entry::Cell {
+                idx: i,
+                old: self.cells[k],
+            });
+            self.cell_stamp[k] = self.stamp;
+        }
+        self.cells[k] = v;
+    }
+
+    // ------------------------------------------------------------ levels
+
+    pub fn push_level(&mut self) {
+        self.levels.push((self.trail.len(), self.saved.len()));
+        self.stamp += 1;
+    }
+
+    /// Undoes everything since the last `push_level`.
+    pub fn pop_level(&mut self) {
+        let Some((t, _)) = self.levels.pop() else {
+            return;
+        };
+        while self.trail.len() > t {
+            match self.trail.pop() {
+                Some(Entry::Dom { var, min, max, size }) => {
+                    let i = var as usize;
+                    let at = self.saved.len() - self.w;
+                    self.words[i * self.w..(i + 1) * self.w].copy_from_slice(&self.saved[at..]);
+                    self.saved.truncate(at);
+                    if self.size[i] == 1 && size > 1 {
+                        self.nfixed -= 1;
+                    }
+                    self.min[i] = min;
+                    self.max[i] = max;
+                    self.size[i] = size;
+                }
+                Some(Entry::Cell { idx, old }) => self.cells[idx as usize] = old,
+                None => break,
+            }
+        }
+        self.stamp += 1;
+        for &x in &self.queue {
+            self.in_queue[x as usize] = false;
+        }
+        self.queue.clear();
+    }
+
+    // ------------------------------------------------------------ changes
+
+    /// Intersects the domain of `x` with `mask`; `Ok(true)` when it shrank.
+    pub fn restrict(&mut self, x: u32, mask: &[u64], why: usize) -> Result<bool, Fail> {
+        let i = x as usize;
+        let w = self.w;
+        let cur = &self.words[i * w..(i + 1) * w];
+        if cur.iter().zip(mask).all(|(a, m)| a & !m == 0) {
+            return Ok(false);
+        }
+        let mut next = [0u64; 16];
+        let mut heap;
+        let new: &mut [u64] = if w <= 16 {
+            &mut next[..w]
+        } else {
+            heap = vec![0u64; w];
+            &mut heap
+        };
+        for k in 0..w {
+            new[k] = cur[k] & mask.get(k).copied().unwrap_or(0);
+        }
+        let Some((min, max, size)) = summarize(new) else {
+            return Err(Fail { constraint: why });
+        };
+        self.save(x);
+        if size == 1 && self.size[i] > 1 {
+            self.nfixed += 1;
+        }
+        self.words[i * w..(i + 1) * w].copy_from_slice(new);
+        self.min[i] = min;
+        self.max[i] = max;
+        self.size[i] = size;
+        self.enqueue(x);
+        Ok(true)
+    }
+
+    fn save(&mut self, x: u32) {
+        let i = x as usize;
+        if self.var_stamp[i] == self.stamp || self.levels.is_empty() {
+            return;
+        }
+        self.var_stamp[i] = self.stamp;
+        self.trail.push(Entry::Dom {
+            var: x,
+            min: self.min[i],
+            max: self.max[i],
+            size: self.size[i],
+        });
+        let w = self.w;
+        self.saved.extend_from_slice(&self.words[i * w..(i + 1) * w]);
+    }
+
+    fn enqueue(&mut self, x: u32) {
+        if !self.in_queue[x as usize] {
+            self.in_queue[x as usize] = true;
+            self.queue.push(x);
+        }
+    }
+
+    pub fn dequeue(&mut self) -> Option<u32> {
+        let x = self.queue.pop()?;
+        self.in_queue[x as usize] = false;
+        Some(x)
+    }
+
+    pub fn fix(&mut self, x: u32, c: u32, why: usize) -> Result<bool, Fail> {
+        if !self.dom(x).contains(c) {
+            return Err(Fail { constraint: why });
+        }
+        let mut m = vec![0u64; self.w];
+        m[(c / 64) as usize] = 1 << (c % 64);
+        self.restrict(x, &m, why)
+    }
+
+    pub fn remove(&mut self, x: u32, c: u32, why: usize) -> Result<bool, Fail> {
+        if !self.dom(x).contains(c) {
+            return Ok(false);
+        }
+        let mut m = vec![!0u64; self.w];
+        m[(c / 64) as usize] &= !(1 << (c % 64));
+        self.restrict(x, &m, why)
+    }
+
+    /// Removes every chip below `lo`.
+    pub fn set_min(&mut self, x: u32, lo: u32, why: usize) -> Result<bool, Fail> {
+        if lo <= self.min(x) {
+            return Ok(false);
+        }
+        if lo > self.max(x) {
+            return Err(Fail { constraint: why });
+        }
+        let m = range_mask(self.w, lo, u32::MAX);
+        self.restrict(x, &m, why)
+    }
+
+    /// Removes every chip above `hi`.
+    pub fn set_max(&mut self, x: u32, hi: u32, why: usize) -> Result<bool, Fail> {
+        if hi >= self.max(x) {
+            return Ok(false);
+        }
+        if hi < self.min(x) {
+            return Err(Fail { constraint: why });
+        }
+        let m = range_mask(self.w, 0, hi);
+        self.restrict(x, &m, why)
+    }
+
+    pub fn words_per_domain(&self) -> usize {
+        self.w
+    }
+}
+
+/// The words of the chips `lo..=hi`.
+pub fn range_mask(w: usize, lo: u32, hi: u32) -> Vec<u64> {
+    let mut m = vec![0u64; w];
+    let top = (w * 64 - 1) as u32;
+    let hi = hi.min(top);
+    if lo > hi {
+        return m;
+    }
+    for (k, word) in m.iter_mut().enumerate() {
+        let base = k as u32 * 64;
+        let a = lo.max(base);
+        let b = hi.min(base + 63);
+        if a > b {
+            continue;
+        }
+        let (a, b) = (a - base, b - base);
+        let bits = if b - a == 63 {
+            !0
+        } else {
+            ((1u64 << (b - a + 1)) - 1) << a
+        };
+        *word = bits;
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restrict_and_undo() {
+        let mut s = Store::new(2, 70);
+        s.push_level();
+        s.set_min(0, 3, 0).unwrap();
+        s.set_max(0, 66, 0).unwrap();
+        assert_eq!((s.min(0), s.max(0), s.dom(0).size), (3, 66, 64));
+        let c = s.new_cell(5);
+        s.set_cell(c, 9);
+        s.push_level();
+        s.fix(0, 65, 0).unwrap();
+        assert_eq!(s.value(0), Some(65));
+        assert!(s.remove(0, 65, 7).is_err());
+        s.pop_level();
+        assert_eq!(s.dom(0).size, 64);
+        s.pop_level();
+        assert_eq!((s.min(0), s.max(0), s.dom(0).size), (0, 69, 70));
+        assert_eq!(s.cell(c), 5);
+        assert_eq!(range_mask(2, 60, 70), vec![0xF << 60, 0x7F]);
+    }
+}

@@ -1,0 +1,188 @@
+//! The solver against exhaustive search on tiny instances: it finds a
+//! partition exactly when one exists, every partition it returns is valid,
+//! SAMPLE with uniform probabilities reaches every valid partition, and the
+//! native and generic paths agree.
+
+mod common;
+
+use mcmpart::problem::{Placement, Problem};
+use mcmpart::solver::{check, exhaustive, fix, node_order, sample, Options, Order, Solver};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeSet;
+
+const RULES: &[&str] = &[
+    "acyclic_flow",
+    "no_skip",
+    "triangle_dependency",
+    "memory_capacity",
+    "near(1)",
+    "my_triangle",
+    "balanced",
+];
+
+/// A random tiny problem as program text, with a random subset of rules.
+fn instance(rng: &mut ChaCha8Rng, max_nodes: usize, max_chips: usize) -> String {
+    let n = rng.random_range(1..=max_nodes);
+    let topo = if rng.random_bool(0.5) {
+        format!("ring(n = {}", rng.random_range(1..=max_chips))
+    } else {
+        let r = rng.random_range(1..=2);
+        format!("mesh(rows = {r}, cols = {}", rng.random_range(1..=max_chips / r))
+    };
+    let mem = rng.random_range(1..=6);
+    let mut g = String::new();
+    for i in 0..n {
+        g += &format!("  n{i} {{ params = {} KiB }}\n", rng.random_range(0..4));
+    }
+    for j in 0..n {
+        for i in 0..j {
+            if rng.random_bool(0.4) {
+                g += &format!("  n{i} -> n{j}\n");
+            }
+        }
+    }
+    let rules: Vec<&str> = RULES.iter().copied().filter(|_| rng.random_bool(0.5)).collect();
+    format!(
+        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
+         use std::topologies::{{ring, mesh}}\n\
+         constraint near(k: int) {{ forall (u, v) in edges: hops(chip(u), chip(v)) <= k }}\n\
+         constraint my_triangle() {{ forall (u, v) in edges: chip(u) != chip(v) -> longest_path(chip(u), chip(v)) == 1 }}\n\
+         constraint balanced() {{ forall d in chips: count(u in nodes where chip(u) == d) <= 2 }}\n\
+         let t = {topo}, memory = {mem} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{\n{g}}}\n\
+         partition g onto t {{ {} }}\n",
+        if rules.is_empty() { String::new() } else { format!("require {}", rules.join(", ")) }
+    )
+}
+
+fn problem(text: &str) -> Problem {
+    let c = common::compile(text);
+    assert!(
+        c.ok(),
+        "{text}\n{}",
+        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
+    );
+    c.problem(None).unwrap().clone()
+}
+
+fn valid(p: &Problem, pl: &Placement) -> bool {
+    check(&p.graph, &p.package, &p.constraints, pl).is_empty()
+}
+
+#[test]
+fn finds_a_partition_exactly_when_one_exists() {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for case in 0..400 {
+        let text = instance(&mut rng, 7, 4);
+        let p = problem(&text);
+        let exists = exhaustive::find(&p.graph, &p.package, &p.constraints)
+            .expect("small")
+            .is_some();
+        for native in [true, false] {
+            let found = match Solver::new(&p, Options { native }) {
+                Err(_) => None,
+                Ok(mut s) => {
+                    let order = node_order(&s, Order::Random, &mut rng);
+                    sample(&mut s, &order, None, &mut rng).ok()
+                }
+            };
+            assert_eq!(found.is_some(), exists, "case {case} native={native}:\n{text}");
+            if let Some(pl) = found {
+                assert!(valid(&p, &pl), "case {case} native={native}: invalid {pl:?}\n{text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn sample_reaches_every_valid_partition() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut checked = 0;
+    for case in 0..60 {
+        let text = instance(&mut rng, 4, 3);
+        let p = problem(&text);
+        let mut all = BTreeSet::new();
+        exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
+            all.insert(pl.chips.clone());
+            true
+        })
+        .expect("small");
+        if all.is_empty() {
+            continue;
+        }
+        for native in [true, false] {
+            let mut s = Solver::new(&p, Options { native }).expect("feasible");
+            let mut seen = BTreeSet::new();
+            for _ in 0..1500 {
+                let order = node_order(&s, Order::Random, &mut rng);
+                let pl = sample(&mut s, &order, None, &mut rng).expect("feasible");
+                assert!(
+                    all.contains(&pl.chips),
+                    "case {case}: sampled an invalid {pl:?}\n{text}"
+                );
+                seen.insert(pl.chips);
+            }
+            assert_eq!(seen, all, "case {case} native={native} missed some:\n{text}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} feasible cases");
+}
+
+#[test]
+fn fix_keeps_valid_proposals_and_repairs_invalid_ones() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    for case in 0..200 {
+        let text = instance(&mut rng, 6, 4);
+        let p = problem(&text);
+        let Ok(mut s) = Solver::new(&p, Options::default()) else {
+            continue;
+        };
+        let order = node_order(&s, Order::Topological, &mut rng);
+        let Ok(valid_pl) = sample(&mut s, &order, None, &mut rng) else {
+            continue;
+        };
+        // A valid proposal comes back unchanged.
+        let proposal: Vec<Option<u32>> = valid_pl.chips.iter().map(|c| Some(*c)).collect();
+        let (same, moved) = fix(&mut s, &order, &proposal, None, &mut rng).expect("feasible");
+        assert_eq!(
+            (same.chips.clone(), moved),
+            (valid_pl.chips.clone(), 0),
+            "case {case}\n{text}"
+        );
+        // Any proposal, even a partial one, comes back valid.
+        let chips = p.package.num_chips() as u32;
+        let junk: Vec<Option<u32>> = (0..p.graph.num_placed())
+            .map(|_| rng.random_bool(0.8).then(|| rng.random_range(0..chips)))
+            .collect();
+        let (fixed, _) = fix(&mut s, &order, &junk, None, &mut rng).expect("feasible");
+        assert!(valid(&p, &fixed), "case {case}\n{text}");
+    }
+}
+
+#[test]
+fn get_and_set_domain_follow_the_contract() {
+    let p = problem(
+        "use std::placement::{acyclic_flow, no_skip}\nuse std::topologies::ring\n\
+         let t = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph { a -> b -> c }\npartition g onto t { require acyclic_flow, no_skip }\n",
+    );
+    let mut s = Solver::new(&p, Options::default()).unwrap();
+    assert_eq!(s.get_domain(0), vec![0, 1, 2]);
+    // a on chip 2 leaves chips 0 and 1 empty: the decision fails, is undone,
+    // and chip 2 is excluded from a's domain.
+    assert_eq!(s.set_domain(0, &[2]), 0);
+    assert!(!s.get_domain(0).contains(&2));
+    assert_eq!(s.stats.failures, 1);
+    // A decision that stands adds one and propagates: c on 1 puts a and b on chips <= 1.
+    assert_eq!(s.set_domain(2, &[1]), 1);
+    assert_eq!(s.get_domain(1), vec![0, 1]);
+    assert_eq!(s.set_domain(1, &[1]), 2);
+    assert_eq!(s.get_domain(0), vec![0], "no_skip: a fills chip 0");
+    assert_eq!(s.placement().map(|p| p.chips), Some(vec![0, 1, 1]));
+    // Back to the root: the exclusion learnt there stays.
+    s.reset();
+    assert_eq!(s.num_decisions(), 0);
+    assert_eq!(s.get_domain(0), vec![0, 1]);
+}

@@ -1,13 +1,501 @@
+//! The SAT backing of the solver against exhaustive search on many random
+//! tiny instances: satisfiability, witnesses judged by the checker, answers
+//! under random decisions, cores that really conflict, and agreement of the
+//! native and generic encodings.
+
 mod common;
-#[test]
-fn probe() {
-    let text = format!("{}{}", common::HEADER, "constraint near(k: int) { forall (u, v) in edges: hops(chip(u), chip(v)) <= k }\nlet t = ring(n = 3, memory = 3 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\nlet g = graph { a { params = 1 MiB } -> b  b -> c a -> c }\npartition g onto t { require acyclic_flow, no_skip, triangle_dependency, memory_capacity, near(1) }\n");
-    let c = common::compile(&text);
-    let p = c.problem(None).unwrap();
-    for k in &p.constraints {
-        println!("{} {:?}", k.name, k.native);
-        for i in &k.instances {
-            println!("  {:?}\n   {:?}", i.bindings, i.formula);
+
+use mcmpart::problem::{GroundConstraint, Placement, Problem};
+use mcmpart::solver::exhaustive;
+use mcmpart::solver::sat::{SatAnswer, SatOracle};
+use mcmpart::solver::Checker;
+
+/// A small seeded generator (64-bit LCG).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// User-written rules, in the test file itself, so that they take the generic path.
+const USER_RULES: &str = "\
+constraint near(k: int) { forall (u, v) in edges: hops(chip(u), chip(v)) <= k }
+constraint at_most(k: int) { forall d in chips: count(u in nodes where chip(u) == d) <= k }
+constraint light(limit: bytes) { forall d in chips: sum(u in nodes where chip(u) == d) u.params <= limit }
+constraint tri_copy() { forall (u, v) in edges: chip(u) != chip(v) -> longest_path(chip(u), chip(v)) == 1 }
+constraint no_round_trip() { forall a in chips, b in chips where a < b: not (flows(a, b) and flows(b, a)) }
+constraint first_used() { exists u in nodes: chip(u) == 0 }
+constraint low_top(k: int) { max(u in nodes) chip(u) <= k }
+constraint same_or_next() { forall (u, v) in edges: chip(v) - chip(u) <= 1 and chip(u) - chip(v) <= 1 }
+constraint skip_even() { forall u in nodes: chip(u) % 2 == 0 or chip(u) == 1 }
+";
+
+const STD: [&str; 4] = ["acyclic_flow", "no_skip", "triangle_dependency", "memory_capacity"];
+
+/// A random tiny problem as program text: at most 6 placed nodes, at most 4 chips.
+fn random_program(rng: &mut Lcg) -> String {
+    let pkg = match rng.below(3) {
+        0 | 1 => format!(
+            "ring(n = {}, memory = {} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)",
+            1 + rng.below(4),
+            rng.below(9)
+        ),
+        _ => {
+            let (r, c) = [(1, 2), (2, 1), (2, 2), (1, 3), (1, 4), (1, 1)][rng.below(6) as usize];
+            format!(
+                "mesh(rows = {r}, cols = {c}, memory = {} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)",
+                rng.below(9)
+            )
+        }
+    };
+    let n = 1 + rng.below(6) as usize;
+    let rep = if n > 1 && rng.chance(20) { 1 } else { 0 };
+    let mut g = String::new();
+    for i in 0..n + rep {
+        let r = if i < rep { ", replicable = true" } else { "" };
+        g += &format!("  n{i} {{ params = {} KiB{r} }}\n", rng.below(5));
+    }
+    let density = 20 + rng.below(50);
+    for j in 0..n + rep {
+        for i in 0..j {
+            if rng.chance(density) {
+                g += &format!("  n{i} -> n{j}\n");
+            }
         }
     }
+    let mut req: Vec<String> = Vec::new();
+    for s in STD {
+        if rng.chance(55) {
+            req.push(s.to_string());
+        }
+    }
+    let user = [
+        format!("near({})", rng.below(3)),
+        format!("at_most({})", 1 + rng.below(3)),
+        format!("light({} KiB)", rng.below(9)),
+        "tri_copy".to_string(),
+        "no_round_trip".to_string(),
+        "first_used".to_string(),
+        format!("low_top({})", rng.below(4)),
+        "same_or_next".to_string(),
+        "skip_even".to_string(),
+    ];
+    for u in user {
+        if rng.chance(15) {
+            req.push(u);
+        }
+    }
+    if req.is_empty() {
+        req.push(STD[rng.below(4) as usize].to_string());
+    }
+    format!(
+        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
+         use std::topologies::{{ring, mesh}}\n{USER_RULES}\
+         let t = {pkg}\nlet g = graph {{\n{g}}}\n\
+         partition g onto t {{ require {} }}\n",
+        req.join(", ")
+    )
+}
+
+fn compile(text: &str) -> Problem {
+    let c = common::compile(text);
+    assert!(
+        c.ok(),
+        "{text}\n{}",
+        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
+    );
+    c.problem(None).expect("one problem").clone()
+}
+
+/// A valid placement within the decisions, by exhaustive search over `constraints`.
+fn brute(p: &Problem, constraints: &[GroundConstraint], decisions: &[(u32, Vec<u32>)]) -> Option<Placement> {
+    let mut found = None;
+    exhaustive::for_each_valid(&p.graph, &p.package, constraints, |pl| {
+        if decisions.iter().all(|(d, a)| a.contains(&pl.chip(*d))) {
+            found = Some(pl.clone());
+            false
+        } else {
+            true
+        }
+    })
+    .expect("tiny instance");
+    found
+}
+
+fn random_decisions(rng: &mut Lcg, p: &Problem) -> Vec<(u32, Vec<u32>)> {
+    let n = p.graph.num_placed() as u64;
+    let c = p.package.num_chips() as u64;
+    let k = 1 + rng.below(3);
+    (0..k)
+        .map(|_| {
+            let u = rng.below(n) as u32;
+            let mut allowed: Vec<u32> = (0..c as u32).filter(|_| rng.chance(40)).collect();
+            if allowed.is_empty() || rng.chance(50) {
+                allowed = vec![rng.below(c) as u32];
+            }
+            (u, allowed)
+        })
+        .collect()
+}
+
+/// Checks one answer against exhaustive search; returns whether it was Sat.
+fn judge(p: &Problem, decisions: &[(u32, Vec<u32>)], answer: &SatAnswer, text: &str, what: &str) -> bool {
+    let truth = brute(p, &p.constraints, decisions);
+    match answer {
+        SatAnswer::Sat(pl) => {
+            assert!(
+                truth.is_some(),
+                "{what}: Sat but exhaustive search finds none\n{text}\n{decisions:?}"
+            );
+            assert!(
+                Checker::new(&p.graph, &p.package, pl).all_hold(&p.constraints),
+                "{what}: the witness {pl:?} breaks a constraint\n{text}"
+            );
+            for (d, a) in decisions {
+                assert!(
+                    a.contains(&pl.chip(*d)),
+                    "{what}: the witness ignores decision {d} -> {a:?}"
+                );
+            }
+            true
+        }
+        SatAnswer::Unsat(core) => {
+            assert!(
+                truth.is_none(),
+                "{what}: Unsat ({core:?}) but {truth:?} is valid\n{text}\n{decisions:?}"
+            );
+            // The core alone conflicts.
+            let sub: Vec<(u32, Vec<u32>)> = core.decisions.iter().map(|&i| decisions[i].clone()).collect();
+            let cons: Vec<GroundConstraint> = core.constraints.iter().map(|&i| p.constraints[i].clone()).collect();
+            assert!(
+                brute(p, &cons, &sub).is_none(),
+                "{what}: the core {core:?} does not conflict on its own\n{text}\n{decisions:?}"
+            );
+            false
+        }
+    }
+}
+
+#[test]
+fn agrees_with_exhaustive_search_on_random_tiny_instances() {
+    let cases: usize = std::env::var("SAT_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400);
+    let seed: u64 = std::env::var("SAT_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5eed);
+    let mut rng = Lcg(seed);
+    let (mut sat, mut unsat) = (0, 0);
+    let mut cuts = [0u64; 3];
+    for _ in 0..cases {
+        let text = random_program(&mut rng);
+        let p = compile(&text);
+        let queries: Vec<Vec<(u32, Vec<u32>)>> = if p.graph.num_placed() == 0 || p.package.num_chips() == 0 {
+            vec![vec![]]
+        } else {
+            std::iter::once(vec![])
+                .chain((0..4).map(|_| random_decisions(&mut rng, &p)))
+                .collect()
+        };
+        let mut oracles = [
+            ("native", SatOracle::new(&p, true)),
+            ("generic", SatOracle::new(&p, false)),
+            ("lazy generic", SatOracle::with_table_limit(&p, false, 0)),
+        ];
+        for q in &queries {
+            let mut answers = Vec::new();
+            for (what, o) in oracles.iter_mut() {
+                let a = o.solve(&p, q);
+                answers.push(judge(&p, q, &a, &text, what));
+            }
+            assert!(answers.windows(2).all(|w| w[0] == w[1]), "{text}\n{q:?}");
+            if answers[0] {
+                sat += 1;
+            } else {
+                unsat += 1;
+            }
+        }
+        for (i, (what, o)) in oracles.iter().enumerate() {
+            assert_eq!(
+                o.stats().fallbacks,
+                0,
+                "{what}: a cut fell back to a whole model\n{text}"
+            );
+            cuts[i] += o.stats().cuts;
+        }
+    }
+    println!("sat {sat}, unsat {unsat}, cuts (native, generic, lazy generic) {cuts:?}");
+    // The generator gives both kinds of answers.
+    assert!(sat > 200 && unsat > 200, "sat {sat}, unsat {unsat}");
+}
+
+#[test]
+fn a_node_too_heavy_for_any_chip_names_memory_capacity() {
+    let p = compile(&format!(
+        "{}let t = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{ a {{ params = 2 MiB }} -> b }}\n\
+         partition g onto t {{ require acyclic_flow, no_skip, triangle_dependency, memory_capacity }}\n",
+        common::HEADER
+    ));
+    for native in [true, false] {
+        let mut o = SatOracle::new(&p, native);
+        match o.solve(&p, &[]) {
+            SatAnswer::Unsat(core) => {
+                let names: Vec<&str> = core
+                    .constraints
+                    .iter()
+                    .map(|&i| p.constraints[i].name.as_str())
+                    .collect();
+                assert_eq!(names, ["memory_capacity"], "native = {native}");
+                assert!(core.decisions.is_empty());
+            }
+            SatAnswer::Sat(pl) => panic!("Sat {pl:?}"),
+        }
+    }
+}
+
+#[test]
+fn two_rules_that_only_conflict_together_are_both_named() {
+    // Everything on chip 1 leaves chip 0 empty below a used chip.
+    let p = compile(&format!(
+        "{}constraint on_one() {{ forall u in nodes: chip(u) == 1 }}\n\
+         let t = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{ a -> b  b -> c }}\n\
+         partition g onto t {{ require acyclic_flow, no_skip, memory_capacity, triangle_dependency, on_one }}\n",
+        common::HEADER
+    ));
+    for native in [true, false] {
+        let mut o = SatOracle::new(&p, native);
+        match o.solve(&p, &[]) {
+            SatAnswer::Unsat(core) => {
+                let mut names: Vec<&str> = core
+                    .constraints
+                    .iter()
+                    .map(|&i| p.constraints[i].name.as_str())
+                    .collect();
+                names.sort_unstable();
+                assert_eq!(names, ["no_skip", "on_one"], "native = {native}");
+            }
+            SatAnswer::Sat(pl) => panic!("Sat {pl:?}"),
+        }
+    }
+    // Two weights that cannot share the single chip (the language brief's test).
+    let p = compile(&format!(
+        "{}let t = ring(n = 1, memory = 3 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{ a {{ params = 2 MiB }} -> b {{ params = 2 MiB }} }}\n\
+         partition g onto t {{ require acyclic_flow, no_skip, triangle_dependency, memory_capacity }}\n",
+        common::HEADER
+    ));
+    let mut o = SatOracle::new(&p, true);
+    match o.solve(&p, &[]) {
+        SatAnswer::Unsat(core) => {
+            let names: Vec<&str> = core
+                .constraints
+                .iter()
+                .map(|&i| p.constraints[i].name.as_str())
+                .collect();
+            assert_eq!(names, ["memory_capacity"]);
+        }
+        SatAnswer::Sat(pl) => panic!("Sat {pl:?}"),
+    }
+}
+
+#[test]
+fn a_core_names_the_conflicting_decisions() {
+    // a -> b -> c on a 3-chip ring: a on chip 1 and c on chip 0 break acyclic_flow.
+    let p = compile(&format!(
+        "{}let t = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{ a -> b  b -> c  d }}\n\
+         partition g onto t {{ require acyclic_flow, no_skip, triangle_dependency, memory_capacity }}\n",
+        common::HEADER
+    ));
+    let mut o = SatOracle::new(&p, true);
+    assert!(matches!(o.solve(&p, &[]), SatAnswer::Sat(_)));
+    let decisions = vec![(3, vec![0]), (0, vec![1]), (1, vec![0, 1]), (2, vec![0])];
+    match o.solve(&p, &decisions) {
+        SatAnswer::Unsat(core) => {
+            assert!(core.decisions.contains(&1) && core.decisions.contains(&3), "{core:?}");
+            assert!(!core.decisions.contains(&0), "{core:?}");
+            let names: Vec<&str> = core
+                .constraints
+                .iter()
+                .map(|&i| p.constraints[i].name.as_str())
+                .collect();
+            assert!(names.contains(&"acyclic_flow"), "{names:?}");
+        }
+        SatAnswer::Sat(pl) => panic!("Sat {pl:?}"),
+    }
+    // A decision with no allowed chip is a core on its own.
+    match o.solve(&p, &[(0, vec![0]), (1, vec![])]) {
+        SatAnswer::Unsat(core) => assert_eq!(core.decisions, [1]),
+        SatAnswer::Sat(pl) => panic!("Sat {pl:?}"),
+    }
+    // Witnesses agree with the decisions they answer.
+    match o.solve(&p, &[(1, vec![1]), (3, vec![0, 2])]) {
+        SatAnswer::Sat(pl) => assert!(pl.chip(1) == 1 && pl.chip(3) != 1),
+        SatAnswer::Unsat(core) => panic!("Unsat {core:?}"),
+    }
+}
+
+#[test]
+fn suggest_takes_a_valid_placement_as_the_witness() {
+    let p = compile(&format!(
+        "{}let t = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{ a -> b  b -> c }}\n\
+         partition g onto t {{ require acyclic_flow, no_skip, triangle_dependency, memory_capacity }}\n",
+        common::HEADER
+    ));
+    let mut o = SatOracle::new(&p, true);
+    let mine = Placement::new(vec![0, 1, 2]);
+    o.suggest(&p, &mine);
+    match o.solve(&p, &[(2, vec![2])]) {
+        SatAnswer::Sat(pl) => assert_eq!(pl, mine),
+        SatAnswer::Unsat(core) => panic!("Unsat {core:?}"),
+    }
+    // An invalid suggestion changes no answer.
+    o.suggest(&p, &Placement::new(vec![2, 0, 1]));
+    assert!(matches!(o.solve(&p, &[(2, vec![1])]), SatAnswer::Sat(_)));
+}
+
+/// Timings on BERT-large over a 36-chip ring (run with `--ignored --nocapture`).
+#[test]
+#[ignore]
+fn bert_timings() {
+    use std::time::Instant;
+    let path = common::root().join("examples/bert_ring36.mcm");
+    let t = Instant::now();
+    let c = mcmpart::lang::compile_file(&path);
+    let p = c.problem(Some("bert")).expect("bert");
+    println!("compile {:?}", t.elapsed());
+    let t = Instant::now();
+    let mut o = SatOracle::new(p, true);
+    println!("encode {:?} {:?}", t.elapsed(), o.stats());
+    let t = Instant::now();
+    let w = match o.solve(p, &[]) {
+        SatAnswer::Sat(w) => w,
+        SatAnswer::Unsat(core) => panic!("unsat {core:?}"),
+    };
+    println!("first solve {:?} {:?}", t.elapsed(), o.stats());
+    println!("chips used {}", w.chips.iter().max().unwrap() + 1);
+    let mut rng = Lcg(7);
+    let n = p.graph.num_placed() as u64;
+    let c = p.package.num_chips() as u64;
+    for round in 0..5 {
+        let mut dec: Vec<(u32, Vec<u32>)> = (0..50)
+            .map(|_| {
+                let u = rng.below(n) as u32;
+                (u, vec![w.chip(u)])
+            })
+            .collect();
+        let t = Instant::now();
+        let r = o.solve(p, &dec);
+        println!(
+            "50 witness decisions: {:?} sat={}",
+            t.elapsed(),
+            matches!(r, SatAnswer::Sat(_))
+        );
+        for _ in 0..3 {
+            let u = rng.below(n) as u32;
+            let k = (w.chip(u) + 1 + rng.below(c - 1) as u32) % c as u32;
+            dec.push((u, vec![k]));
+        }
+        let before = o.stats();
+        let t = Instant::now();
+        let r = o.solve(p, &dec);
+        let s = o.stats();
+        let what = match r {
+            SatAnswer::Sat(_) => "sat".to_string(),
+            SatAnswer::Unsat(core) => format!("unsat, core {core:?}"),
+        };
+        println!(
+            "round {round}: +3 moved: {what} in {:?} (solves {}, cuts {})",
+            t.elapsed(),
+            s.solves - before.solves,
+            s.cuts - before.cuts
+        );
+    }
+    // Feasible moves: 50 witness decisions and one node moved by one chip.
+    let mut times = Vec::new();
+    let mut sats = 0;
+    for _ in 0..20 {
+        let mut dec: Vec<(u32, Vec<u32>)> = (0..50)
+            .map(|_| {
+                let u = rng.below(n) as u32;
+                (u, vec![w.chip(u)])
+            })
+            .collect();
+        let u = rng.below(n) as u32;
+        let k = if w.chip(u) == 0 || rng.chance(50) {
+            w.chip(u) + 1
+        } else {
+            w.chip(u) - 1
+        };
+        dec.push((u, vec![k.min(c as u32 - 1)]));
+        let t = Instant::now();
+        if matches!(o.solve(p, &dec), SatAnswer::Sat(_)) {
+            sats += 1;
+        }
+        times.push(t.elapsed());
+    }
+    times.sort();
+    println!(
+        "one node moved by one chip, 20 calls: {sats} sat, median {:?}, max {:?}",
+        times[times.len() / 2],
+        times[times.len() - 1]
+    );
+    // Engine-like: decisions accumulate in a random node order, each a chip
+    // near the first witness's; a call every 25 decisions, a failing decision dropped.
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mut dec: Vec<(u32, Vec<u32>)> = Vec::new();
+    let mut times = Vec::new();
+    let (mut sats, mut unsats) = (0, 0);
+    let t_all = Instant::now();
+    for (i, &u) in order.iter().enumerate() {
+        let base = w.chip(u) as i64 + rng.below(3) as i64 - 1;
+        dec.push((u, vec![base.clamp(0, c as i64 - 1) as u32]));
+        if i % 25 == 24 {
+            let t = Instant::now();
+            match o.solve(p, &dec) {
+                SatAnswer::Sat(_) => sats += 1,
+                SatAnswer::Unsat(core) => {
+                    unsats += 1;
+                    let last = *core.decisions.last().expect("a decision in the core");
+                    dec.truncate(last);
+                }
+            }
+            times.push(t.elapsed());
+        }
+        if t_all.elapsed().as_secs() > 60 {
+            println!("stopping after 60 s");
+            break;
+        }
+    }
+    times.sort();
+    println!(
+        "engine-like: {} calls ({sats} sat, {unsats} unsat), median {:?}, max {:?}, total {:?}",
+        times.len(),
+        times[times.len() / 2],
+        times[times.len() - 1],
+        t_all.elapsed()
+    );
+    println!("{:?}", o.stats());
 }

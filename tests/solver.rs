@@ -80,7 +80,7 @@ fn finds_a_partition_exactly_when_one_exists() {
             .expect("small")
             .is_some();
         for native in [true, false] {
-            let found = match Solver::new(&p, Options { native }) {
+            let found = match Solver::new(&p, Options { native, sat: true }) {
                 Err(_) => None,
                 Ok(mut s) => {
                     let order = node_order(&s, Order::Random, &mut rng);
@@ -112,7 +112,7 @@ fn sample_reaches_every_valid_partition() {
             continue;
         }
         for native in [true, false] {
-            let mut s = Solver::new(&p, Options { native }).expect("feasible");
+            let mut s = Solver::new(&p, Options { native, sat: true }).expect("feasible");
             let mut seen = BTreeSet::new();
             for _ in 0..1500 {
                 let order = node_order(&s, Order::Random, &mut rng);

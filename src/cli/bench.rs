@@ -80,3 +80,119 @@ pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> i3
     }
     0
 }
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    Fix,
+    Sample,
+}
+
+/// `mcmpart bench solver FILE --mode fix|sample --samples N`: valid
+/// partitions per second, failures, backtracks and SAT calls per partition;
+/// every partition is checked by the checker (outside the timed part).
+pub fn solver(
+    out: &Output,
+    file: &Path,
+    args: &super::solve::SolverArgs,
+    mode: Mode,
+    samples: usize,
+    dest: Option<&Path>,
+) -> i32 {
+    use crate::solver::{check, fix, node_order, sample};
+    use rand::{Rng, SeedableRng};
+    super::solve::with_problem(out, file, args.problem.as_deref(), |p, sources| {
+        let t0 = Instant::now();
+        let mut solver = match super::solve::make_solver(out, p, args, sources) {
+            Ok(s) => s,
+            Err(code) => return code,
+        };
+        let setup = t0.elapsed().as_secs_f64();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
+        let chips = p.package.num_chips() as u32;
+        let mut timed = 0.0;
+        let mut invalid = 0usize;
+        let mut moved = 0usize;
+        let mut used = 0u64;
+        for _ in 0..samples {
+            let order = node_order(&solver, args.order, &mut rng);
+            // FIX gets a uniformly random proposal, the hardest kind to repair.
+            let proposal: Vec<Option<u32>> = (0..p.graph.num_placed())
+                .map(|_| Some(rng.random_range(0..chips)))
+                .collect();
+            let t = Instant::now();
+            let r = match mode {
+                Mode::Sample => sample(&mut solver, &order, None, &mut rng).map(|pl| (pl, 0)),
+                Mode::Fix => fix(&mut solver, &order, &proposal, None, &mut rng),
+            };
+            timed += t.elapsed().as_secs_f64();
+            match r {
+                Ok((pl, m)) => {
+                    moved += m;
+                    used += pl.chips.iter().copied().max().map_or(0, |x| x as u64 + 1);
+                    if !check(&p.graph, &p.package, &p.constraints, &pl).is_empty() {
+                        invalid += 1;
+                    }
+                }
+                Err(inf) => {
+                    super::solve::report_infeasible(out, p, &inf, sources);
+                    return 1;
+                }
+            }
+        }
+        let n = samples.max(1) as f64;
+        let st = &solver.stats;
+        let report = serde_json::json!({
+            "problem": p.name,
+            "graph": p.graph.name,
+            "nodes": p.graph.num_placed(),
+            "chips": p.package.num_chips(),
+            "mode": format!("{mode:?}").to_lowercase(),
+            "order": format!("{:?}", args.order).to_lowercase(),
+            "native": !args.generic,
+            "samples": samples,
+            "setup_seconds": setup,
+            "seconds": timed,
+            "partitions_per_second": samples as f64 / timed.max(1e-12),
+            "invalid": invalid,
+            "mean_failures": st.failures as f64 / n,
+            "mean_backtracks": st.backtracks as f64 / n,
+            "mean_sat_calls": st.sat_calls as f64 / n,
+            "restarts": st.restarts,
+            "mean_moved": moved as f64 / n,
+            "mean_chips_used": used as f64 / n,
+            "seed": args.seed,
+        });
+        if let Some(d) = dest {
+            if let Err(e) = std::fs::write(d, serde_json::to_string_pretty(&report).unwrap_or_default()) {
+                out.error(&format!("cannot write `{}`: {e}", d.display()), None);
+                return 1;
+            }
+        }
+        if out.json {
+            out.print_json(&report);
+        } else {
+            println!(
+                "{} on {} chips, {:?} mode, {:?} order: {samples} partitions in {timed:.3} s = {:.1} partitions/s (setup {setup:.3} s)",
+                p.graph.name,
+                p.package.num_chips(),
+                mode,
+                args.order,
+                samples as f64 / timed.max(1e-12)
+            );
+            println!(
+                "  per partition: {:.2} failures, {:.2} backtracks, {:.2} SAT calls, {:.2} restarts, {:.1} chips used{}; invalid: {invalid}",
+                st.failures as f64 / n,
+                st.backtracks as f64 / n,
+                st.sat_calls as f64 / n,
+                st.restarts as f64 / n,
+                used as f64 / n,
+                if mode == Mode::Fix { format!(", {:.1} nodes moved", moved as f64 / n) } else { String::new() }
+            );
+        }
+        if invalid > 0 {
+            1
+        } else {
+            0
+        }
+    })
+}

@@ -4,6 +4,7 @@ mod bench;
 mod check;
 pub mod import;
 mod show;
+pub mod solve;
 mod stats;
 mod test;
 mod verify;
@@ -51,6 +52,29 @@ pub enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// One valid partition, by SAMPLE with uniform probabilities.
+    Sample {
+        /// The .mcm file.
+        file: PathBuf,
+        #[command(flatten)]
+        solver: solve::SolverArgs,
+        /// Where to write the partition.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Make a proposal valid, by FIX: keep what can stay, move the rest.
+    Repair {
+        /// The .mcm file.
+        file: PathBuf,
+        /// The proposal: a partition file that may break rules or miss nodes.
+        #[arg(long)]
+        proposal: PathBuf,
+        #[command(flatten)]
+        solver: solve::SolverArgs,
+        /// Where to write the repaired partition.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Import an ONNX model (with shapes from ONNX shape inference) as a graph file.
     Import {
         /// The `.onnx` file.
@@ -87,6 +111,21 @@ pub enum Command {
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
+    /// Valid partitions per second, failures, backtracks and SAT calls.
+    Solver {
+        /// The .mcm file.
+        file: PathBuf,
+        #[arg(long, value_enum)]
+        mode: bench::Mode,
+        /// How many partitions to make.
+        #[arg(long, default_value_t = 200)]
+        samples: usize,
+        #[command(flatten)]
+        solver: solve::SolverArgs,
+        /// Write the figures here as JSON.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Time loading every graph file of a folder.
     Load {
         /// The folder of graph files.
@@ -136,6 +175,24 @@ pub fn run(cli: Cli) -> i32 {
             format,
             out: dest,
         } => show::run(&out, &graph, partition.as_deref(), format, dest.as_deref()),
+        Command::Sample {
+            file,
+            solver,
+            out: dest,
+        } => solve::run_sample(&out, &file, &solver, &dest),
+        Command::Repair {
+            file,
+            proposal,
+            solver,
+            out: dest,
+        } => solve::run_repair(&out, &file, &solver, &proposal, &dest),
+        Command::Bench(BenchCommand::Solver {
+            file,
+            mode,
+            samples,
+            solver,
+            out: dest,
+        }) => bench::solver(&out, &file, &solver, mode, samples, dest.as_deref()),
         Command::Import { model, out: dest } => import::run(&out, &model, &dest),
         Command::Stats { graph, top } => stats::run(&out, &graph, top),
         Command::Bench(BenchCommand::Load {

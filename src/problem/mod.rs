@@ -4,7 +4,10 @@
 
 mod placement;
 
-pub use placement::{parse_partition, partition_json, read_partition, write_partition, PartitionError, Placement};
+pub use placement::{
+    parse_partition, parse_proposal, partition_json, read_partition, read_proposal, write_partition, PartitionError,
+    Placement,
+};
 
 use crate::graph::Graph;
 use crate::lang::source::Span;

@@ -151,6 +151,51 @@ pub fn parse_partition(text: &str, graph: &Graph, num_chips: usize) -> Result<Pl
     Ok(Placement::new(chips.into_iter().map(|c| c.unwrap_or(0)).collect()))
 }
 
+/// Reads a proposal for FIX: like a partition, but nodes may be missing
+/// (`None`); chips must still be in range and nodes known and named once.
+pub fn read_proposal(path: &Path, graph: &Graph, num_chips: usize) -> Result<Vec<Option<u32>>, PartitionError> {
+    let shown = path.display();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| perr(format!("cannot read proposal file `{shown}`: {e}"), None))?;
+    parse_proposal(&text, graph, num_chips).map_err(|e| PartitionError {
+        message: format!("{shown}: {}", e.message),
+        help: e.help,
+    })
+}
+
+pub fn parse_proposal(text: &str, graph: &Graph, num_chips: usize) -> Result<Vec<Option<u32>>, PartitionError> {
+    let f: PartitionFile = serde_json::from_str(text).map_err(|e| {
+        perr(
+            format!("line {}, column {}: {e}", e.line(), e.column()),
+            Some("a proposal is {\"placement\": {\"node\": chip, ...}}, nodes may be missing"),
+        )
+    })?;
+    let mut chips: Vec<Option<u32>> = vec![None; graph.num_placed()];
+    let mut seen = vec![false; graph.num_placed()];
+    for (id, chip) in f.placement.0 {
+        let node = graph.node_index(&id).ok_or_else(|| {
+            perr(
+                format!("the proposal names node `{id}`, which the graph does not have"),
+                Some(&crate::lang::diag::unknown_help(&id, "node", graph.ids())),
+            )
+        })?;
+        let Some(d) = graph.decision_of(node) else {
+            continue;
+        };
+        if chip < 0 || chip >= num_chips as i128 {
+            return Err(perr(
+                format!("node `{id}` is proposed for chip {chip}, but chips are 0..{num_chips}"),
+                None,
+            ));
+        }
+        if std::mem::replace(&mut seen[d as usize], true) {
+            return Err(perr(format!("node `{id}` appears twice in the proposal"), None));
+        }
+        chips[d as usize] = Some(chip as u32);
+    }
+    Ok(chips)
+}
+
 /// The partition file for a placement.
 pub fn partition_json(p: &Placement, graph: &Graph, num_chips: usize) -> serde_json::Value {
     let mut m = serde_json::Map::new();

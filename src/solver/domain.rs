@@ -59,6 +59,19 @@ pub fn mask_of(chips: usize, set: &[u32]) -> Vec<u64> {
     m
 }
 
+/// The chips of a bitset.
+pub fn bits_of(words: &[u64]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (k, &w) in words.iter().enumerate() {
+        let mut w = w;
+        while w != 0 {
+            out.push(k as u32 * 64 + w.trailing_zeros());
+            w &= w - 1;
+        }
+    }
+    out
+}
+
 /// Bounds and size of a bitset, `None` when empty.
 pub fn summarize(words: &[u64]) -> Option<(u32, u32, u32)> {
     let size: u32 = words.iter().map(|w| w.count_ones()).sum();

@@ -5,6 +5,7 @@
 
 use super::domain::{mask_of, Dom};
 use super::propagators::{Ctx, Generic, Memory, NoSkip, Precedence, Propagator, Triangle};
+use super::sat::{SatAnswer, SatOracle};
 use super::store::{Fail, Store};
 use crate::problem::{Native, Placement, Problem};
 
@@ -13,11 +14,17 @@ pub struct Options {
     /// Native propagators for the rules of `std::placement`; when false,
     /// every rule goes through the generic path (for differential tests).
     pub native: bool,
+    /// Ask the SAT backing for the culprit when propagation proves that
+    /// the standing decisions fail, and backjump to it.
+    pub sat: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { native: true }
+        Options {
+            native: true,
+            sat: true,
+        }
     }
 }
 
@@ -28,6 +35,10 @@ pub struct Stats {
     /// Decisions undone by backtracking.
     pub backtracks: u64,
     pub sat_calls: u64,
+    /// Passes in a dependency-blind order that gave up and restarted.
+    pub restarts: u64,
+    /// Failures by the constraint whose propagation failed.
+    pub failures_by_constraint: Vec<u64>,
 }
 
 /// No valid partition exists; `constraints` indexes the conflicting rules.
@@ -51,6 +62,11 @@ pub struct Solver<'p> {
     decisions: Vec<Decision>,
     /// Set when the decisions undone reach the root and it fails too.
     infeasible: Option<Infeasible>,
+    /// Built on first need: most searches never fail twice in a row.
+    sat: Option<SatOracle>,
+    use_sat: bool,
+    backjump_on: bool,
+    native: bool,
     pub stats: Stats,
 }
 
@@ -73,7 +89,7 @@ impl<'p> Solver<'p> {
             let native = if options.native { c.native } else { None };
             match native {
                 Some(Native::AcyclicFlow) => props.push(Box::new(Precedence { constraint: k })),
-                Some(Native::NoSkip) => props.push(Box::new(NoSkip::new(k, &store))),
+                Some(Native::NoSkip) => props.push(Box::new(NoSkip::new(k, &mut store))),
                 Some(Native::TriangleDependency) => props.push(Box::new(Triangle::new(k, &mut store))),
                 Some(Native::MemoryCapacity) => {
                     let m = Memory::new(k, &mut store, &ctx);
@@ -106,6 +122,10 @@ impl<'p> Solver<'p> {
             late,
             decisions: Vec::new(),
             infeasible: None,
+            sat: None,
+            use_sat: options.sat,
+            backjump_on: options.sat,
+            native: options.native,
             stats: Stats::default(),
         };
         // Wake every propagator once at the root.
@@ -154,6 +174,13 @@ impl<'p> Solver<'p> {
         Some(Placement::new(
             (0..self.store.n as u32).map(|x| self.store.min(x)).collect(),
         ))
+    }
+
+    /// Whether a doomed set of decisions is handed to SAT for its culprit
+    /// (on when the options ask for SAT). Search passes that restart on
+    /// their own when they fail too often turn it off.
+    pub fn set_backjump(&mut self, on: bool) {
+        self.backjump_on = on && self.use_sat;
     }
 
     /// Undoes every decision.
@@ -221,23 +248,31 @@ impl<'p> Solver<'p> {
             .map(|_| ())
             .and_then(|_| self.propagate());
         if let Err(f) = ok {
-            self.stats.failures += 1;
+            self.count_failure(f);
             self.recover(f);
         }
         self.decisions.len()
     }
 
+    fn count_failure(&mut self, f: Fail) {
+        self.stats.failures += 1;
+        let k = self.problem.constraints.len();
+        self.stats.failures_by_constraint.resize(k, 0);
+        if f.constraint < k {
+            self.stats.failures_by_constraint[f.constraint] += 1;
+        }
+    }
+
     /// Undoes failed decisions, excluding each one's choice at the level
-    /// below, until a level survives (or the root fails: infeasible).
+    /// below, until a level survives. When an exclusion fails too, the
+    /// standing decisions are doomed: the SAT backing names the decisions
+    /// that cause it, and the search jumps back to the latest of them
+    /// (or, without SAT, undoes one decision at a time). With no decision
+    /// left to blame, the problem is infeasible.
     fn recover(&mut self, mut fail: Fail) {
         loop {
             let Some(d) = self.decisions.pop() else {
-                self.infeasible = Some(Infeasible {
-                    constraints: (fail.constraint != usize::MAX)
-                        .then_some(fail.constraint)
-                        .into_iter()
-                        .collect(),
-                });
+                self.declare_infeasible(fail);
                 return;
             };
             self.undo_level();
@@ -251,16 +286,80 @@ impl<'p> Solver<'p> {
             {
                 Ok(()) => return,
                 Err(f) => {
-                    self.stats.failures += 1;
+                    self.count_failure(f);
                     fail = f;
                     if self.decisions.is_empty() {
-                        self.infeasible = Some(Infeasible {
-                            constraints: vec![f.constraint],
-                        });
+                        self.declare_infeasible(f);
                         return;
+                    }
+                    if self.backjump_on {
+                        self.backjump();
+                        if self.infeasible.is_some() {
+                            return;
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// Asks SAT which standing decisions doom the search, and undoes every
+    /// decision above the latest culprit (the culprit itself is undone and
+    /// excluded by the caller's loop).
+    fn backjump(&mut self) {
+        let problem = self.problem;
+        let native = self.native;
+        let asked: Vec<(u32, Vec<u32>)> = self
+            .decisions
+            .iter()
+            .map(|d| (d.var, super::domain::bits_of(&d.mask)))
+            .collect();
+        self.stats.sat_calls += 1;
+        let oracle = self.sat.get_or_insert_with(|| {
+            let mut o = SatOracle::new(problem, native);
+            // Only the latest culprit matters here; minimising the core would
+            // cost one more solve per decision.
+            o.set_minimize(false);
+            o
+        });
+        match oracle.solve(problem, &asked) {
+            SatAnswer::Unsat(core) => match core.decisions.iter().max() {
+                None => {
+                    self.infeasible = Some(Infeasible {
+                        constraints: core.constraints,
+                    });
+                }
+                Some(&j) => {
+                    // Keep decisions 0..=j; the loop undoes and excludes j.
+                    while self.decisions.len() > j + 1 {
+                        self.decisions.pop();
+                        self.undo_level();
+                        self.stats.backtracks += 1;
+                    }
+                }
+            },
+            // Propagation is sound, so this does not happen; undoing one
+            // decision at a time stays correct if it does.
+            SatAnswer::Sat(_) => {}
+        }
+    }
+
+    /// The root failed: no valid partition exists. SAT names the rules that
+    /// conflict; without it, the rule whose propagation failed.
+    fn declare_infeasible(&mut self, fail: Fail) {
+        let mut constraints: Vec<usize> = (fail.constraint != usize::MAX)
+            .then_some(fail.constraint)
+            .into_iter()
+            .collect();
+        if self.use_sat {
+            let problem = self.problem;
+            let native = self.native;
+            self.stats.sat_calls += 1;
+            let oracle = self.sat.get_or_insert_with(|| SatOracle::new(problem, native));
+            if let SatAnswer::Unsat(core) = oracle.solve(problem, &[]) {
+                constraints = core.constraints;
+            }
+        }
+        self.infeasible = Some(Infeasible { constraints });
     }
 }

@@ -9,8 +9,16 @@ use rand::Rng;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 pub enum Order {
+    /// A random topological order (seeded): a node is decided after its
+    /// inputs, and close to them.
     Random,
+    /// The graph's own topological order.
     Topological,
+    /// A uniformly random permutation, ignoring dependencies. On large
+    /// graphs under the stdlib rules uniform SAMPLE in this order runs into
+    /// dead ends propagation cannot see; a pass that fails too often is
+    /// restarted in topological order.
+    Shuffled,
 }
 
 /// Per node, a weight for each chip (the policy's distribution); `None`
@@ -22,10 +30,49 @@ pub fn node_order(solver: &Solver, order: Order, rng: &mut impl Rng) -> Vec<u32>
     let g = &solver.problem.graph;
     match order {
         Order::Topological => g.topological_order().iter().filter_map(|&i| g.decision_of(i)).collect(),
-        Order::Random => {
+        Order::Shuffled => {
             let mut v: Vec<u32> = (0..solver.num_nodes() as u32).collect();
             v.shuffle(rng);
             v
+        }
+        Order::Random => {
+            // Reverse postorder of a depth-first search that visits roots and
+            // successors in random order: a random topological order that,
+            // like the deterministic one, decides a node close to its inputs.
+            let n = solver.num_nodes();
+            let mut succ: Vec<Vec<u32>> = vec![Vec::new(); n];
+            for e in g.placed_edges() {
+                succ[e.src as usize].push(e.dst);
+            }
+            for s in &mut succ {
+                s.shuffle(rng);
+            }
+            let mut roots: Vec<u32> = (0..n as u32).collect();
+            roots.shuffle(rng);
+            let mut seen = vec![false; n];
+            let mut post = Vec::with_capacity(n);
+            for r in roots {
+                if seen[r as usize] {
+                    continue;
+                }
+                seen[r as usize] = true;
+                let mut stack = vec![(r, 0usize)];
+                while let Some((u, i)) = stack.last_mut() {
+                    let u = *u;
+                    if let Some(&v) = succ[u as usize].get(*i) {
+                        *i += 1;
+                        if !seen[v as usize] {
+                            seen[v as usize] = true;
+                            stack.push((v, 0));
+                        }
+                    } else {
+                        post.push(u);
+                        stack.pop();
+                    }
+                }
+            }
+            post.reverse();
+            post
         }
     }
 }
@@ -57,30 +104,32 @@ pub fn draw(solver: &Solver, u: u32, probs: Probs, rng: &mut impl Rng) -> u32 {
 
 /// Decides every unfixed node of `order[from..]` by drawing from its
 /// domain; resumes where backtracking leaves off.
+/// Returns false when more than `budget` failures happened (the pass gave up).
 fn sample_rest(
     solver: &mut Solver,
     order: &[u32],
     probs: Probs,
     rng: &mut impl Rng,
-    mut pick: impl FnMut(&Solver, u32, &mut dyn FnMut() -> u32) -> u32,
-) -> Result<(), Infeasible> {
+    budget: Option<u64>,
+) -> Result<bool, Infeasible> {
     let base = solver.num_decisions();
     let mut at: Vec<usize> = Vec::new();
     let mut pos = 0;
+    let budget = budget.map(|b| solver.stats.failures + b);
     while pos < order.len() {
+        if budget.is_some_and(|b| solver.stats.failures > b) {
+            return Ok(false);
+        }
         let u = order[pos];
         if solver.is_fixed(u) {
             pos += 1;
             continue;
         }
-        let c = {
-            let s: &Solver = solver;
-            let mut fallback = || draw(s, u, probs, rng);
-            pick(s, u, &mut fallback)
-        };
+        let c = draw(solver, u, probs, rng);
         let before = solver.num_decisions();
         at.push(pos);
         let after = solver.set_domain(u, &[c]);
+
         if let Some(inf) = solver.infeasible() {
             return Err(inf.clone());
         }
@@ -92,17 +141,41 @@ fn sample_rest(
             at.truncate(after - base);
         } else {
             // Decisions from before this pass were undone: rescan.
-            return sample_rest(solver, order, probs, rng, pick);
+            return sample_rest(solver, order, probs, rng, budget);
         }
     }
-    Ok(())
+    Ok(true)
+}
+
+/// The graph's topological order over placed nodes.
+fn topological(solver: &Solver) -> Vec<u32> {
+    let g = &solver.problem.graph;
+    g.topological_order().iter().filter_map(|&i| g.decision_of(i)).collect()
+}
+
+/// How many failures a pass may take before it gives up and the search
+/// restarts in the graph's topological order, which is complete (no budget).
+/// Propagation cannot see every dead end; in a dependency-blind order, or
+/// an unlucky random one, backtracking alone can take exponential time.
+fn pass_budget(solver: &Solver, order: &[u32]) -> Option<u64> {
+    let topo = topological(solver);
+    (order != topo.as_slice()).then(|| (order.len() as u64 / 2).max(64))
 }
 
 /// SAMPLE: each node in order gets a chip drawn from its distribution
 /// restricted to its current domain.
 pub fn sample(solver: &mut Solver, order: &[u32], probs: Probs, rng: &mut impl Rng) -> Result<Placement, Infeasible> {
     solver.reset();
-    sample_rest(solver, order, probs, rng, |_, _, draw| draw())?;
+    let budget = pass_budget(solver, order);
+    solver.set_backjump(budget.is_none());
+    let done = sample_rest(solver, order, probs, rng, budget);
+    solver.set_backjump(true);
+    if !done? {
+        solver.stats.restarts += 1;
+        solver.reset();
+        let topo = topological(solver);
+        sample_rest(solver, &topo, probs, rng, None)?;
+    }
     finish(solver)
 }
 
@@ -116,8 +189,39 @@ pub fn fix(
     probs: Probs,
     rng: &mut impl Rng,
 ) -> Result<(Placement, usize), Infeasible> {
+    let budget = pass_budget(solver, order);
+    solver.set_backjump(budget.is_none());
+    let done = fix_pass(solver, order, proposal, probs, rng, budget);
+    solver.set_backjump(true);
+    if !done? {
+        solver.stats.restarts += 1;
+        let topo = topological(solver);
+        fix_pass(solver, &topo, proposal, probs, rng, None)?;
+    }
+    let p = finish(solver)?;
+    let moved = p
+        .chips
+        .iter()
+        .enumerate()
+        .filter(|(u, c)| proposal.get(*u).copied().flatten() != Some(**c))
+        .count();
+    Ok((p, moved))
+}
+
+fn fix_pass(
+    solver: &mut Solver,
+    order: &[u32],
+    proposal: &[Option<u32>],
+    probs: Probs,
+    rng: &mut impl Rng,
+    budget: Option<u64>,
+) -> Result<bool, Infeasible> {
     solver.reset();
+    let limit = budget.map(|b| solver.stats.failures + b);
     for &u in order {
+        if limit.is_some_and(|l| solver.stats.failures > l) {
+            return Ok(false);
+        }
         if solver.is_fixed(u) {
             continue;
         }
@@ -130,15 +234,8 @@ pub fn fix(
             }
         }
     }
-    sample_rest(solver, order, probs, rng, |_, _, draw| draw())?;
-    let p = finish(solver)?;
-    let moved = p
-        .chips
-        .iter()
-        .enumerate()
-        .filter(|(u, c)| proposal.get(*u).copied().flatten() != Some(**c))
-        .count();
-    Ok((p, moved))
+    let left = limit.map(|l| l.saturating_sub(solver.stats.failures));
+    sample_rest(solver, order, probs, rng, left)
 }
 
 fn finish(solver: &Solver) -> Result<Placement, Infeasible> {

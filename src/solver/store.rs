@@ -244,22 +244,36 @@ impl Store {
         Some(x)
     }
 
+    /// Runs `f` on a scratch mask of this store's width (on the stack when small).
+    fn with_mask<T>(&mut self, fill: u64, f: impl FnOnce(&mut Self, &mut [u64]) -> T) -> T {
+        let w = self.w;
+        if w <= 16 {
+            let mut m = [fill; 16];
+            f(self, &mut m[..w])
+        } else {
+            let mut m = vec![fill; w];
+            f(self, &mut m)
+        }
+    }
+
     pub fn fix(&mut self, x: u32, c: u32, why: usize) -> Result<bool, Fail> {
         if !self.dom(x).contains(c) {
             return Err(Fail { constraint: why });
         }
-        let mut m = vec![0u64; self.w];
-        m[(c / 64) as usize] = 1 << (c % 64);
-        self.restrict(x, &m, why)
+        self.with_mask(0, |s, m| {
+            m[(c / 64) as usize] = 1 << (c % 64);
+            s.restrict(x, m, why)
+        })
     }
 
     pub fn remove(&mut self, x: u32, c: u32, why: usize) -> Result<bool, Fail> {
         if !self.dom(x).contains(c) {
             return Ok(false);
         }
-        let mut m = vec![!0u64; self.w];
-        m[(c / 64) as usize] &= !(1 << (c % 64));
-        self.restrict(x, &m, why)
+        self.with_mask(!0, |s, m| {
+            m[(c / 64) as usize] &= !(1 << (c % 64));
+            s.restrict(x, m, why)
+        })
     }
 
     /// Removes every chip below `lo`.
@@ -270,8 +284,10 @@ impl Store {
         if lo > self.max(x) {
             return Err(Fail { constraint: why });
         }
-        let m = range_mask(self.w, lo, u32::MAX);
-        self.restrict(x, &m, why)
+        self.with_mask(0, |s, m| {
+            fill_range(m, lo, u32::MAX);
+            s.restrict(x, m, why)
+        })
     }
 
     /// Removes every chip above `hi`.
@@ -282,8 +298,10 @@ impl Store {
         if hi < self.min(x) {
             return Err(Fail { constraint: why });
         }
-        let m = range_mask(self.w, 0, hi);
-        self.restrict(x, &m, why)
+        self.with_mask(0, |s, m| {
+            fill_range(m, 0, hi);
+            s.restrict(x, m, why)
+        })
     }
 
     pub fn words_per_domain(&self) -> usize {
@@ -294,10 +312,16 @@ impl Store {
 /// The words of the chips `lo..=hi`.
 pub fn range_mask(w: usize, lo: u32, hi: u32) -> Vec<u64> {
     let mut m = vec![0u64; w];
-    let top = (w * 64 - 1) as u32;
+    fill_range(&mut m, lo, hi);
+    m
+}
+
+/// Sets the bits of chips `lo..=hi` in `m` (which starts empty).
+fn fill_range(m: &mut [u64], lo: u32, hi: u32) {
+    let top = (m.len() * 64 - 1) as u32;
     let hi = hi.min(top);
     if lo > hi {
-        return m;
+        return;
     }
     for (k, word) in m.iter_mut().enumerate() {
         let base = k as u32 * 64;
@@ -307,14 +331,12 @@ pub fn range_mask(w: usize, lo: u32, hi: u32) -> Vec<u64> {
             continue;
         }
         let (a, b) = (a - base, b - base);
-        let bits = if b - a == 63 {
+        *word = if b - a == 63 {
             !0
         } else {
             ((1u64 << (b - a + 1)) - 1) << a
         };
-        *word = bits;
     }
-    m
 }
 
 #[cfg(test)]

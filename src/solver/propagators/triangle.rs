@@ -4,6 +4,13 @@
 //! recomputed when an arc appears, which happens at most C^2 times along a
 //! branch. Candidates of nodes next to fixed ones are pruned when the arcs
 //! they would add close a shortcut or a cycle.
+//!
+//! Beyond neighbours: each node knows the chips of its fixed ancestors (A)
+//! and fixed descendants (D), kept as trailed bitsets. A node v between a
+//! node on chip a and one on chip b, where the arc a -> b exists, can only
+//! go to a or b: anywhere else the walk a ~> v ~> b is a second, longer path
+//! (or a cycle when a == b). This stops random-order search from filling
+//! the inside of a residual block with chips that doom it.
 
 use super::{Ctx, Propagator};
 use crate::solver::store::{Fail, Store};
@@ -19,6 +26,16 @@ pub struct Triangle {
     lp: Vec<i32>,
     arc_list: Vec<(u32, u32)>,
     fresh: bool,
+    /// `arc_ok` answers for the current arcs: 0 unknown, 1 ok, 2 not.
+    ok_memo: std::cell::RefCell<Vec<u8>>,
+    pc: Vec<u32>,
+    sc: Vec<u32>,
+    w: usize,
+    /// Trailed bitsets: chips of fixed ancestors / descendants, W cells per node.
+    anc: Vec<u32>,
+    desc: Vec<u32>,
+    stack: Vec<u32>,
+    touched: Vec<u32>,
 }
 
 impl Triangle {
@@ -32,7 +49,75 @@ impl Triangle {
             lp: vec![-1; c * c],
             arc_list: Vec::new(),
             fresh: false,
+            ok_memo: std::cell::RefCell::new(vec![0; c * c]),
+            pc: Vec::new(),
+            sc: Vec::new(),
+            w: s.words_per_domain(),
+            anc: (0..s.n * s.words_per_domain()).map(|_| s.new_cell(0)).collect(),
+            desc: (0..s.n * s.words_per_domain()).map(|_| s.new_cell(0)).collect(),
+            stack: Vec::new(),
+            touched: Vec::new(),
         }
+    }
+
+    fn set_of(&self, s: &Store, cells: &[u32], v: u32) -> Vec<u64> {
+        (0..self.w)
+            .map(|k| s.cell(cells[v as usize * self.w + k]) as u64)
+            .collect()
+    }
+
+    /// Adds chip `c` to the ancestor (forward) or descendant (backward) sets
+    /// reachable from `x`, stopping where it is already known.
+    fn spread(&mut self, x: u32, c: u32, forward: bool, s: &mut Store, ctx: &Ctx) {
+        let (word, bit) = ((c / 64) as usize, 1u64 << (c % 64));
+        let next = if forward { &ctx.succ } else { &ctx.pred };
+        self.stack.clear();
+        self.stack.extend(next[x as usize].iter().copied());
+        while let Some(v) = self.stack.pop() {
+            let cell = if forward {
+                self.anc[v as usize * self.w + word]
+            } else {
+                self.desc[v as usize * self.w + word]
+            };
+            let cur = s.cell(cell) as u64;
+            if cur & bit != 0 {
+                continue;
+            }
+            s.set_cell(cell, (cur | bit) as i64);
+            self.touched.push(v);
+            self.stack.extend(next[v as usize].iter().copied());
+        }
+    }
+
+    /// Restricts v to the chips every (ancestor chip a, descendant chip b)
+    /// pair joined by an arc (or equal) allows: {a, b}.
+    fn between(&self, v: u32, s: &mut Store) -> Result<(), Fail> {
+        if s.is_fixed(v) {
+            return Ok(());
+        }
+        let a_set = self.set_of(s, &self.anc, v);
+        let d_set = self.set_of(s, &self.desc, v);
+        if a_set.iter().all(|&x| x == 0) || d_set.iter().all(|&x| x == 0) {
+            return Ok(());
+        }
+        let mut allowed: Option<Vec<u64>> = None;
+        for a in bits(&a_set) {
+            for b in bits(&d_set) {
+                if a == b || self.has_arc(s, a, b) {
+                    let mut pair = vec![0u64; self.w];
+                    pair[(a / 64) as usize] |= 1 << (a % 64);
+                    pair[(b / 64) as usize] |= 1 << (b % 64);
+                    allowed = Some(match allowed {
+                        None => pair,
+                        Some(m) => m.iter().zip(&pair).map(|(x, y)| x & y).collect(),
+                    });
+                }
+            }
+        }
+        if let Some(m) = allowed {
+            s.restrict(v, &m, self.constraint)?;
+        }
+        Ok(())
     }
 
     fn has_arc(&self, s: &Store, a: u32, b: u32) -> bool {
@@ -47,10 +132,10 @@ impl Triangle {
         let c = self.c;
         self.arc_list.clear();
         let mut succ: Vec<Vec<u32>> = vec![Vec::new(); c];
-        for a in 0..c {
+        for (a, out) in succ.iter_mut().enumerate() {
             for b in 0..c {
                 if s.cell(self.arcs[a * c + b]) > 0 {
-                    succ[a].push(b as u32);
+                    out.push(b as u32);
                     self.arc_list.push((a as u32, b as u32));
                 }
             }
@@ -82,6 +167,7 @@ impl Triangle {
             }
         }
         self.fresh = true;
+        self.ok_memo.borrow_mut().iter_mut().for_each(|x| *x = 0);
     }
 
     fn lp(&self, a: u32, b: u32) -> i32 {
@@ -94,6 +180,18 @@ impl Triangle {
 
     /// Whether adding arc a -> b (absent now) keeps every arc the only path.
     fn arc_ok(&self, a: u32, b: u32) -> bool {
+        let k = a as usize * self.c + b as usize;
+        match self.ok_memo.borrow()[k] {
+            1 => return true,
+            2 => return false,
+            _ => {}
+        }
+        let ok = self.arc_ok_now(a, b);
+        self.ok_memo.borrow_mut()[k] = if ok { 1 } else { 2 };
+        ok
+    }
+
+    fn arc_ok_now(&self, a: u32, b: u32) -> bool {
         if a == b {
             return true;
         }
@@ -109,9 +207,20 @@ impl Triangle {
     }
 
     /// Prunes the chips of unfixed node v that would break the rule given its fixed neighbours.
-    fn prune(&self, v: u32, s: &mut Store, ctx: &Ctx) -> Result<(), Fail> {
-        let mut pc: Vec<u32> = ctx.pred[v as usize].iter().filter_map(|&p| s.value(p)).collect();
-        let mut sc: Vec<u32> = ctx.succ[v as usize].iter().filter_map(|&w| s.value(w)).collect();
+    fn prune(&mut self, v: u32, s: &mut Store, ctx: &Ctx) -> Result<(), Fail> {
+        let mut pc = std::mem::take(&mut self.pc);
+        let mut sc = std::mem::take(&mut self.sc);
+        pc.clear();
+        sc.clear();
+        pc.extend(ctx.pred[v as usize].iter().filter_map(|&p| s.value(p)));
+        sc.extend(ctx.succ[v as usize].iter().filter_map(|&w| s.value(w)));
+        let r = self.prune_with(v, &mut pc, &mut sc, s);
+        self.pc = pc;
+        self.sc = sc;
+        r
+    }
+
+    fn prune_with(&self, v: u32, pc: &mut Vec<u32>, sc: &mut Vec<u32>, s: &mut Store) -> Result<(), Fail> {
         if pc.is_empty() && sc.is_empty() {
             return Ok(());
         }
@@ -119,8 +228,10 @@ impl Triangle {
         pc.dedup();
         sc.sort_unstable();
         sc.dedup();
-        let cands = s.dom(v).to_vec();
-        for cand in cands {
+        let mut words = [0u64; 16];
+        let w = s.words_per_domain().min(16);
+        words[..w].copy_from_slice(&s.dom(v).words[..w]);
+        for cand in bits(&words[..w]) {
             let bad = pc
                 .iter()
                 .any(|&a| a != cand && !self.has_arc(s, a, cand) && !self.arc_ok(a, cand))
@@ -148,6 +259,20 @@ impl Triangle {
         }
         Ok(())
     }
+}
+
+fn bits(words: &[u64]) -> impl Iterator<Item = u32> + '_ {
+    words.iter().enumerate().flat_map(|(k, &w)| {
+        let mut w = w;
+        std::iter::from_fn(move || {
+            if w == 0 {
+                return None;
+            }
+            let b = w.trailing_zeros();
+            w &= w - 1;
+            Some(k as u32 * 64 + b)
+        })
+    })
 }
 
 fn dist(succ: &[Vec<u32>], reach: &[bool], c: usize, x: usize, b: usize, memo: &mut [Option<i32>]) -> i32 {
@@ -193,6 +318,21 @@ impl Propagator for Triangle {
                 s.set_cell(cell, k + 1);
                 new_arc |= k == 0;
             }
+        }
+        self.touched.clear();
+        self.spread(x, cx, true, s, ctx);
+        self.spread(x, cx, false, s, ctx);
+        if new_arc {
+            // Every node between the ends of the new arc may be affected.
+            for v in 0..s.n as u32 {
+                self.between(v, s)?;
+            }
+        } else {
+            let touched = std::mem::take(&mut self.touched);
+            for &v in &touched {
+                self.between(v, s)?;
+            }
+            self.touched = touched;
         }
         if new_arc {
             self.fresh = false;

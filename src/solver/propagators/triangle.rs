@@ -30,6 +30,9 @@ pub struct Triangle {
     ok_memo: std::cell::RefCell<Vec<u8>>,
     pc: Vec<u32>,
     sc: Vec<u32>,
+    pairs: Vec<(u32, u32)>,
+    /// Arcs as bitset rows (`rows[a * W..]`: the heads of arcs from a), valid while `fresh`.
+    rows: Vec<u64>,
     w: usize,
     /// Trailed bitsets: chips of fixed ancestors / descendants, W cells per node.
     anc: Vec<u32>,
@@ -52,6 +55,8 @@ impl Triangle {
             ok_memo: std::cell::RefCell::new(vec![0; c * c]),
             pc: Vec::new(),
             sc: Vec::new(),
+            pairs: Vec::new(),
+            rows: vec![0; c * s.words_per_domain()],
             w: s.words_per_domain(),
             anc: (0..s.n * s.words_per_domain()).map(|_| s.new_cell(0)).collect(),
             desc: (0..s.n * s.words_per_domain()).map(|_| s.new_cell(0)).collect(),
@@ -60,10 +65,14 @@ impl Triangle {
         }
     }
 
-    fn set_of(&self, s: &Store, cells: &[u32], v: u32) -> Vec<u64> {
-        (0..self.w)
-            .map(|k| s.cell(cells[v as usize * self.w + k]) as u64)
-            .collect()
+    /// The bitset of `v` in `cells` (ancestor or descendant chips), on the stack.
+    fn set_of(&self, s: &Store, cells: &[u32], v: u32) -> ([u64; 16], usize) {
+        let mut out = [0u64; 16];
+        let w = self.w.min(16);
+        for (k, o) in out.iter_mut().enumerate().take(w) {
+            *o = s.cell(cells[v as usize * self.w + k]) as u64;
+        }
+        (out, w)
     }
 
     /// Adds chip `c` to the ancestor (forward) or descendant (backward) sets
@@ -95,27 +104,36 @@ impl Triangle {
         if s.is_fixed(v) {
             return Ok(());
         }
-        let a_set = self.set_of(s, &self.anc, v);
-        let d_set = self.set_of(s, &self.desc, v);
-        if a_set.iter().all(|&x| x == 0) || d_set.iter().all(|&x| x == 0) {
+        let (a_set, w) = self.set_of(s, &self.anc, v);
+        if a_set[..w].iter().all(|&x| x == 0) {
             return Ok(());
         }
-        let mut allowed: Option<Vec<u64>> = None;
-        for a in bits(&a_set) {
-            for b in bits(&d_set) {
-                if a == b || self.has_arc(s, a, b) {
-                    let mut pair = vec![0u64; self.w];
-                    pair[(a / 64) as usize] |= 1 << (a % 64);
-                    pair[(b / 64) as usize] |= 1 << (b % 64);
-                    allowed = Some(match allowed {
-                        None => pair,
-                        Some(m) => m.iter().zip(&pair).map(|(x, y)| x & y).collect(),
-                    });
+        let (d_set, _) = self.set_of(s, &self.desc, v);
+        if d_set[..w].iter().all(|&x| x == 0) {
+            return Ok(());
+        }
+        let mut allowed = [!0u64; 16];
+        let mut any = false;
+        for a in bits(&a_set[..w]) {
+            // Heads b in D(v) of arcs a -> b, and a itself when a is in D(v).
+            let row = &self.rows[a as usize * self.w..a as usize * self.w + w];
+            let mut heads = [0u64; 16];
+            for k in 0..w {
+                heads[k] = row[k] & d_set[k];
+            }
+            heads[(a / 64) as usize] |= d_set[(a / 64) as usize] & (1 << (a % 64));
+            for b in bits(&heads[..w]) {
+                let mut pair = [0u64; 16];
+                pair[(a / 64) as usize] |= 1 << (a % 64);
+                pair[(b / 64) as usize] |= 1 << (b % 64);
+                for k in 0..w {
+                    allowed[k] &= pair[k];
                 }
+                any = true;
             }
         }
-        if let Some(m) = allowed {
-            s.restrict(v, &m, self.constraint)?;
+        if any {
+            s.restrict(v, &allowed[..w], self.constraint)?;
         }
         Ok(())
     }
@@ -132,11 +150,13 @@ impl Triangle {
         let c = self.c;
         self.arc_list.clear();
         let mut succ: Vec<Vec<u32>> = vec![Vec::new(); c];
+        self.rows.iter_mut().for_each(|r| *r = 0);
         for (a, out) in succ.iter_mut().enumerate() {
             for b in 0..c {
                 if s.cell(self.arcs[a * c + b]) > 0 {
                     out.push(b as u32);
                     self.arc_list.push((a as u32, b as u32));
+                    self.rows[a * self.w + b / 64] |= 1 << (b % 64);
                 }
             }
         }
@@ -309,22 +329,46 @@ impl Propagator for Triangle {
         let ends = ctx.succ[x as usize]
             .iter()
             .filter_map(|&w| s.value(w).map(|b| (cx, b)))
-            .chain(ctx.pred[x as usize].iter().filter_map(|&p| s.value(p).map(|a| (a, cx))))
-            .collect::<Vec<_>>();
-        for (a, b) in ends {
+            .chain(ctx.pred[x as usize].iter().filter_map(|&p| s.value(p).map(|a| (a, cx))));
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.clear();
+        pairs.extend(ends);
+        let mut fresh_arcs: Vec<(u32, u32)> = Vec::new();
+        for &(a, b) in &pairs {
             if a != b {
                 let cell = self.arcs[a as usize * c + b as usize];
                 let k = s.cell(cell);
                 s.set_cell(cell, k + 1);
-                new_arc |= k == 0;
+                if k == 0 {
+                    new_arc = true;
+                    fresh_arcs.push((a, b));
+                }
             }
         }
+        self.pairs = pairs;
+        if new_arc {
+            self.fresh = false;
+        }
+        self.refresh(s);
         self.touched.clear();
         self.spread(x, cx, true, s, ctx);
         self.spread(x, cx, false, s, ctx);
         if new_arc {
-            // Every node between the ends of the new arc may be affected.
-            for v in 0..s.n as u32 {
+            // Every node between the ends of a new arc may be affected, and
+            // those the spreading touched.
+            let has = |cells: &[u32], v: u32, chip: u32| -> bool {
+                let cell = cells[v as usize * self.w + (chip / 64) as usize];
+                (s.cell(cell) as u64) >> (chip % 64) & 1 == 1
+            };
+            let hit: Vec<u32> = (0..s.n as u32)
+                .filter(|&v| {
+                    !s.is_fixed(v)
+                        && fresh_arcs
+                            .iter()
+                            .any(|&(a, b)| has(&self.anc, v, a) && has(&self.desc, v, b))
+                })
+                .collect();
+            for v in hit.into_iter().chain(std::mem::take(&mut self.touched)) {
                 self.between(v, s)?;
             }
         } else {
@@ -335,8 +379,6 @@ impl Propagator for Triangle {
             self.touched = touched;
         }
         if new_arc {
-            self.fresh = false;
-            self.refresh(s);
             self.check_all()?;
             // A new arc can rule out chips anywhere next to a fixed node.
             for v in 0..s.n as u32 {

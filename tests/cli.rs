@@ -200,7 +200,7 @@ fn test_runs_every_block_and_fails_on_a_failure() {
         "{out}"
     );
     assert!(
-        out.contains("expected unsatisfiable, but { a: 0, b: 0 } is valid"),
+        out.contains("expected unsatisfiable, but { a: 0, b: 1 } is valid"),
         "{out}"
     );
     assert!(out.contains("0 passed, 2 failed"), "{out}");
@@ -288,4 +288,150 @@ fn bench_load_measures_every_graph() {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
     assert!(v["graphs"].as_u64().unwrap() >= 80);
     assert!(v["largest"]["seconds"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn sample_writes_a_partition_that_verify_accepts_and_is_reproducible() {
+    let dir = common::scratch("cli-sample");
+    let a = dir.join("a.json");
+    let b = dir.join("b.json");
+    for (f, seed) in [(&a, "7"), (&b, "7")] {
+        let o = mcmpart(&[
+            "sample",
+            "examples/bert_ring36.mcm",
+            "--seed",
+            seed,
+            "--out",
+            f.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+        assert!(text(&o).0.contains("valid partition of `bert`"), "{:?}", text(&o));
+    }
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        std::fs::read(&b).unwrap(),
+        "same seed, same partition"
+    );
+    let o = mcmpart(&["verify", "examples/bert_ring36.mcm", "--partition", a.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let c = dir.join("c.json");
+    let o = mcmpart(&[
+        "sample",
+        "examples/bert_ring36.mcm",
+        "--seed",
+        "8",
+        "--order",
+        "topological",
+        "--out",
+        c.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert_ne!(std::fs::read(&a).unwrap(), std::fs::read(&c).unwrap());
+}
+
+#[test]
+fn repair_makes_an_invalid_proposal_valid_and_counts_the_moves() {
+    let dir = common::scratch("cli-repair");
+    let q = dir.join("q.json");
+    let o = mcmpart(&[
+        "repair",
+        "examples/quickstart.mcm",
+        "--proposal",
+        "examples/quickstart.invalid.partition.json",
+        "--out",
+        q.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("nodes moved"), "{out}");
+    assert_eq!(
+        mcmpart(&["verify", "examples/quickstart.mcm", "--partition", q.to_str().unwrap()])
+            .status
+            .code(),
+        Some(0)
+    );
+    // A valid proposal moves nothing; a partial one is completed.
+    let o = mcmpart(&[
+        "repair",
+        "examples/quickstart.mcm",
+        "--proposal",
+        "examples/quickstart.partition.json",
+        "--out",
+        q.to_str().unwrap(),
+    ]);
+    assert!(text(&o).0.contains("repaired: 0 of 7 nodes moved"), "{:?}", text(&o));
+    let partial = dir.join("partial.json");
+    std::fs::write(&partial, r#"{"placement": {"fc2": 3}}"#).unwrap();
+    let o = mcmpart(&[
+        "repair",
+        "examples/quickstart.mcm",
+        "--proposal",
+        partial.to_str().unwrap(),
+        "--out",
+        q.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"placement": {"nope": 3}}"#).unwrap();
+    let o = mcmpart(&[
+        "repair",
+        "examples/quickstart.mcm",
+        "--proposal",
+        bad.to_str().unwrap(),
+        "--out",
+        q.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("`nope`"), "{:?}", text(&o));
+}
+
+#[test]
+fn an_infeasible_problem_names_the_conflicting_rules_and_exits_non_zero() {
+    let dir = common::scratch("cli-infeasible");
+    let f = dir.join("inf.mcm");
+    std::fs::write(
+        &f,
+        "use std::placement::{acyclic_flow, no_skip, memory_capacity}\nuse std::topologies::ring\n\
+         let t = ring(n = 3, memory = 3 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph { a { params = 2 MiB } -> b { params = 2 MiB } -> c { params = 2 MiB } -> d { params = 2 MiB } }\n\
+         partition g onto t { require acyclic_flow, no_skip, memory_capacity }\n",
+    )
+    .unwrap();
+    let p = dir.join("p.json");
+    let o = mcmpart(&["sample", f.to_str().unwrap(), "--out", p.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err.contains("has no valid partition") && err.contains("memory_capacity"),
+        "{err}"
+    );
+    assert!(
+        err.contains("required here") && err.contains("stdlib/placement.mcm"),
+        "{err}"
+    );
+    assert!(!p.exists());
+}
+
+#[test]
+fn bench_solver_checks_every_partition_and_writes_figures() {
+    let dir = common::scratch("cli-bench-solver");
+    for mode in ["fix", "sample"] {
+        let f = dir.join(format!("{mode}.json"));
+        let o = mcmpart(&[
+            "bench",
+            "solver",
+            "examples/bert_ring36.mcm",
+            "--mode",
+            mode,
+            "--samples",
+            "5",
+            "--out",
+            f.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        assert_eq!(v["invalid"], 0);
+        assert_eq!(v["samples"], 5);
+        assert!(v["partitions_per_second"].as_f64().unwrap() > 0.0);
+    }
 }

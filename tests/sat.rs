@@ -448,10 +448,18 @@ fn bert_timings() {
         };
         dec.push((u, vec![k.min(c as u32 - 1)]));
         let t = Instant::now();
-        if matches!(o.solve(p, &dec), SatAnswer::Sat(_)) {
+        let r = o.solve(p, &dec);
+        if matches!(r, SatAnswer::Sat(_)) {
             sats += 1;
         }
         times.push(t.elapsed());
+        if std::env::var_os("SAT_VERBOSE").is_some() {
+            let what = match r {
+                SatAnswer::Sat(_) => "sat".to_string(),
+                SatAnswer::Unsat(core) => format!("unsat {core:?}"),
+            };
+            println!("  moved {u} to {k}: {what} in {:?}", t.elapsed());
+        }
     }
     times.sort();
     println!(

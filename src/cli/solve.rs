@@ -51,14 +51,14 @@ pub fn report_infeasible(out: &Output, p: &Problem, inf: &Infeasible, sources: &
         .iter()
         .map(|&i| p.constraints[i].display_name())
         .collect();
-    let message = if names.is_empty() {
-        format!("problem `{}` has no valid partition", p.name)
-    } else {
-        format!(
+    let message = match names.as_slice() {
+        [] => format!("problem `{}` has no valid partition", p.name),
+        [one] => format!("problem `{}` has no valid partition: nothing satisfies `{one}`", p.name),
+        many => format!(
             "problem `{}` has no valid partition: {} conflict",
             p.name,
-            names.join(", ")
-        )
+            many.join(", ")
+        ),
     };
     if out.json {
         out.print_json(&serde_json::json!({"ok": false, "infeasible": true, "error": message, "constraints": names}));
@@ -66,10 +66,10 @@ pub fn report_infeasible(out: &Output, p: &Problem, inf: &Infeasible, sources: &
     }
     let mut d = Diag::error("mcm::infeasible", message).help("relax one of these rules, or give the package more room");
     for &i in &inf.constraints {
-        d = d.label(
-            p.constraints[i].use_span,
-            format!("`{}` required here", p.constraints[i].display_name()),
-        );
+        let c = &p.constraints[i];
+        d = d
+            .label(c.use_span, format!("`{}` required here", c.display_name()))
+            .label(c.decl_span, format!("`{}` declared here", c.name));
     }
     eprint!("{}", render_text(sources, &[d]));
 }

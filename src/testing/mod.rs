@@ -2,7 +2,7 @@
 //! asks whether any valid partition exists, and says why it passed or failed.
 
 use crate::lang::{Expect, ExpectedViolation, TestCase, TestQuestion};
-use crate::solver::{check, exhaustive, Violation};
+use crate::solver::{check, Violation};
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -10,8 +10,6 @@ use serde::Serialize;
 pub enum Status {
     Pass,
     Fail,
-    /// The question could not be answered (too large for exhaustive search).
-    Unknown,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -71,19 +69,9 @@ pub fn run(t: &TestCase) -> TestResult {
             }
         }
         TestQuestion::Partition => {
-            let found = exhaustive::find(&t.graph, &t.package, &t.constraints);
             let want_sat = matches!(t.expect, Expect::Satisfiable);
-            match found {
-                None => result(
-                    Status::Unknown,
-                    format!(
-                        "needs the solver: {} nodes on {} chips is too large for exhaustive search",
-                        t.graph.num_placed(),
-                        t.package.num_chips()
-                    ),
-                    Vec::new(),
-                ),
-                Some(Some(p)) => {
+            match solve(t) {
+                Ok(p) => {
                     let witness = witness(t, &p);
                     if want_sat {
                         result(Status::Pass, format!("satisfiable, e.g. {witness}"), Vec::new())
@@ -95,28 +83,52 @@ pub fn run(t: &TestCase) -> TestResult {
                         )
                     }
                 }
-                Some(None) => {
-                    let space = exhaustive::space(&t.graph, &t.package).unwrap_or(0);
+                Err(conflict) => {
                     if want_sat {
                         result(
                             Status::Fail,
-                            format!(
-                                "expected satisfiable, but none of the {space} placements satisfies {}",
-                                names(t)
-                            ),
+                            format!("expected satisfiable, but {conflict}"),
                             Vec::new(),
                         )
                     } else {
-                        result(
-                            Status::Pass,
-                            format!("unsatisfiable: none of the {space} placements satisfies {}", names(t)),
-                            Vec::new(),
-                        )
+                        result(Status::Pass, format!("unsatisfiable: {conflict}"), Vec::new())
                     }
                 }
             }
         }
     }
+}
+
+/// Asks the solver for a valid placement; on failure, names the rules in conflict.
+fn solve(t: &TestCase) -> Result<crate::problem::Placement, String> {
+    use crate::solver::{node_order, sample, Options, Order, Solver};
+    use rand::SeedableRng;
+    let problem = crate::problem::Problem {
+        name: t.name.clone(),
+        graph: t.graph.clone(),
+        package: t.package.clone(),
+        constraints: t.constraints.clone(),
+        objective: crate::problem::Objective {
+            sense: crate::problem::Sense::Maximize,
+            metric: "throughput".into(),
+        },
+        evaluator: None,
+        span: t.span,
+    };
+    let conflict = |cs: &[usize]| -> String {
+        match cs {
+            [] => format!("no placement satisfies {}", names(t)),
+            [one] => format!("no placement satisfies {}", t.constraints[*one].display_name()),
+            many => {
+                let v: Vec<String> = many.iter().map(|&i| t.constraints[i].display_name()).collect();
+                format!("{} conflict", v.join(", "))
+            }
+        }
+    };
+    let mut solver = Solver::new(&problem, Options::default()).map_err(|inf| conflict(&inf.constraints))?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+    let order = node_order(&solver, Order::Topological, &mut rng);
+    sample(&mut solver, &order, None, &mut rng).map_err(|inf| conflict(&inf.constraints))
 }
 
 fn matches(t: &TestCase, x: &ExpectedViolation, v: &Violation) -> bool {

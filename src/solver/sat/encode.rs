@@ -146,10 +146,10 @@ pub(crate) struct Lazy {
 /// coexist with a walk of two or more arcs from a to b.
 struct FlowVars {
     f: Vec<Lit>,
-    /// Arc definitions for pairs a < b are eager when `upward` is set (the
-    /// problem requires `acyclic_flow`, so no arc goes down); the others are
-    /// added when a model realises them.
-    upward: bool,
+    /// Arc definitions for pairs a < b <= a + window are eager (when the
+    /// problem requires `acyclic_flow` no arc goes down, and long arcs are
+    /// rare); the others are added when a violating model realises them.
+    window: u32,
     added: std::collections::HashSet<(u32, u32, u32)>,
 }
 
@@ -219,7 +219,7 @@ pub(crate) fn encode(solver: &mut Solver, problem: &Problem, native: bool, table
         flow: None,
     };
     let mut pair_budget = PAIR_BUDGET;
-    let mut counter_budget = COUNTER_BUDGET;
+    let mut counter_used = 0;
     for (ci, gc) in problem.constraints.iter().enumerate() {
         let kind = if native { gc.native } else { None };
         for (ii, inst) in gc.instances.iter().enumerate() {
@@ -229,7 +229,8 @@ pub(crate) fn encode(solver: &mut Solver, problem: &Problem, native: bool, table
                 Some(Native::MemoryCapacity) => match memory(n, c, ci, &inst.formula) {
                     Some(mi) => {
                         memory_eager(&mut m, solver, &mi, &mut pair_budget);
-                        memory_counter(&mut m, solver, &mi, &mut counter_budget);
+                        let share = COUNTER_BUDGET / c.max(1);
+                        counter_used += memory_counter(&mut m, solver, &mi, share.min(COUNTER_BUDGET - counter_used));
                         lazy.mem.push(mi);
                         true
                     }
@@ -254,7 +255,14 @@ pub(crate) fn encode(solver: &mut Solver, problem: &Problem, native: bool, table
 }
 
 /// At most this many eager arc definitions (edges x chip pairs).
-const ARC_BUDGET: usize = 3_000_000;
+const ARC_BUDGET: usize = 1_500_000;
+
+fn arc_window() -> usize {
+    std::env::var("SAT_WINDOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4)
+}
 
 /// Builds the chip-level arcs for the triangle constraints whose instances
 /// cover every placed edge.
@@ -280,8 +288,13 @@ fn flow_structure(m: &mut Model, solver: &mut Solver, problem: &Problem, native:
             gc.native == Some(Native::AcyclicFlow)
                 && gc.instances.len() == edges.len()
                 && gc.instances.iter().all(|i| acyclic_pair(&i.formula).is_some())
-        })
-        && edges.len() * c * (c - 1) / 2 <= ARC_BUDGET;
+        });
+    let window = if upward {
+        let per = edges.len().max(1) * c;
+        (ARC_BUDGET / per).min(arc_window()) as u32
+    } else {
+        0
+    };
     let mut f = Vec::with_capacity(c * c);
     let mut r = Vec::with_capacity(c * c);
     for _ in 0..c * c {
@@ -319,10 +332,10 @@ fn flow_structure(m: &mut Model, solver: &mut Solver, problem: &Problem, native:
             }
         }
     }
-    if upward {
+    if window > 0 {
         for e in edges {
             for a in 0..c as u32 {
-                for b in a + 1..c as u32 {
+                for b in a + 1..(a + 1 + window).min(c as u32) {
                     let clause = [!m.x(e.src, a), !m.x(e.dst, b), f[at(a as usize, b as usize)]];
                     m.add(solver, &clause);
                 }
@@ -331,7 +344,7 @@ fn flow_structure(m: &mut Model, solver: &mut Solver, problem: &Problem, native:
     }
     lazy.flow = Some(FlowVars {
         f,
-        upward,
+        window,
         added: Default::default(),
     });
 }
@@ -453,88 +466,96 @@ fn overflows(mi: &MemInst, positions: &mut [usize]) -> bool {
     !(total <= mi.cap)
 }
 
-/// The resolution of the eager memory counters: weights are counted in
-/// units of `cap / COUNTER_UNITS`, rounded down.
-const COUNTER_UNITS: u64 = 32;
+/// The finest resolution of the eager memory counters: weights are counted
+/// in units of `cap / K`, rounded down, for the largest K of these that fits
+/// the budget.
+const COUNTER_UNITS: [u64; 4] = [64, 32, 16, 8];
 
-/// At most this many clauses for the eager memory counters, in all.
-const COUNTER_BUDGET: usize = 600_000;
+/// At most this many clauses and variables for the eager memory counters, in all.
+const COUNTER_BUDGET: usize = 1_000_000;
 
 /// A weighted sequential counter of the weights rounded down to units of
-/// `cap / K`: `sum floor(w K / cap) <= K` is implied by `sum w <= cap`, so
-/// its clauses are sound; the lazy cuts settle what the rounding lets through.
-/// Exact integer arithmetic only: weights and capacity must be integers.
-fn memory_counter(m: &mut Model, solver: &mut Solver, mi: &MemInst, budget: &mut usize) {
-    let k = COUNTER_UNITS;
+/// `q = cap / K`: each weight is `q * units + r` with `r >= 0`, so `sum w <=
+/// cap` implies `sum units <= K`, and `sum units <= K - 1` as soon as some
+/// remainder is there (a virtual item of one unit stands for "some item with
+/// a remainder is on the chip"). The clauses are therefore sound, and the
+/// lazy cuts settle what the rounding lets through. Exact integer arithmetic
+/// only: weights and capacity must be integers.
+fn memory_counter(m: &mut Model, solver: &mut Solver, mi: &MemInst, budget: usize) -> usize {
     let integral = |v: f64| v.fract() == 0.0 && v >= 0.0 && v < 9.0e15;
     if !integral(mi.cap) || mi.cap < 1.0 || mi.items.iter().any(|it| !integral(it.2)) {
-        return;
+        return 0;
     }
     let cap = mi.cap as u128;
-    // Items with at least one unit, that do not overflow alone.
-    let mut items: Vec<(Lit, u64)> = mi
+    let fits: Vec<(u32, u32, u128)> = mi
         .items
         .iter()
-        .filter_map(|&(u, d, w)| {
-            let units = (w as u128 * k as u128 / cap) as u64;
-            (units >= 1 && units <= k && w <= mi.cap).then(|| (m.x(u, d), units))
-        })
+        .filter(|it| it.2 <= mi.cap)
+        .map(|&(u, d, w)| (u, d, w as u128))
         .collect();
-    // With q = cap / K, each weight is q * units + a remainder r >= 0, and
-    // sum w <= cap gives sum units <= K - sum r / q: one unit less as soon as
-    // any remainder is there. A virtual item of one unit stands for that.
-    let rest: Vec<Lit> = mi
-        .items
-        .iter()
-        .filter(|&&(_, _, w)| w <= mi.cap && (w as u128 * k as u128) % cap != 0)
-        .map(|&(u, d, _)| m.x(u, d))
-        .collect();
-    let total: u64 = items.iter().map(|it| it.1).sum::<u64>() + u64::from(!rest.is_empty());
-    if items.is_empty() || total <= k {
-        return;
-    }
-    let cost: usize =
-        items.iter().map(|it| 2 * k as usize + it.1 as usize + 1).sum::<usize>() + rest.len() + 3 * k as usize;
-    if cost > *budget {
-        return;
-    }
-    *budget -= cost;
-    if !rest.is_empty() {
-        let v = m.new_lit(solver);
-        for &x in &rest {
-            m.add(solver, &[!x, v]);
+    for k in COUNTER_UNITS {
+        let mut items: Vec<(Lit, usize)> = fits
+            .iter()
+            .filter(|it| it.2 * k as u128 >= cap)
+            .map(|&(u, d, w)| (m.x(u, d), (w * k as u128 / cap) as usize))
+            .collect();
+        let rest: Vec<Lit> = fits
+            .iter()
+            .filter(|it| (it.2 * k as u128) % cap != 0)
+            .map(|&(u, d, _)| m.x(u, d))
+            .collect();
+        let k = k as usize;
+        let total: usize = items.iter().map(|it| it.1).sum::<usize>() + usize::from(!rest.is_empty());
+        if items.is_empty() || total <= k {
+            return 0;
         }
-        items.insert(0, (v, 1));
-    }
-    let k = k as usize;
-    // prev[j - 1]: the items so far weigh at least j units (j in 1..=k).
-    let mut prev: Vec<Lit> = Vec::new();
-    for (i, &(x, w)) in items.iter().enumerate() {
-        let w = w as usize;
-        let last = i + 1 == items.len();
-        // Overflow: x and at least k + 1 - w units before.
-        if w <= k && prev.len() > k - w {
-            let clause = [!x, !prev[k - w]];
-            m.add_guarded(solver, mi.ci, &clause);
+        // Lightest first: the running totals stay small for longer.
+        items.sort_by_key(|it| it.1);
+        let (mut cost, mut run) = (rest.len() + 1, usize::from(!rest.is_empty()));
+        for it in &items {
+            run = (run + it.1).min(k);
+            cost += 3 * run + 1;
         }
-        if last {
-            break;
+        if cost > budget {
+            continue;
         }
-        let mut next: Vec<Lit> = Vec::with_capacity(k);
-        for j in 1..=k {
-            let r = m.new_lit(solver);
-            if j <= prev.len() {
-                m.add(solver, &[!prev[j - 1], r]);
+        if !rest.is_empty() {
+            let v = m.new_lit(solver);
+            for &x in &rest {
+                m.add(solver, &[!x, v]);
             }
-            if j <= w {
-                m.add(solver, &[!x, r]);
-            } else if j - w <= prev.len() {
-                m.add(solver, &[!x, !prev[j - w - 1], r]);
-            }
-            next.push(r);
+            items.insert(0, (v, 1));
         }
-        prev = next;
+        // prev[j - 1]: the items so far weigh at least j units.
+        let mut prev: Vec<Lit> = Vec::new();
+        for (i, &(x, w)) in items.iter().enumerate() {
+            // Overflow: x and at least k + 1 - w units before.
+            if prev.len() > k - w {
+                let clause = [!x, !prev[k - w]];
+                m.add_guarded(solver, mi.ci, &clause);
+            }
+            if i + 1 == items.len() {
+                break;
+            }
+            let top = (prev.len() + w).min(k);
+            let mut next: Vec<Lit> = Vec::with_capacity(top);
+            for j in 1..=top {
+                let r = m.new_lit(solver);
+                if j <= prev.len() {
+                    m.add(solver, &[!prev[j - 1], r]);
+                }
+                if j <= w {
+                    m.add(solver, &[!x, r]);
+                } else if j - w <= prev.len() {
+                    m.add(solver, &[!x, !prev[j - w - 1], r]);
+                }
+                next.push(r);
+            }
+            prev = next;
+        }
+        return cost;
     }
+    0
 }
 
 /// Units for items that overflow alone, pairs for pairs that do.
@@ -797,7 +818,7 @@ impl Lazy {
         if let Some(fv) = &mut self.flow {
             for (ei, e) in graph.placed_edges().iter().enumerate() {
                 let (a, b) = (p.chip(e.src), p.chip(e.dst));
-                if a == b || (fv.upward && a < b) || !fv.added.insert((ei as u32, a, b)) {
+                if a == b || (a < b && b - a <= fv.window) || !fv.added.insert((ei as u32, a, b)) {
                     continue;
                 }
                 defs.push(vec![

@@ -186,3 +186,48 @@ fn get_and_set_domain_follow_the_contract() {
     assert_eq!(s.num_decisions(), 0);
     assert_eq!(s.get_domain(0), vec![0, 1]);
 }
+
+#[test]
+fn packages_wider_than_a_machine_word_work() {
+    // 130 chips, domains over three 64-bit words; one node's weights fill a
+    // chip, so 130 nodes take every chip exactly once.
+    let mut nodes = String::new();
+    for i in 0..130 {
+        nodes += &format!("  n{i} {{ params = 1 KiB }}\n");
+    }
+    nodes += "  n0 -> n129\n";
+    let p = problem(&format!(
+        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
+         use std::topologies::ring\n\
+         let t = ring(n = 130, memory = 1 KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{\n{nodes}}}\n\
+         partition g onto t {{ require acyclic_flow, no_skip, triangle_dependency, memory_capacity }}\n"
+    ));
+    let mut s = Solver::new(&p, Options::default()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for _ in 0..5 {
+        let order = node_order(&s, Order::Random, &mut rng);
+        let pl = sample(&mut s, &order, None, &mut rng).unwrap();
+        assert!(valid(&p, &pl));
+        let mut used = pl.chips.clone();
+        used.sort_unstable();
+        assert_eq!(used, (0..130).collect::<Vec<u32>>());
+        assert!(pl.chips[0] < pl.chips[129]);
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_partition() {
+    let c = mcmpart::lang::compile_file(&common::root().join("examples/bert_ring36.mcm"));
+    let p = c.problem(None).unwrap();
+    let run = |seed: u64| {
+        let mut s = Solver::new(p, Options::default()).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let order = node_order(&s, Order::Random, &mut rng);
+        sample(&mut s, &order, None, &mut rng).unwrap()
+    };
+    let a = run(1);
+    assert_eq!(a, run(1));
+    assert_ne!(a, run(2));
+    assert!(valid(p, &a));
+}

@@ -7,7 +7,7 @@ mod common;
 
 use mcmpart::problem::{GroundConstraint, Placement, Problem};
 use mcmpart::solver::exhaustive;
-use mcmpart::solver::sat::{SatAnswer, SatOracle};
+use mcmpart::solver::sat::{SatAnswer, SatOptions, SatOracle};
 use mcmpart::solver::Checker;
 
 /// A small seeded generator (64-bit LCG).
@@ -202,7 +202,7 @@ fn agrees_with_exhaustive_search_on_random_tiny_instances() {
         .unwrap_or(0x5eed);
     let mut rng = Lcg(seed);
     let (mut sat, mut unsat) = (0, 0);
-    let mut cuts = [0u64; 3];
+    let mut cuts = [0u64; 5];
     for _ in 0..cases {
         let text = random_program(&mut rng);
         let p = compile(&text);
@@ -216,7 +216,39 @@ fn agrees_with_exhaustive_search_on_random_tiny_instances() {
         let mut oracles = [
             ("native", SatOracle::new(&p, true)),
             ("generic", SatOracle::new(&p, false)),
-            ("lazy generic", SatOracle::with_table_limit(&p, false, 0)),
+            (
+                "lazy generic",
+                SatOracle::with_options(
+                    &p,
+                    &SatOptions {
+                        native: false,
+                        table_limit: 0,
+                        ..SatOptions::default()
+                    },
+                ),
+            ),
+            (
+                "lazy native",
+                SatOracle::with_options(
+                    &p,
+                    &SatOptions {
+                        memory_pairs: 0,
+                        memory_counters: 0,
+                        chip_flows: false,
+                        ..SatOptions::default()
+                    },
+                ),
+            ),
+            (
+                "lazy arcs",
+                SatOracle::with_options(
+                    &p,
+                    &SatOptions {
+                        arc_budget: 0,
+                        ..SatOptions::default()
+                    },
+                ),
+            ),
         ];
         for q in &queries {
             let mut answers = Vec::new();
@@ -240,7 +272,7 @@ fn agrees_with_exhaustive_search_on_random_tiny_instances() {
             cuts[i] += o.stats().cuts;
         }
     }
-    println!("sat {sat}, unsat {unsat}, cuts (native, generic, lazy generic) {cuts:?}");
+    println!("sat {sat}, unsat {unsat}, cuts (native, generic, lazy generic, lazy native, lazy arcs) {cuts:?}");
     // The generator gives both kinds of answers.
     assert!(sat > 200 && unsat > 200, "sat {sat}, unsat {unsat}");
 }
@@ -383,6 +415,25 @@ fn bert_timings() {
     let c = mcmpart::lang::compile_file(&path);
     let p = c.problem(Some("bert")).expect("bert");
     println!("compile {:?}", t.elapsed());
+    for (what, opts) in [
+        (
+            "without chip-level arcs",
+            SatOptions {
+                chip_flows: false,
+                ..SatOptions::default()
+            },
+        ),
+        (
+            "without memory counters",
+            SatOptions {
+                memory_counters: 0,
+                ..SatOptions::default()
+            },
+        ),
+    ] {
+        let s = SatOracle::with_options(p, &opts).stats();
+        println!("encoding {what}: {} vars, {} clauses", s.vars, s.clauses);
+    }
     let t = Instant::now();
     let mut o = SatOracle::new(p, true);
     println!("encode {:?} {:?}", t.elapsed(), o.stats());
@@ -393,6 +444,21 @@ fn bert_timings() {
     };
     println!("first solve {:?} {:?}", t.elapsed(), o.stats());
     println!("chips used {}", w.chips.iter().max().unwrap() + 1);
+    let mut cold = SatOracle::with_options(
+        p,
+        &SatOptions {
+            greedy_start: false,
+            ..SatOptions::default()
+        },
+    );
+    let t = Instant::now();
+    let r = cold.solve(p, &[]);
+    println!(
+        "first solve without the greedy start: {:?}, sat={} {:?}",
+        t.elapsed(),
+        matches!(r, SatAnswer::Sat(_)),
+        cold.stats()
+    );
     let mut rng = Lcg(7);
     let n = p.graph.num_placed() as u64;
     let c = p.package.num_chips() as u64;

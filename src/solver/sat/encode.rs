@@ -1,15 +1,12 @@
 //! The clauses of the static model and the lazy cuts.
 
 use super::eval::{dependencies, ArcSet, Partial};
-use super::SatStats;
+use super::{SatOptions, SatStats};
 use crate::graph::Graph;
 use crate::package::Package;
 use crate::problem::{CmpOp, Formula, Instance, Native, Placement, Problem, Term};
 use crate::solver::checker::Checker;
 use varisat::{ExtendFormula, Lit, Solver};
-
-/// At most this many eager pair clauses for `memory_capacity`, in all.
-const PAIR_BUDGET: usize = 100_000;
 
 /// The variables of the model and the clause bookkeeping.
 pub(crate) struct Model {
@@ -128,6 +125,10 @@ struct MemInst {
 const NONE: u32 = u32::MAX;
 const MANY: u32 = u32::MAX - 1;
 
+/// Cuts found on a model: clauses with the constraint that implies each,
+/// and definitions of auxiliary variables (arcs) that no constraint guards.
+pub(crate) type Cuts = (Vec<(usize, Vec<Lit>)>, Vec<Vec<Lit>>);
+
 /// The instances checked after each solve.
 pub(crate) struct Lazy {
     mem: Vec<MemInst>,
@@ -150,11 +151,13 @@ struct FlowVars {
     /// problem requires `acyclic_flow` no arc goes down, and long arcs are
     /// rare); the others are added when a violating model realises them.
     window: u32,
+    upward: bool,
     added: std::collections::HashSet<(u32, u32, u32)>,
 }
 
 /// Builds the model's variables and eager clauses, and the lazy checks.
-pub(crate) fn encode(solver: &mut Solver, problem: &Problem, native: bool, table_limit: u64) -> (Model, Lazy) {
+pub(crate) fn encode(solver: &mut Solver, problem: &Problem, opts: &SatOptions) -> (Model, Lazy) {
+    let native = opts.native;
     let graph = &problem.graph;
     let n = graph.num_placed();
     let c = problem.package.num_chips();
@@ -218,7 +221,7 @@ pub(crate) fn encode(solver: &mut Solver, problem: &Problem, native: bool, table
         generic: Vec::new(),
         flow: None,
     };
-    let mut pair_budget = PAIR_BUDGET;
+    let mut pair_budget = opts.memory_pairs;
     let mut counter_used = 0;
     for (ci, gc) in problem.constraints.iter().enumerate() {
         let kind = if native { gc.native } else { None };
@@ -229,8 +232,9 @@ pub(crate) fn encode(solver: &mut Solver, problem: &Problem, native: bool, table
                 Some(Native::MemoryCapacity) => match memory(n, c, ci, &inst.formula) {
                     Some(mi) => {
                         memory_eager(&mut m, solver, &mi, &mut pair_budget);
-                        let share = COUNTER_BUDGET / c.max(1);
-                        counter_used += memory_counter(&mut m, solver, &mi, share.min(COUNTER_BUDGET - counter_used));
+                        let share = opts.memory_counters / c.max(1);
+                        let left = opts.memory_counters - counter_used;
+                        counter_used += memory_counter(&mut m, solver, &mi, share.min(left));
                         lazy.mem.push(mi);
                         true
                     }
@@ -246,27 +250,26 @@ pub(crate) fn encode(solver: &mut Solver, problem: &Problem, native: bool, table
                 None => false,
             };
             if !done {
-                generic(&mut m, solver, problem, ci, ii, inst, table_limit, &mut lazy);
+                generic(&mut m, solver, problem, ci, ii, inst, opts.table_limit, &mut lazy);
             }
         }
     }
-    flow_structure(&mut m, solver, problem, native, &mut lazy);
+    if opts.chip_flows {
+        flow_structure(&mut m, solver, problem, native, opts.arc_budget, &mut lazy);
+    }
     (m, lazy)
-}
-
-/// At most this many eager arc definitions (edges x chip pairs).
-const ARC_BUDGET: usize = 1_500_000;
-
-fn arc_window() -> usize {
-    std::env::var("SAT_WINDOW")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(4)
 }
 
 /// Builds the chip-level arcs for the triangle constraints whose instances
 /// cover every placed edge.
-fn flow_structure(m: &mut Model, solver: &mut Solver, problem: &Problem, native: bool, lazy: &mut Lazy) {
+fn flow_structure(
+    m: &mut Model,
+    solver: &mut Solver,
+    problem: &Problem,
+    native: bool,
+    arc_budget: usize,
+    lazy: &mut Lazy,
+) {
     let edges = problem.graph.placed_edges();
     let mut all: Vec<(u32, u32)> = edges.iter().map(|e| (e.src, e.dst)).collect();
     all.sort_unstable();
@@ -289,12 +292,9 @@ fn flow_structure(m: &mut Model, solver: &mut Solver, problem: &Problem, native:
                 && gc.instances.len() == edges.len()
                 && gc.instances.iter().all(|i| acyclic_pair(&i.formula).is_some())
         });
-    let window = if upward {
-        let per = edges.len().max(1) * c;
-        (ARC_BUDGET / per).min(arc_window()) as u32
-    } else {
-        0
-    };
+    // Eager arc definitions: upward only when no arc can go down.
+    let per = edges.len().max(1) * c * if upward { 1 } else { 2 };
+    let window = (arc_budget / per).min(c) as u32;
     let mut f = Vec::with_capacity(c * c);
     let mut r = Vec::with_capacity(c * c);
     for _ in 0..c * c {
@@ -332,10 +332,10 @@ fn flow_structure(m: &mut Model, solver: &mut Solver, problem: &Problem, native:
             }
         }
     }
-    if window > 0 {
-        for e in edges {
-            for a in 0..c as u32 {
-                for b in a + 1..(a + 1 + window).min(c as u32) {
+    for e in edges {
+        for a in 0..c as u32 {
+            for b in a.saturating_sub(window)..(a + 1 + window).min(c as u32) {
+                if b != a && (b > a || !upward) {
                     let clause = [!m.x(e.src, a), !m.x(e.dst, b), f[at(a as usize, b as usize)]];
                     m.add(solver, &clause);
                 }
@@ -345,6 +345,7 @@ fn flow_structure(m: &mut Model, solver: &mut Solver, problem: &Problem, native:
     lazy.flow = Some(FlowVars {
         f,
         window,
+        upward,
         added: Default::default(),
     });
 }
@@ -463,16 +464,14 @@ fn memory(n: usize, c: usize, ci: usize, f: &Formula) -> Option<MemInst> {
 fn overflows(mi: &MemInst, positions: &mut [usize]) -> bool {
     positions.sort_unstable();
     let total: f64 = positions.iter().map(|&i| mi.items[i].2).sum();
-    !(total <= mi.cap)
+    // NaN never fits (the checker's `<=` is false on it).
+    matches!(total.partial_cmp(&mi.cap), Some(std::cmp::Ordering::Greater) | None)
 }
 
 /// The finest resolution of the eager memory counters: weights are counted
 /// in units of `cap / K`, rounded down, for the largest K of these that fits
 /// the budget.
 const COUNTER_UNITS: [u64; 4] = [64, 32, 16, 8];
-
-/// At most this many clauses and variables for the eager memory counters, in all.
-const COUNTER_BUDGET: usize = 1_000_000;
 
 /// A weighted sequential counter of the weights rounded down to units of
 /// `q = cap / K`: each weight is `q * units + r` with `r >= 0`, so `sum w <=
@@ -482,7 +481,7 @@ const COUNTER_BUDGET: usize = 1_000_000;
 /// lazy cuts settle what the rounding lets through. Exact integer arithmetic
 /// only: weights and capacity must be integers.
 fn memory_counter(m: &mut Model, solver: &mut Solver, mi: &MemInst, budget: usize) -> usize {
-    let integral = |v: f64| v.fract() == 0.0 && v >= 0.0 && v < 9.0e15;
+    let integral = |v: f64| v.fract() == 0.0 && (0.0..9.0e15).contains(&v);
     if !integral(mi.cap) || mi.cap < 1.0 || mi.items.iter().any(|it| !integral(it.2)) {
         return 0;
     }
@@ -501,7 +500,7 @@ fn memory_counter(m: &mut Model, solver: &mut Solver, mi: &MemInst, budget: usiz
             .collect();
         let rest: Vec<Lit> = fits
             .iter()
-            .filter(|it| (it.2 * k as u128) % cap != 0)
+            .filter(|it| !(it.2 * k as u128).is_multiple_of(cap))
             .map(|&(u, d, _)| m.x(u, d))
             .collect();
         let k = k as usize;
@@ -682,14 +681,7 @@ impl Lazy {
     /// Clauses for the violated instances of the active constraints, each
     /// with its constraint, and definitions of auxiliary variables (arcs);
     /// both empty when the placement is valid for all of them.
-    pub fn cuts(
-        &mut self,
-        problem: &Problem,
-        m: &Model,
-        p: &Placement,
-        active: &[bool],
-        stats: &mut SatStats,
-    ) -> (Vec<(usize, Vec<Lit>)>, Vec<Vec<Lit>>) {
+    pub fn cuts(&mut self, problem: &Problem, m: &Model, p: &Placement, active: &[bool], stats: &mut SatStats) -> Cuts {
         let mut out = Vec::new();
         self.memory_cuts(m, p, active, &mut out);
         let defs = self.triangle_cuts(problem, m, p, active, stats, &mut out);
@@ -818,7 +810,10 @@ impl Lazy {
         if let Some(fv) = &mut self.flow {
             for (ei, e) in graph.placed_edges().iter().enumerate() {
                 let (a, b) = (p.chip(e.src), p.chip(e.dst));
-                if a == b || (a < b && b - a <= fv.window) || !fv.added.insert((ei as u32, a, b)) {
+                if a == b
+                    || ((a < b || !fv.upward) && a.abs_diff(b) <= fv.window)
+                    || !fv.added.insert((ei as u32, a, b))
+                {
                     continue;
                 }
                 defs.push(vec![

@@ -8,23 +8,34 @@
 //! What is encoded up front (eager) and what is added on demand (lazy):
 //! - `acyclic_flow` (native): `o[u][c] -> o[v][c]` per edge, eager.
 //! - `no_skip` (native): `chip(u) >= d -> t_d`, `t_d -> OR_v x[v][d]`, eager.
-//! - `memory_capacity` (native): unit and pair clauses for weights that can
-//!   never share a chip, eager; every other overflow is a lazy cut that
-//!   forbids a minimal overflowing set of nodes on that chip (and on every
-//!   chip it overflows).
-//! - `triangle_dependency` (native): lazy cuts, each the edge `(u, v)` plus
-//!   one graph edge for each arc of a walk of length >= 2 between their chips.
+//! - `memory_capacity` (native): units for weights that fit no chip, pairs
+//!   for two that cannot share one, and per chip a weighted sequential counter
+//!   of the weights rounded down to 1/64 (or coarser) of the capacity, with one
+//!   more unit as soon as a remainder is there: eager and implied by the rule.
+//!   What the rounding lets through is caught by lazy cuts, each a minimal
+//!   overflowing set of nodes, forbidden on every chip it overflows.
+//! - `triangle_dependency` (native): chip-level arc variables `f[a][b]`
+//!   (implied by each edge placed from a to b: eager for every chip pair,
+//!   upward only under `acyclic_flow`, within a budget, lazy past it) and
+//!   walk variables `r[a][b]`, with `not (f[a][b] and f[a][m] and r[m][b])`:
+//!   an arc may not coexist with a longer walk between its ends. When the
+//!   instances do not cover every edge, lazy cuts: the edge plus one edge for
+//!   each arc of a walk of length >= 2.
 //! - anything else (generic): instances over few nodes and no flow relation
-//!   are encoded as their truth table (pruned decision tree); the others are
-//!   lazy, with an explanation shrunk by a three-valued evaluation.
+//!   are encoded as their truth table (a pruned decision tree, at most
+//!   `SatOptions::table_limit` value combinations); the others are lazy, with the
+//!   explanation (the values of the nodes the instance can depend on) shrunk
+//!   by a three-valued evaluation to the nodes that falsify it on their own.
 //!
 //! The lazy loop solves, checks the model, adds a clause for every violated
 //! instance, and solves again; every cut is implied by its constraint and
 //! excludes the current model, so the loop terminates and is exact. The final
-//! model is judged by the checker before it is returned.
+//! model is judged by the checker before it is returned. The first call
+//! starts the search from a greedy placement (see `hint`), later ones from
+//! the previous model (the solver's saved phases).
 
 mod encode;
-pub(crate) mod eval;
+mod eval;
 mod hint;
 
 use crate::problem::{Placement, Problem};
@@ -68,9 +79,46 @@ pub struct SatStats {
     pub fallbacks: u64,
 }
 
-/// Default bound on the number of value combinations of a generic instance
-/// that is encoded as a table.
-pub const TABLE_LIMIT: u64 = 4096;
+/// How the static model is encoded. The defaults are what `SatOracle::new`
+/// uses; the other settings exist to test the lazy paths against the eager ones.
+#[derive(Clone, Debug)]
+pub struct SatOptions {
+    /// Compact encodings for the constraints with `native: Some(..)`; when
+    /// false, every constraint goes through the generic encoding.
+    pub native: bool,
+    /// The most value combinations a generic instance may have to be encoded
+    /// as a table (0: every generic instance is lazy).
+    pub table_limit: u64,
+    /// At most this many eager pair clauses for `memory_capacity` in all.
+    pub memory_pairs: usize,
+    /// At most this many clauses and variables for the eager memory counters in all.
+    pub memory_counters: usize,
+    /// Chip-level arc and walk variables for `triangle_dependency`; without
+    /// them its violations are excluded by lazy cuts only.
+    pub chip_flows: bool,
+    /// At most this many eager arc definitions (edges x chip pairs); past it,
+    /// only arcs up to a span that fits are eager, the others are defined when
+    /// a model realises them. (Lazy arc definitions converge slowly: a search
+    /// that may leave an arc undefined hides it.)
+    pub arc_budget: usize,
+    /// Start the first search from a greedy placement (`hint`) rather than
+    /// from the solver's default phases.
+    pub greedy_start: bool,
+}
+
+impl Default for SatOptions {
+    fn default() -> SatOptions {
+        SatOptions {
+            native: true,
+            table_limit: 4096,
+            memory_pairs: 100_000,
+            memory_counters: 1_000_000,
+            chip_flows: true,
+            arc_budget: 3_000_000,
+            greedy_start: true,
+        }
+    }
+}
 
 /// Where an assumption literal comes from.
 #[derive(Clone, Copy, Debug)]
@@ -93,6 +141,8 @@ pub struct SatOracle {
     minimize: bool,
     /// Whether the search has been given a starting placement yet.
     hinted: bool,
+    /// Print each round of the lazy loop (`MCMPART_SAT_TRACE` set).
+    trace: bool,
     stats: SatStats,
 }
 
@@ -101,15 +151,19 @@ impl SatOracle {
     /// `native: Some(..)`; when false, every constraint goes through the generic encoding
     /// (used by differential tests).
     pub fn new(problem: &Problem, native: bool) -> SatOracle {
-        SatOracle::with_table_limit(problem, native, TABLE_LIMIT)
+        SatOracle::with_options(
+            problem,
+            &SatOptions {
+                native,
+                ..SatOptions::default()
+            },
+        )
     }
 
-    /// As `new`, with the largest number of value combinations a generic
-    /// instance may have to be encoded as a table (0: every generic instance
-    /// is lazy).
-    pub fn with_table_limit(problem: &Problem, native: bool, table_limit: u64) -> SatOracle {
+    /// Encodes the static model with these settings.
+    pub fn with_options(problem: &Problem, options: &SatOptions) -> SatOracle {
         let mut solver = Solver::new();
-        let (model, lazy) = encode::encode(&mut solver, problem, native, table_limit);
+        let (model, lazy) = encode::encode(&mut solver, problem, options);
         let stats = SatStats {
             clauses: model.clauses,
             vars: model.vars,
@@ -122,7 +176,8 @@ impl SatOracle {
             set_lits: HashMap::new(),
             witness: None,
             minimize: false,
-            hinted: false,
+            hinted: !options.greedy_start,
+            trace: std::env::var_os("MCMPART_SAT_TRACE").is_some(),
             stats,
         }
     }
@@ -197,7 +252,7 @@ impl SatOracle {
                 // Solving again under the core's decisions alone often gives a
                 // smaller core (cheap: it is known to fail).
                 for _ in 0..3 {
-                    if keep.is_empty() {
+                    if keep.len() < 3 {
                         break;
                     }
                     let lits = keep.iter().flat_map(|&k| dec_lits[k].iter().copied());
@@ -281,11 +336,8 @@ impl SatOracle {
     /// The selectors of `active` constraints, then the given literals.
     fn assumptions(&self, active: &[usize], lits: impl Iterator<Item = Lit>) -> Vec<Lit> {
         let mut out: Vec<Lit> = active.iter().map(|&ci| self.model.selectors[ci]).collect();
-        for l in lits {
-            if !out.contains(&l) {
-                out.push(l);
-            }
-        }
+        let mut seen: std::collections::HashSet<Lit> = out.iter().copied().collect();
+        out.extend(lits.filter(|l| seen.insert(*l)));
         out
     }
 
@@ -330,24 +382,18 @@ impl SatOracle {
         loop {
             self.solver.assume(assumptions);
             self.stats.solves += 1;
-            let t0 = std::time::Instant::now();
-            let r = self.solver.solve();
-            let t1 = t0.elapsed();
-            match r {
+            let started = self.trace.then(std::time::Instant::now);
+            match self.solver.solve() {
                 Ok(true) => {
                     let values = self.solver.model().expect("a model after a satisfiable solve");
                     let p = self.model.placement(&values);
-                    let t0 = std::time::Instant::now();
                     let (cuts, defs) = self.lazy.cuts(problem, &self.model, &p, &mask, &mut self.stats);
-                    if std::env::var_os("SAT_TRACE").is_some() {
-                        let used = p.chips.iter().max().map_or(0, |m| m + 1);
-                        let lens: usize = cuts.iter().map(|c| c.1.len()).sum();
+                    if let Some(t) = started {
                         eprintln!(
-                            "solve {t1:?} check {:?} used {used} cuts {} defs {} avg len {:.1}",
-                            t0.elapsed(),
+                            "sat: round in {:?}: {} cuts, {} arc definitions",
+                            t.elapsed(),
                             cuts.len(),
-                            defs.len(),
-                            lens as f64 / cuts.len().max(1) as f64
+                            defs.len()
                         );
                     }
                     if cuts.is_empty() && defs.is_empty() {
@@ -363,13 +409,15 @@ impl SatOracle {
                     }
                 }
                 Ok(false) => {
-                    if std::env::var_os("SAT_TRACE").is_some() {
+                    let core = self.solver.failed_core().map(<[Lit]>::to_vec).unwrap_or_default();
+                    if let Some(t) = started {
                         eprintln!(
-                            "solve {t1:?} unsat, core {}",
-                            self.solver.failed_core().map_or(0, |c| c.len())
+                            "sat: unsatisfiable in {:?}, {} failed assumptions",
+                            t.elapsed(),
+                            core.len()
                         );
                     }
-                    return Err(self.solver.failed_core().map(<[Lit]>::to_vec).unwrap_or_default());
+                    return Err(core);
                 }
                 Err(e) => panic!("the SAT solver failed: {e}"),
             }

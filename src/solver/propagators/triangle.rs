@@ -33,6 +33,14 @@ pub struct Triangle {
     pairs: Vec<(u32, u32)>,
     /// Arcs as bitset rows (`rows[a * W..]`: the heads of arcs from a), valid while `fresh`.
     rows: Vec<u64>,
+    /// The tails of arcs into b, at `cols[b * W..]`.
+    cols: Vec<u64>,
+    /// Nodes whose ancestor (forward) or descendant set just gained a chip.
+    touched_back: Vec<u32>,
+    /// Cached: chips c that may head a new arc a -> c (row a), or tail a new
+    /// arc c -> b (row b), under the current arcs; built on demand.
+    heads_ok: std::cell::RefCell<Vec<Option<Vec<u64>>>>,
+    tails_ok: std::cell::RefCell<Vec<Option<Vec<u64>>>>,
     w: usize,
     /// Trailed bitsets: chips of fixed ancestors / descendants, W cells per node.
     anc: Vec<u32>,
@@ -57,6 +65,10 @@ impl Triangle {
             sc: Vec::new(),
             pairs: Vec::new(),
             rows: vec![0; c * s.words_per_domain()],
+            cols: vec![0; c * s.words_per_domain()],
+            touched_back: Vec::new(),
+            heads_ok: std::cell::RefCell::new(vec![None; c]),
+            tails_ok: std::cell::RefCell::new(vec![None; c]),
             w: s.words_per_domain(),
             anc: (0..s.n * s.words_per_domain()).map(|_| s.new_cell(0)).collect(),
             desc: (0..s.n * s.words_per_domain()).map(|_| s.new_cell(0)).collect(),
@@ -93,7 +105,11 @@ impl Triangle {
                 continue;
             }
             s.set_cell(cell, (cur | bit) as i64);
-            self.touched.push(v);
+            if forward {
+                self.touched.push(v);
+            } else {
+                self.touched_back.push(v);
+            }
             self.stack.extend(next[v as usize].iter().copied());
         }
     }
@@ -151,12 +167,16 @@ impl Triangle {
         self.arc_list.clear();
         let mut succ: Vec<Vec<u32>> = vec![Vec::new(); c];
         self.rows.iter_mut().for_each(|r| *r = 0);
+        self.cols.iter_mut().for_each(|r| *r = 0);
+        self.heads_ok.borrow_mut().iter_mut().for_each(|r| *r = None);
+        self.tails_ok.borrow_mut().iter_mut().for_each(|r| *r = None);
         for (a, out) in succ.iter_mut().enumerate() {
             for b in 0..c {
                 if s.cell(self.arcs[a * c + b]) > 0 {
                     out.push(b as u32);
                     self.arc_list.push((a as u32, b as u32));
                     self.rows[a * self.w + b / 64] |= 1 << (b % 64);
+                    self.cols[b * self.w + a / 64] |= 1 << (a % 64);
                 }
             }
         }
@@ -248,27 +268,68 @@ impl Triangle {
         pc.dedup();
         sc.sort_unstable();
         sc.dedup();
-        let mut words = [0u64; 16];
         let w = s.words_per_domain().min(16);
-        words[..w].copy_from_slice(&s.dom(v).words[..w]);
-        for cand in bits(&words[..w]) {
-            let bad = pc
-                .iter()
-                .any(|&a| a != cand && !self.has_arc(s, a, cand) && !self.arc_ok(a, cand))
-                || sc
-                    .iter()
-                    .any(|&b| b != cand && !self.has_arc(s, cand, b) && !self.arc_ok(cand, b))
-                || pc.iter().any(|&a| {
-                    a != cand
-                        && sc
-                            .iter()
-                            .any(|&b| b != cand && (a == b || self.has_arc(s, a, b) || self.lp(a, b) >= 2))
-                });
-            if bad {
-                s.remove(v, cand, self.constraint)?;
+        let mut allowed = [0u64; 16];
+        allowed[..w].copy_from_slice(&s.dom(v).words[..w]);
+        for &a in pc.iter() {
+            let row = self.heads(s, a);
+            for k in 0..w {
+                allowed[k] &= row[k];
             }
         }
+        for &b in sc.iter() {
+            let row = self.tails(s, b);
+            for k in 0..w {
+                allowed[k] &= row[k];
+            }
+        }
+        // a -> c -> b is a path of two: only c = a or c = b, when a -> b
+        // already has an arc or a longer path (or a == b, a cycle).
+        for &a in pc.iter() {
+            for &b in sc.iter() {
+                if a == b || self.has_arc(s, a, b) || self.lp(a, b) >= 2 {
+                    let mut pair = [0u64; 16];
+                    pair[(a / 64) as usize] |= 1 << (a % 64);
+                    pair[(b / 64) as usize] |= 1 << (b % 64);
+                    for k in 0..w {
+                        allowed[k] &= pair[k];
+                    }
+                }
+            }
+        }
+        s.restrict(v, &allowed[..w], self.constraint)?;
         Ok(())
+    }
+
+    /// Chips c for which an arc a -> c is fine: c == a, an existing arc, or
+    /// a new one that shortcuts nothing.
+    fn heads(&self, s: &Store, a: u32) -> Vec<u64> {
+        if let Some(r) = &self.heads_ok.borrow()[a as usize] {
+            return r.clone();
+        }
+        let mut r = vec![0u64; self.w];
+        for c in 0..self.c as u32 {
+            if c == a || self.has_arc(s, a, c) || self.arc_ok(a, c) {
+                r[(c / 64) as usize] |= 1 << (c % 64);
+            }
+        }
+        self.heads_ok.borrow_mut()[a as usize] = Some(r.clone());
+        r
+    }
+
+    /// Chips c for which an arc c -> b is fine.
+    fn tails(&self, s: &Store, b: u32) -> Vec<u64> {
+        if let Some(r) = &self.tails_ok.borrow()[b as usize] {
+            return r.clone();
+        }
+        let mut r = vec![0u64; self.w];
+        for c in 0..self.c as u32 {
+            if c == b || self.has_arc(s, c, b) || self.arc_ok(c, b) {
+                r[(c / 64) as usize] |= 1 << (c % 64);
+            }
+        }
+        self.tails_ok.borrow_mut()[b as usize] = Some(r.clone());
+        r
     }
 
     fn check_all(&self) -> Result<(), Fail> {
@@ -351,32 +412,43 @@ impl Propagator for Triangle {
         }
         self.refresh(s);
         self.touched.clear();
+        self.touched_back.clear();
         self.spread(x, cx, true, s, ctx);
         self.spread(x, cx, false, s, ctx);
+        let has = |cells: &[u32], v: u32, chip: u32| -> bool {
+            let cell = cells[v as usize * self.w + (chip / 64) as usize];
+            (s.cell(cell) as u64) >> (chip % 64) & 1 == 1
+        };
+        // A node whose ancestors gained cx needs a look only if one of its
+        // descendant chips is cx or the head of an arc from cx (and the
+        // mirror image for descendants).
+        let meets = |cells: &[u32], v: u32, row: &[u64], chip: u32| -> bool {
+            has(cells, v, chip) || (0..self.w).any(|k| s.cell(cells[v as usize * self.w + k]) as u64 & row[k] != 0)
+        };
+        let cxu = cx as usize;
+        let mut look: Vec<u32> = self
+            .touched
+            .iter()
+            .copied()
+            .filter(|&v| meets(&self.desc, v, &self.rows[cxu * self.w..(cxu + 1) * self.w], cx))
+            .chain(
+                self.touched_back
+                    .iter()
+                    .copied()
+                    .filter(|&v| meets(&self.anc, v, &self.cols[cxu * self.w..(cxu + 1) * self.w], cx)),
+            )
+            .collect();
         if new_arc {
-            // Every node between the ends of a new arc may be affected, and
-            // those the spreading touched.
-            let has = |cells: &[u32], v: u32, chip: u32| -> bool {
-                let cell = cells[v as usize * self.w + (chip / 64) as usize];
-                (s.cell(cell) as u64) >> (chip % 64) & 1 == 1
-            };
-            let hit: Vec<u32> = (0..s.n as u32)
-                .filter(|&v| {
-                    !s.is_fixed(v)
-                        && fresh_arcs
-                            .iter()
-                            .any(|&(a, b)| has(&self.anc, v, a) && has(&self.desc, v, b))
-                })
-                .collect();
-            for v in hit.into_iter().chain(std::mem::take(&mut self.touched)) {
-                self.between(v, s)?;
-            }
-        } else {
-            let touched = std::mem::take(&mut self.touched);
-            for &v in &touched {
-                self.between(v, s)?;
-            }
-            self.touched = touched;
+            // Every node between the ends of a new arc may be affected.
+            look.extend((0..s.n as u32).filter(|&v| {
+                !s.is_fixed(v)
+                    && fresh_arcs
+                        .iter()
+                        .any(|&(a, b)| has(&self.anc, v, a) && has(&self.desc, v, b))
+            }));
+        }
+        for v in look {
+            self.between(v, s)?;
         }
         if new_arc {
             self.check_all()?;

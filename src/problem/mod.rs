@@ -262,3 +262,68 @@ impl Formula {
         }
     }
 }
+
+impl Formula {
+    /// The decision variables the formula mentions (sorted, once each), and
+    /// whether it reads the flow graph (`flows`, `longest_path`), which
+    /// depends on every placed node.
+    pub fn dependencies(&self) -> (Vec<u32>, bool) {
+        let mut vars = Vec::new();
+        let mut global = false;
+        deps_f(self, &mut vars, &mut global);
+        vars.sort_unstable();
+        vars.dedup();
+        (vars, global)
+    }
+}
+
+fn deps_f(f: &Formula, vars: &mut Vec<u32>, global: &mut bool) {
+    match f {
+        Formula::Const(_) => {}
+        Formula::Cmp(_, a, b) | Formula::Link(a, b) => {
+            deps_t(a, vars, global);
+            deps_t(b, vars, global);
+        }
+        Formula::Flows(a, b) => {
+            *global = true;
+            deps_t(a, vars, global);
+            deps_t(b, vars, global);
+        }
+        Formula::Not(x) => deps_f(x, vars, global),
+        Formula::And(xs) | Formula::Or(xs) => xs.iter().for_each(|x| deps_f(x, vars, global)),
+        Formula::Implies(a, b) | Formula::Iff(a, b) => {
+            deps_f(a, vars, global);
+            deps_f(b, vars, global);
+        }
+    }
+}
+
+fn deps_t(t: &Term, vars: &mut Vec<u32>, global: &mut bool) {
+    match t {
+        Term::Const(_) => {}
+        Term::Chip(d) => vars.push(*d),
+        Term::ChipAttr(a, _) | Term::Neg(a) => deps_t(a, vars, global),
+        Term::Add(a, b)
+        | Term::Sub(a, b)
+        | Term::Mul(a, b)
+        | Term::Div(a, b)
+        | Term::IntDiv(a, b)
+        | Term::Rem(a, b)
+        | Term::Hops(a, b) => {
+            deps_t(a, vars, global);
+            deps_t(b, vars, global);
+        }
+        Term::LongestPath(a, b) => {
+            *global = true;
+            deps_t(a, vars, global);
+            deps_t(b, vars, global);
+        }
+        Term::Sum(es) | Term::Max(es) | Term::Min(es) => {
+            for (c, x) in es {
+                deps_f(c, vars, global);
+                deps_t(x, vars, global);
+            }
+        }
+        Term::Count(cs) => cs.iter().for_each(|c| deps_f(c, vars, global)),
+    }
+}

@@ -5,7 +5,7 @@
 //! are checked when the placement is complete.
 
 use super::{Ctx, Propagator};
-use crate::problem::{Formula, GroundConstraint, Term};
+use crate::problem::GroundConstraint;
 use crate::solver::checker::Checker;
 use crate::solver::store::{Fail, Store};
 
@@ -29,11 +29,7 @@ impl<'p> Generic<'p> {
         let mut insts = Vec::with_capacity(rule.instances.len());
         let mut of_var = vec![Vec::new(); n];
         for (i, inst) in rule.instances.iter().enumerate() {
-            let mut vars = Vec::new();
-            let mut global = false;
-            scan_f(&inst.formula, &mut vars, &mut global);
-            vars.sort_unstable();
-            vars.dedup();
+            let (vars, global) = inst.formula.dependencies();
             if !global {
                 for &v in &vars {
                     of_var[v as usize].push(insts.len() as u32);
@@ -94,57 +90,6 @@ impl<'p> Generic<'p> {
             }
         }
         Ok(())
-    }
-}
-
-fn scan_f(f: &Formula, vars: &mut Vec<u32>, global: &mut bool) {
-    match f {
-        Formula::Const(_) => {}
-        Formula::Cmp(_, a, b) | Formula::Link(a, b) => {
-            scan_t(a, vars, global);
-            scan_t(b, vars, global);
-        }
-        Formula::Flows(a, b) => {
-            *global = true;
-            scan_t(a, vars, global);
-            scan_t(b, vars, global);
-        }
-        Formula::Not(x) => scan_f(x, vars, global),
-        Formula::And(xs) | Formula::Or(xs) => xs.iter().for_each(|x| scan_f(x, vars, global)),
-        Formula::Implies(a, b) | Formula::Iff(a, b) => {
-            scan_f(a, vars, global);
-            scan_f(b, vars, global);
-        }
-    }
-}
-
-fn scan_t(t: &Term, vars: &mut Vec<u32>, global: &mut bool) {
-    match t {
-        Term::Const(_) => {}
-        Term::Chip(d) => vars.push(*d),
-        Term::ChipAttr(a, _) | Term::Neg(a) => scan_t(a, vars, global),
-        Term::Add(a, b)
-        | Term::Sub(a, b)
-        | Term::Mul(a, b)
-        | Term::Div(a, b)
-        | Term::IntDiv(a, b)
-        | Term::Rem(a, b)
-        | Term::Hops(a, b) => {
-            scan_t(a, vars, global);
-            scan_t(b, vars, global);
-        }
-        Term::LongestPath(a, b) => {
-            *global = true;
-            scan_t(a, vars, global);
-            scan_t(b, vars, global);
-        }
-        Term::Sum(es) | Term::Max(es) | Term::Min(es) => {
-            for (c, x) in es {
-                scan_f(c, vars, global);
-                scan_t(x, vars, global);
-            }
-        }
-        Term::Count(cs) => cs.iter().for_each(|c| scan_f(c, vars, global)),
     }
 }
 

@@ -1,6 +1,6 @@
 //! The clauses of the static model and the lazy cuts.
 
-use super::eval::{dependencies, ArcSet, Partial};
+use super::eval::{ArcSet, Partial};
 use super::{SatOptions, SatStats};
 use crate::graph::Graph;
 use crate::package::Package;
@@ -612,8 +612,7 @@ fn generic(
         }
         _ => {}
     }
-    let mut deps = Vec::new();
-    let global = dependencies(&inst.formula, &mut deps);
+    let (mut deps, global) = inst.formula.dependencies();
     if global {
         // The flow graph depends on every edge's endpoints.
         for e in problem.graph.placed_edges() {

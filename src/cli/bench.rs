@@ -5,6 +5,18 @@ use crate::graph::load_graph_file;
 use std::path::Path;
 use std::time::Instant;
 
+/// Writes a benchmark's figures as JSON when asked; false if that failed.
+fn save(out: &Output, dest: Option<&Path>, report: &serde_json::Value) -> bool {
+    let Some(d) = dest else { return true };
+    match std::fs::write(d, serde_json::to_string_pretty(report).unwrap_or_default()) {
+        Ok(()) => true,
+        Err(e) => {
+            out.error(&format!("cannot write `{}`: {e}", d.display()), None);
+            false
+        }
+    }
+}
+
 pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> i32 {
     let mut files: Vec<_> = match std::fs::read_dir(dir) {
         Ok(rd) => rd
@@ -61,11 +73,8 @@ pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> i3
         "slowest": slowest.as_ref().map(|r| serde_json::json!({"file": r.0, "nodes": r.1, "seconds": r.2})),
         "per_graph": rows.iter().map(|r| serde_json::json!({"file": r.0, "nodes": r.1, "seconds": r.2})).collect::<Vec<_>>(),
     });
-    if let Some(d) = dest {
-        if let Err(e) = std::fs::write(d, serde_json::to_string_pretty(&report).unwrap_or_default()) {
-            out.error(&format!("cannot write `{}`: {e}", d.display()), None);
-            return 1;
-        }
+    if !save(out, dest, &report) {
+        return 1;
     }
     if out.json {
         out.print_json(&report);
@@ -162,11 +171,8 @@ pub fn solver(
             "mean_chips_used": used as f64 / n,
             "seed": args.seed,
         });
-        if let Some(d) = dest {
-            if let Err(e) = std::fs::write(d, serde_json::to_string_pretty(&report).unwrap_or_default()) {
-                out.error(&format!("cannot write `{}`: {e}", d.display()), None);
-                return 1;
-            }
+        if !save(out, dest, &report) {
+            return 1;
         }
         if out.json {
             out.print_json(&report);

@@ -21,17 +21,7 @@ impl Dom<'_> {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.words.iter().enumerate().flat_map(|(i, &w)| {
-            let mut w = w;
-            std::iter::from_fn(move || {
-                if w == 0 {
-                    return None;
-                }
-                let b = w.trailing_zeros();
-                w &= w - 1;
-                Some(i as u32 * 64 + b)
-            })
-        })
+        bits(self.words)
     }
 
     pub fn to_vec(&self) -> Vec<u32> {
@@ -59,17 +49,24 @@ pub fn mask_of(chips: usize, set: &[u32]) -> Vec<u64> {
     m
 }
 
-/// The chips of a bitset.
-pub fn bits_of(words: &[u64]) -> Vec<u32> {
-    let mut out = Vec::new();
-    for (k, &w) in words.iter().enumerate() {
+/// The chips of a bitset, in increasing order.
+pub fn bits(words: &[u64]) -> impl Iterator<Item = u32> + '_ {
+    words.iter().enumerate().flat_map(|(i, &w)| {
         let mut w = w;
-        while w != 0 {
-            out.push(k as u32 * 64 + w.trailing_zeros());
+        std::iter::from_fn(move || {
+            if w == 0 {
+                return None;
+            }
+            let b = w.trailing_zeros();
             w &= w - 1;
-        }
-    }
-    out
+            Some(i as u32 * 64 + b)
+        })
+    })
+}
+
+/// The chips of a bitset, collected.
+pub fn bits_of(words: &[u64]) -> Vec<u32> {
+    bits(words).collect()
 }
 
 /// Bounds and size of a bitset, `None` when empty.

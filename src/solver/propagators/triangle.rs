@@ -13,6 +13,7 @@
 //! the inside of a residual block with chips that doom it.
 
 use super::{Ctx, Propagator};
+use crate::solver::domain::bits;
 use crate::solver::store::{Fail, Store};
 
 pub struct Triangle {
@@ -340,20 +341,6 @@ impl Triangle {
         }
         Ok(())
     }
-}
-
-fn bits(words: &[u64]) -> impl Iterator<Item = u32> + '_ {
-    words.iter().enumerate().flat_map(|(k, &w)| {
-        let mut w = w;
-        std::iter::from_fn(move || {
-            if w == 0 {
-                return None;
-            }
-            let b = w.trailing_zeros();
-            w &= w - 1;
-            Some(k as u32 * 64 + b)
-        })
-    })
 }
 
 fn dist(succ: &[Vec<u32>], reach: &[bool], c: usize, x: usize, b: usize, memo: &mut [Option<i32>]) -> i32 {

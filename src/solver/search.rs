@@ -154,29 +154,59 @@ fn topological(solver: &Solver) -> Vec<u32> {
 }
 
 /// How many failures a pass may take before it gives up and the search
-/// restarts in the graph's topological order, which is complete (no budget).
-/// Propagation cannot see every dead end; in a dependency-blind order, or
-/// an unlucky random one, backtracking alone can take exponential time.
-fn pass_budget(solver: &Solver, order: &[u32]) -> Option<u64> {
-    let topo = topological(solver);
-    (order != topo.as_slice()).then(|| (order.len() as u64 / 2).max(64))
+/// falls back: to FIX from a proposal drawn from the same distribution, and
+/// then to an unbudgeted pass in the graph's topological order, which is
+/// complete. Propagation cannot see every dead end; backtracking alone can
+/// take exponential time.
+fn pass_budget(order: &[u32]) -> Option<u64> {
+    Some((order.len() as u64 / 2).max(64))
 }
 
 /// SAMPLE: each node in order gets a chip drawn from its distribution
 /// restricted to its current domain.
 pub fn sample(solver: &mut Solver, order: &[u32], probs: Probs, rng: &mut impl Rng) -> Result<Placement, Infeasible> {
     solver.reset();
-    let budget = pass_budget(solver, order);
+    let budget = pass_budget(order);
     solver.set_backjump(budget.is_none());
     let done = sample_rest(solver, order, probs, rng, budget);
     solver.set_backjump(true);
     if !done? {
         solver.stats.restarts += 1;
-        solver.reset();
+        // A proposal drawn from the same distribution, repaired by FIX:
+        // nodes whose draw is no longer allowed wait for the second pass
+        // instead of taking whatever is left, which avoids most dead ends.
+        let chips = solver.num_chips() as u32;
+        let proposal: Vec<Option<u32>> = (0..solver.num_nodes())
+            .map(|u| Some(draw_any(probs.and_then(|p| p.get(u)), chips, rng)))
+            .collect();
         let topo = topological(solver);
-        sample_rest(solver, &topo, probs, rng, None)?;
+        solver.set_backjump(false);
+        let fixed = fix_pass(solver, &topo, &proposal, probs, rng, Some((order.len() as u64).max(64)));
+        solver.set_backjump(true);
+        if !fixed? {
+            solver.stats.restarts += 1;
+            solver.reset();
+            sample_rest(solver, &topo, probs, rng, None)?;
+        }
     }
     finish(solver)
+}
+
+/// A chip drawn from a node's weights over all chips (uniform without them).
+fn draw_any(p: Option<&Vec<f32>>, chips: u32, rng: &mut impl Rng) -> u32 {
+    if let Some(p) = p {
+        let total: f64 = p.iter().take(chips as usize).map(|w| w.max(0.0) as f64).sum();
+        if total > 0.0 {
+            let mut t = rng.random::<f64>() * total;
+            for (c, w) in p.iter().take(chips as usize).enumerate() {
+                t -= w.max(0.0) as f64;
+                if t <= 0.0 {
+                    return c as u32;
+                }
+            }
+        }
+    }
+    rng.random_range(0..chips.max(1))
 }
 
 /// FIX: keep each node's proposed chip while it is still allowed, then
@@ -189,7 +219,7 @@ pub fn fix(
     probs: Probs,
     rng: &mut impl Rng,
 ) -> Result<(Placement, usize), Infeasible> {
-    let budget = pass_budget(solver, order);
+    let budget = pass_budget(order);
     solver.set_backjump(budget.is_none());
     let done = fix_pass(solver, order, proposal, probs, rng, budget);
     solver.set_backjump(true);

@@ -6,6 +6,7 @@
 //! [`package`] models beside it, [`testing`] for test blocks, and [`cli`].
 
 pub mod cli;
+pub mod cost;
 pub mod graph;
 pub mod lang;
 pub mod package;

@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+pub mod eval;
 pub mod import;
 mod show;
 pub mod solve;
@@ -45,6 +46,20 @@ pub enum Command {
         /// The problem, when the file declares several.
         #[arg(long)]
         problem: Option<String>,
+    },
+    /// The cost of a partition: latency, throughput, the bound, per chip
+    /// compute, links, weights and peak memory; exit 0 when valid.
+    Eval {
+        /// The .mcm file.
+        file: PathBuf,
+        /// The partition file (`*.partition.json`).
+        #[arg(long)]
+        partition: PathBuf,
+        /// The problem, when the file declares several.
+        #[arg(long)]
+        problem: Option<String>,
+        #[command(flatten)]
+        eval: eval::EvalArgs,
     },
     /// Run every `test` block of the files.
     Test {
@@ -168,6 +183,12 @@ pub fn run(cli: Cli) -> i32 {
             partition,
             problem,
         } => verify::run(&out, &file, &partition, problem.as_deref()),
+        Command::Eval {
+            file,
+            partition,
+            problem,
+            eval: args,
+        } => eval::run(&out, &file, &partition, problem.as_deref(), &args),
         Command::Test { files } => test::run(&out, &files),
         Command::Show {
             graph,

@@ -90,6 +90,34 @@ impl Package {
         self.link_index.get(&(a, b)).copied()
     }
 
+    /// The next chip on the route from `a` to `b` with fewest links, ties
+    /// broken by the lowest next chip id (the cost model's routing rule);
+    /// `None` when `a == b` or `b` cannot be reached.
+    pub fn next_hop(&self, a: u32, b: u32) -> Option<u32> {
+        let h = self.hops(a, b)?;
+        if h == 0 {
+            return None;
+        }
+        // Links out of `a`, in increasing destination id.
+        self.link_index
+            .range((a, 0)..=(a, u32::MAX))
+            .map(|(&(_, y), _)| y)
+            .find(|&y| self.hops(y, b) == Some(h - 1))
+    }
+
+    /// The links (indices into `links`) on the route from `a` to `b`, in
+    /// order; empty when `a == b`, `None` when `b` cannot be reached.
+    pub fn route(&self, a: u32, b: u32) -> Option<Vec<usize>> {
+        self.hops(a, b)?;
+        let mut path = Vec::new();
+        let mut x = a;
+        while let Some(y) = self.next_hop(x, b) {
+            path.push(self.link_index[&(x, y)]);
+            x = y;
+        }
+        Some(path)
+    }
+
     /// A numeric attribute of a chip in base units.
     pub fn chip_attr(&self, chip: u32, name: &str) -> Option<&Scalar> {
         if let Some(c) = self.chips.get(chip as usize) {

@@ -1,0 +1,161 @@
+//! `mcmpart eval FILE --partition P.json`: the cost model's figures for a
+//! partition (latency, throughput, the bound, per chip), the dynamic check,
+//! and the external evaluator's verdict when the problem names one.
+
+use super::Output;
+use crate::cost::{CostModel, Judge, JudgeOptions, Verdict};
+use crate::lang::diag::render_text;
+use crate::problem::read_partition;
+use crate::quantity::{format_quantity, Dim};
+use crate::solver::check;
+use std::path::Path;
+use std::time::Duration;
+
+/// How partitions are judged, shared by `eval`, `solve` and `compare`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EvalArgs {
+    /// An external evaluator command (run by `sh -c`): reads the partition
+    /// JSON on stdin, prints `{"valid": true, "throughput": X}` or
+    /// `{"valid": false, "reason": "..."}`. Overrides `evaluate with`.
+    #[arg(long)]
+    pub evaluator: Option<String>,
+    /// Use the analytical model even when the problem names an evaluator.
+    #[arg(long, conflicts_with = "evaluator")]
+    pub analytical: bool,
+    /// Seconds an evaluation may take before it counts as invalid.
+    #[arg(long, default_value_t = 60.0)]
+    pub eval_timeout: f64,
+    /// Evaluations run at once.
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// Skip the built-in peak-memory check.
+    #[arg(long)]
+    pub no_dynamic_check: bool,
+}
+
+impl EvalArgs {
+    pub fn options(&self) -> JudgeOptions {
+        JudgeOptions {
+            evaluator: self.evaluator.clone(),
+            analytical: self.analytical,
+            timeout: Duration::from_secs_f64(self.eval_timeout.clamp(0.001, 1e7)),
+            jobs: self.jobs.max(1),
+            dynamic_check: !self.no_dynamic_check,
+        }
+    }
+}
+
+pub fn secs(v: f64) -> String {
+    format_quantity(v, Dim::TIME)
+}
+
+fn bytes(v: f64) -> String {
+    format_quantity(v, Dim::BYTES)
+}
+
+pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>, args: &EvalArgs) -> i32 {
+    super::solve::with_problem(out, file, problem, |p, sources| {
+        let placement = match read_partition(partition, &p.graph, p.package.num_chips()) {
+            Ok(pl) => pl,
+            Err(e) => {
+                out.error(&e.message, e.help.as_deref());
+                return 1;
+            }
+        };
+        let (model, judge) = match CostModel::new(p).and_then(|m| Ok((m, Judge::new(p, &args.options())?))) {
+            Ok(x) => x,
+            Err(e) => {
+                out.error(&e.message, e.help.as_deref());
+                return 1;
+            }
+        };
+        let report = match model.report(&placement.chips) {
+            Ok(r) => r,
+            Err(m) => {
+                out.error(&format!("the partition cannot be evaluated: {m}"), None);
+                return 1;
+            }
+        };
+        let violations = check(&p.graph, &p.package, &p.constraints, &placement);
+        let verdict = judge.evaluate(&placement.chips);
+        let valid = violations.is_empty() && matches!(verdict, Verdict::Valid { .. });
+        if out.json {
+            let vs: Vec<String> = violations.iter().map(|v| v.describe()).collect();
+            out.print_json(&serde_json::json!({
+                "ok": true, "problem": p.name, "valid": valid, "violations": vs,
+                "judge": judge.describe, "verdict": verdict, "cost": report,
+            }));
+        } else {
+            if !violations.is_empty() {
+                let diags = super::verify::violation_diags(p, &violations);
+                eprint!("{}", render_text(sources, &diags));
+            }
+            print_report(p, &report);
+            match &verdict {
+                Verdict::Valid { throughput } if judge.describe != "analytical" => {
+                    println!("evaluator `{}`: throughput {throughput:.4} /s", judge.describe)
+                }
+                Verdict::Valid { .. } => {}
+                Verdict::Invalid { reason } => println!("invalid at evaluation: {reason}"),
+            }
+            if valid {
+                println!(
+                    "valid: {} ({} nodes on {} chips)",
+                    partition.display(),
+                    p.graph.num_placed(),
+                    p.package.num_chips()
+                );
+            } else if !violations.is_empty() {
+                println!("invalid: the partition breaks {} rule instance(s)", violations.len());
+            }
+        }
+        if valid {
+            0
+        } else {
+            1
+        }
+    })
+}
+
+fn print_report(p: &crate::problem::Problem, r: &crate::cost::CostReport) {
+    println!(
+        "latency {} (throughput {:.4} /s); bottleneck `{}`",
+        secs(r.latency_s),
+        r.throughput,
+        p.package.chips[r.bottleneck as usize].name
+    );
+    println!(
+        "bound   {} (throughput {:.4} /s): this partition reaches {:.1}% of it",
+        secs(r.bound_latency_s),
+        r.bound_throughput,
+        100.0 * r.bound_latency_s / r.latency_s
+    );
+    println!(
+        "{:<12} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}",
+        "chip", "nodes", "compute", "links", "stage", "weights", "peak", "memory"
+    );
+    for c in &r.chips {
+        if c.nodes == 0 && c.stage_s == 0.0 && c.peak_bytes == 0 {
+            continue;
+        }
+        println!(
+            "{:<12} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}",
+            c.name,
+            c.nodes,
+            secs(c.compute_s),
+            secs(c.link_s),
+            secs(c.stage_s),
+            bytes(c.weight_bytes as f64),
+            bytes(c.peak_bytes as f64),
+            c.memory_bytes.map_or("-".to_string(), bytes)
+        );
+    }
+    let idle = r
+        .chips
+        .iter()
+        .filter(|c| c.nodes == 0 && c.stage_s == 0.0 && c.peak_bytes == 0)
+        .count();
+    if idle > 0 {
+        println!("({idle} empty chip(s) not shown)");
+    }
+}

@@ -13,4 +13,5 @@ pub mod package;
 pub mod problem;
 pub mod quantity;
 pub mod solver;
+pub mod strategy;
 pub mod testing;

@@ -2,8 +2,10 @@
 
 mod bench;
 mod check;
+mod compare;
 pub mod eval;
 pub mod import;
+mod search;
 mod show;
 pub mod solve;
 mod stats;
@@ -76,6 +78,22 @@ pub enum Command {
         /// Where to write the partition.
         #[arg(long)]
         out: PathBuf,
+    },
+    /// Search for a good valid partition within a budget and write the best.
+    Solve {
+        /// The .mcm file.
+        file: PathBuf,
+        #[command(flatten)]
+        args: search::SolveArgs,
+    },
+    /// Compare strategies over problems and seeds, against greedy and the
+    /// lower bound: curves, summary tables and figures.
+    Compare {
+        /// The .mcm files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        args: compare::CompareArgs,
     },
     /// Make a proposal valid, by FIX: keep what can stay, move the rest.
     Repair {
@@ -201,6 +219,8 @@ pub fn run(cli: Cli) -> i32 {
             solver,
             out: dest,
         } => solve::run_sample(&out, &file, &solver, &dest),
+        Command::Solve { file, args } => search::run(&out, &file, &args),
+        Command::Compare { files, args } => compare::run(&out, &files, &args),
         Command::Repair {
             file,
             proposal,

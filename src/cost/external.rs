@@ -25,7 +25,12 @@ impl External {
     pub fn new(command: &str, dir: PathBuf, timeout: Duration, graph: Arc<Graph>, num_chips: usize) -> External {
         External {
             command: command.to_string(),
-            dir,
+            // `Path::parent` of a bare file name is "", where no command starts.
+            dir: if dir.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                dir
+            },
             timeout,
             graph,
             num_chips,
@@ -61,13 +66,15 @@ impl External {
         let out = drain(child.stdout.take());
         let err = drain(child.stderr.take());
         let status = wait(&mut child, self.timeout);
+        if status.is_none() {
+            // Before joining the writer: it blocks while a child that does
+            // not read holds its stdin open.
+            kill(&mut child);
+        }
         let _ = writer.join();
         let status = match status {
             Some(s) => s,
-            None => {
-                kill(&mut child);
-                return Err(format!("evaluator timed out after {:.1} s", self.timeout.as_secs_f64()));
-            }
+            None => return Err(format!("evaluator timed out after {:.1} s", self.timeout.as_secs_f64())),
         };
         let stdout = out.join().unwrap_or_default();
         let stderr = err.join().unwrap_or_default();

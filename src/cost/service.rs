@@ -117,6 +117,11 @@ impl Judge {
         }
     }
 
+    /// Evaluations run at once.
+    pub fn jobs(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
     pub fn evaluate(&self, chips: &[u32]) -> Verdict {
         self.evaluate_all(&[chips.to_vec()])
             .pop()

@@ -102,16 +102,34 @@ impl Compiled {
 /// Compiles a file and everything it imports.
 pub fn compile_file(path: &Path) -> Compiled {
     let (program, diags) = loader::load_file(path);
-    compile(program, diags)
+    compile(program, diags, None)
+}
+
+/// Compiles a file with `graph` in place of the graph of each of its
+/// `partition ... onto ...` problems (the package, the rules and the
+/// objective stay the file's): one problem applied to other graphs, as
+/// `mcmpart compare --graphs` does. The problem's graph expression is not
+/// evaluated (a `let` it names still is, as every `let`); `test` blocks keep
+/// their graphs.
+pub fn compile_file_with_graph(path: &Path, graph: Arc<Graph>) -> Compiled {
+    let (program, diags) = loader::load_file(path);
+    compile(program, diags, Some(graph))
 }
 
 /// Compiles source text; relative paths resolve against `dir`.
 pub fn compile_str(name: &str, text: &str, dir: &Path) -> Compiled {
     let (program, diags) = loader::load_str(name, text, dir);
-    compile(program, diags)
+    compile(program, diags, None)
 }
 
-fn compile(program: Program, mut diags: Vec<Diag>) -> Compiled {
+/// [`compile_str`] with `graph` in place of each problem's graph (see
+/// [`compile_file_with_graph`]).
+pub fn compile_str_with_graph(name: &str, text: &str, dir: &Path, graph: Arc<Graph>) -> Compiled {
+    let (program, diags) = loader::load_str(name, text, dir);
+    compile(program, diags, Some(graph))
+}
+
+fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) -> Compiled {
     let (type_diags, types) = types::check_program(&program);
     diags.extend(type_diags);
     let mut problems = Vec::new();
@@ -127,7 +145,7 @@ fn compile(program: Program, mut diags: Vec<Diag>) -> Compiled {
                         diags.push(d);
                     }
                 }
-                Item::Partition(p) => match build_problem(&program, &mut ev, p, problems.len()) {
+                Item::Partition(p) => match build_problem(&program, &mut ev, p, problems.len(), graph.as_ref()) {
                     Ok(prob) => {
                         if let Some((_, first)) = names.iter().find(|(n, _)| *n == prob.name) {
                             diags.push(
@@ -206,8 +224,25 @@ fn ground_all(
     }
 }
 
-fn build_problem(prog: &Program, ev: &mut Evaluator, p: &PartitionDecl, index: usize) -> Result<Problem, Vec<Diag>> {
-    let (graph, package) = graph_and_package(ev, &[], &p.graph, &p.package)?;
+fn build_problem(
+    prog: &Program,
+    ev: &mut Evaluator,
+    p: &PartitionDecl,
+    index: usize,
+    graph: Option<&Arc<Graph>>,
+) -> Result<Problem, Vec<Diag>> {
+    let (graph, package) = match graph {
+        None => graph_and_package(ev, &[], &p.graph, &p.package)?,
+        Some(g) => match ev.value(0, &[], &p.package) {
+            Ok(Value::Package(k)) => (g.clone(), k),
+            Ok(_) => {
+                return Err(vec![
+                    Diag::error("mcm::type", "expected a package").label(p.package.span, "")
+                ])
+            }
+            Err(d) => return Err(vec![d]),
+        },
+    };
     let constraints = ground_all(ev, &[], &p.requires, &graph, &package)?;
     let name = match (&p.alias, &p.graph.kind) {
         (Some(a), _) => a.name.clone(),

@@ -303,6 +303,24 @@ impl<'p> Solver<'p> {
         }
     }
 
+    /// A full valid placement from SAT, searched from `hint` (its values are
+    /// preferred where they fit); `None` when SAT is off or no valid
+    /// placement exists. The last resort of FIX: it always ends.
+    pub fn witness_near(&mut self, hint: &[u32]) -> Option<Placement> {
+        if !self.use_sat {
+            return None;
+        }
+        let problem = self.problem;
+        let native = self.native;
+        self.stats.sat_calls += 1;
+        let oracle = self.sat.get_or_insert_with(|| SatOracle::new(problem, native));
+        oracle.suggest(problem, &Placement::new(hint.to_vec()));
+        match oracle.solve(problem, &[]) {
+            SatAnswer::Sat(p) => Some(p),
+            SatAnswer::Unsat(_) => None,
+        }
+    }
+
     /// Asks SAT which standing decisions doom the search, and undoes every
     /// decision above the latest culprit (the culprit itself is undone and
     /// excluded by the caller's loop).

@@ -185,11 +185,40 @@ pub fn sample(solver: &mut Solver, order: &[u32], probs: Probs, rng: &mut impl R
         solver.set_backjump(true);
         if !fixed? {
             solver.stats.restarts += 1;
-            solver.reset();
-            sample_rest(solver, &topo, probs, rng, None)?;
+            last_resort(solver, &proposal, probs, rng)?;
         }
     }
     finish(solver)
+}
+
+/// The pass that always ends: FIX towards a SAT witness searched from the
+/// proposal, which meets no dead end since the witness is valid. Without
+/// SAT, the complete (unbudgeted) FIX pass in topological order.
+fn last_resort(
+    solver: &mut Solver,
+    proposal: &[Option<u32>],
+    probs: Probs,
+    rng: &mut impl Rng,
+) -> Result<(), Infeasible> {
+    let chips = solver.num_chips() as u32;
+    let hint: Vec<u32> = (0..solver.num_nodes())
+        .map(|u| match proposal.get(u).copied().flatten() {
+            Some(y) if y < chips => y,
+            _ => draw_any(probs.and_then(|p| p.get(u)), chips, rng),
+        })
+        .collect();
+    let topo = topological(solver);
+    solver.set_backjump(true);
+    match solver.witness_near(&hint) {
+        Some(w) => {
+            let target: Vec<Option<u32>> = w.chips.into_iter().map(Some).collect();
+            fix_pass(solver, &topo, &target, probs, rng, None)?;
+        }
+        None => {
+            fix_pass(solver, &topo, proposal, probs, rng, None)?;
+        }
+    }
+    Ok(())
 }
 
 /// A chip drawn from a node's weights over all chips (uniform without them).
@@ -220,13 +249,20 @@ pub fn fix(
     rng: &mut impl Rng,
 ) -> Result<(Placement, usize), Infeasible> {
     let budget = pass_budget(order);
-    solver.set_backjump(budget.is_none());
-    let done = fix_pass(solver, order, proposal, probs, rng, budget);
-    solver.set_backjump(true);
-    if !done? {
+    solver.set_backjump(false);
+    let mut done = fix_pass(solver, order, proposal, probs, rng, budget)?;
+    if !done {
+        // A proposal that leads the given order into dead ends often does
+        // not in a random topological order, which decides each node close
+        // to its inputs.
         solver.stats.restarts += 1;
-        let topo = topological(solver);
-        fix_pass(solver, &topo, proposal, probs, rng, None)?;
+        let again = node_order(solver, Order::Random, rng);
+        done = fix_pass(solver, &again, proposal, probs, rng, Some((order.len() as u64).max(64)))?;
+    }
+    solver.set_backjump(true);
+    if !done {
+        solver.stats.restarts += 1;
+        last_resort(solver, proposal, probs, rng)?;
     }
     let p = finish(solver)?;
     let moved = p

@@ -1,0 +1,211 @@
+//! `mcmpart solve`: run a strategy within a budget, write the best valid
+//! partition, and say how it compares with greedy and with the bound.
+
+use super::eval::{secs, EvalArgs};
+use super::solve::{report_infeasible, with_problem};
+use super::Output;
+use crate::cost::{CostModel, Judge};
+use crate::problem::{partition_json, write_partition, Placement, Problem};
+use crate::strategy::{self, Budget, Greedy, Outcome};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// The strategy `solve` runs when none is named: the best the project has
+/// (see the book's comparison table).
+pub const DEFAULT_STRATEGY: &str = "dp";
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct SolveArgs {
+    /// The problem, when the file declares several.
+    #[arg(long)]
+    pub problem: Option<String>,
+    /// greedy, random, anneal or dp.
+    #[arg(long, default_value = DEFAULT_STRATEGY)]
+    pub strategy: String,
+    /// Budget in samples (evaluated partitions).
+    #[arg(long, conflicts_with = "time")]
+    pub budget: Option<usize>,
+    /// Budget in seconds.
+    #[arg(long)]
+    pub time: Option<f64>,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where to write the best partition (default: `<file>.partition.json`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub eval: EvalArgs,
+}
+
+impl SolveArgs {
+    pub fn budget(&self) -> Budget {
+        match (self.budget, self.time) {
+            (_, Some(t)) => Budget::Seconds(t.max(0.0)),
+            (Some(n), None) => Budget::Samples(n),
+            (None, None) => Budget::Samples(1000),
+        }
+    }
+}
+
+/// A strategy by name, or an error naming the ones there are.
+pub fn strategy_named(out: &Output, name: &str) -> Option<Box<dyn strategy::Strategy>> {
+    let s = strategy::by_name(name);
+    if s.is_none() {
+        let known = strategy::NAMES.join(", ");
+        let help = crate::lang::diag::suggest(name, strategy::NAMES.iter().copied())
+            .map(|s| format!("did you mean `{s}`? The strategies are {known}"))
+            .unwrap_or_else(|| format!("the strategies are {known}"));
+        out.error(&format!("unknown strategy `{name}`"), Some(&help));
+    }
+    s
+}
+
+pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> i32 {
+    let Some(mut strat) = strategy_named(out, &args.strategy) else {
+        return 2;
+    };
+    with_problem(out, file, args.problem.as_deref(), |p, sources| {
+        let judge = match Judge::new(p, &args.eval.options()) {
+            Ok(j) => j,
+            Err(e) => {
+                out.error(&e.message, e.help.as_deref());
+                return 1;
+            }
+        };
+        let budget = args.budget();
+        let bar = progress_bar(out, budget);
+        let mut tick = |r: &strategy::SampleRecord| {
+            if let Some(b) = &bar {
+                match budget {
+                    Budget::Samples(_) => b.set_position(r.sample as u64),
+                    Budget::Seconds(_) => b.set_position((r.elapsed_s * 10.0) as u64),
+                }
+                if let Some(t) = r.best {
+                    b.set_message(format!("best {t:.2}/s"));
+                }
+            }
+        };
+        let result = strategy::run(p, &judge, strat.as_mut(), budget, args.seed, Some(&mut tick));
+        if let Some(b) = &bar {
+            b.finish_and_clear();
+        }
+        let outcome = match result {
+            Ok(o) => o,
+            Err(inf) => {
+                report_infeasible(out, p, &inf, sources);
+                return 1;
+            }
+        };
+        // The baseline: greedy's one partition, not counted in the budget.
+        let greedy = match strategy::run(p, &judge, &mut Greedy, Budget::Samples(1), args.seed, None) {
+            Ok(g) => g.best.map(|b| b.throughput),
+            Err(_) => None,
+        };
+        let dest = args.out.clone().unwrap_or_else(|| default_out(file));
+        report(out, p, &judge, &outcome, greedy, &dest)
+    })
+}
+
+fn default_out(file: &Path) -> PathBuf {
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("best");
+    PathBuf::from(format!("{stem}.partition.json"))
+}
+
+fn progress_bar(out: &Output, budget: Budget) -> Option<indicatif::ProgressBar> {
+    if out.json || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let (len, unit) = match budget {
+        Budget::Samples(n) => (n as u64, "samples"),
+        Budget::Seconds(t) => ((t * 10.0) as u64, "ds"),
+    };
+    let bar = indicatif::ProgressBar::new(len);
+    let style = indicatif::ProgressStyle::with_template(&format!(
+        "{{elapsed_precise}} [{{bar:40}}] {{pos}}/{{len}} {unit} {{msg}}"
+    ))
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    Some(bar)
+}
+
+/// The most common reasons for invalid samples, with counts.
+pub fn top_reasons(o: &Outcome, n: usize) -> Vec<(String, usize)> {
+    let mut v: Vec<(String, usize)> = o.invalid.iter().map(|(r, c)| (r.clone(), *c)).collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v.truncate(n);
+    v
+}
+
+fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, greedy: Option<f64>, dest: &Path) -> i32 {
+    let Some(best) = &o.best else {
+        let reasons = top_reasons(o, 3);
+        let why = reasons
+            .first()
+            .map(|r| r.0.clone())
+            .unwrap_or_else(|| "no sample was taken".into());
+        out.error(
+            &format!(
+                "no valid partition of `{}` in {} sample(s): all {} were invalid at evaluation",
+                p.name,
+                o.records.len(),
+                o.invalid_count()
+            ),
+            Some(&format!("the most common reason: {why}")),
+        );
+        return 1;
+    };
+    let pl = Placement::new(best.chips.clone());
+    if let Err(e) = write_partition(dest, &pl, &p.graph, p.package.num_chips()) {
+        out.error(&format!("cannot write `{}`: {e}", dest.display()), None);
+        return 1;
+    }
+    let bound = CostModel::new(p).ok().map(|m| 1.0 / m.bound_latency());
+    let improvement = greedy.map(|g| best.throughput / g);
+    if out.json {
+        let reasons: Vec<serde_json::Value> = top_reasons(o, 10)
+            .into_iter()
+            .map(|(r, c)| serde_json::json!({"reason": r, "count": c}))
+            .collect();
+        out.print_json(&serde_json::json!({
+            "ok": true, "problem": p.name, "strategy": o.strategy, "seed": o.seed, "judge": judge.describe,
+            "out": dest.display().to_string(), "samples": o.records.len(), "elapsed_s": o.elapsed_s,
+            "throughput": best.throughput, "found_at_sample": best.sample,
+            "greedy_throughput": greedy, "improvement_over_greedy": improvement,
+            "bound_throughput": bound, "fraction_of_bound": bound.map(|b| best.throughput / b),
+            "invalid": o.invalid_count(), "invalid_reasons": reasons, "solver": o.solver,
+            "curve": o.records, "partition": partition_json(&pl, &p.graph, p.package.num_chips()),
+        }));
+        return 0;
+    }
+    println!(
+        "{}: best of {} samples in {} (found at sample {}), written to {}",
+        o.strategy,
+        o.records.len(),
+        secs(o.elapsed_s),
+        best.sample,
+        dest.display()
+    );
+    println!(
+        "throughput  {:.4} /s (latency {})",
+        best.throughput,
+        secs(1.0 / best.throughput)
+    );
+    match (greedy, improvement) {
+        (Some(g), Some(x)) => println!("vs greedy   {x:.3}x (greedy: {g:.4} /s)"),
+        _ => println!("vs greedy   greedy found no valid partition"),
+    }
+    if let Some(b) = bound {
+        println!(
+            "vs bound    {:.1}% of the bound {b:.4} /s (gap {:.2}x)",
+            100.0 * best.throughput / b,
+            b / best.throughput
+        );
+    }
+    let bad = o.invalid_count();
+    println!("invalid     {bad} of {} samples", o.records.len());
+    for (r, c) in top_reasons(o, 5) {
+        println!("  {c:>6}  {r}");
+    }
+    0
+}

@@ -1,0 +1,281 @@
+//! Search strategies: each asks the solver for valid partitions and the
+//! judge for their worth, within one budget (samples or seconds) and one
+//! seed, through a [`Search`]. A sample is one evaluated partition; every
+//! strategy records the best throughput so far after each sample.
+
+mod anneal;
+mod dp;
+mod greedy;
+mod random;
+
+pub use anneal::Anneal;
+pub use dp::{pipeline_cuts, pipeline_order, Dp};
+pub use greedy::{greedy_proposal, Greedy};
+pub use random::Random;
+
+use crate::cost::{Judge, Verdict};
+use crate::problem::{Placement, Problem};
+use crate::solver::{fix, node_order, sample, Infeasible, Options, Order, Probs, Solver, Stats};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// How much a strategy may spend.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    Samples(usize),
+    Seconds(f64),
+}
+
+/// One evaluated partition, as the best-so-far curve records it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SampleRecord {
+    /// 1-based sample number.
+    pub sample: usize,
+    pub elapsed_s: f64,
+    /// `None` when the partition was invalid at evaluation.
+    pub throughput: Option<f64>,
+    /// The best valid throughput up to this sample.
+    pub best: Option<f64>,
+}
+
+/// The best partition found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Best {
+    pub chips: Vec<u32>,
+    pub throughput: f64,
+    /// The sample that found it.
+    pub sample: usize,
+}
+
+/// What a run of a strategy leaves.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub strategy: String,
+    pub seed: u64,
+    pub best: Option<Best>,
+    pub records: Vec<SampleRecord>,
+    /// Invalid samples by reason.
+    pub invalid: BTreeMap<String, usize>,
+    pub solver: Stats,
+    pub elapsed_s: f64,
+}
+
+impl Outcome {
+    pub fn invalid_count(&self) -> usize {
+        self.invalid.values().sum()
+    }
+
+    /// Best throughput after `n` samples (the last record when fewer ran).
+    pub fn best_at(&self, n: usize) -> Option<f64> {
+        if n == 0 {
+            return None;
+        }
+        let i = n.min(self.records.len());
+        self.records.get(i.checked_sub(1)?).and_then(|r| r.best)
+    }
+}
+
+/// A strategy: spends a search's budget asking for partitions.
+pub trait Strategy {
+    fn name(&self) -> &str;
+    /// Runs until `search.done()`, or earlier when it has nothing more to
+    /// try; `Err` only when the problem has no valid partition.
+    fn run(&mut self, search: &mut Search) -> Result<(), Infeasible>;
+}
+
+/// The strategies `solve` and `compare` know by name (the learned policy
+/// adds `rl` and `rl-nosolver` where it is built).
+pub const NAMES: &[&str] = &["greedy", "random", "anneal", "dp"];
+
+/// A strategy by name, with its default settings.
+pub fn by_name(name: &str) -> Option<Box<dyn Strategy>> {
+    Some(match name {
+        "greedy" => Box::new(Greedy),
+        "random" => Box::new(Random),
+        "anneal" => Box::new(Anneal::default()),
+        "dp" => Box::new(Dp),
+        _ => return None,
+    })
+}
+
+/// A callback run after every sample.
+type OnSample<'p> = Box<dyn FnMut(&SampleRecord) + 'p>;
+
+/// The state one run of a strategy works through.
+pub struct Search<'p> {
+    pub problem: &'p Problem,
+    pub solver: Solver<'p>,
+    judge: &'p Judge,
+    budget: Budget,
+    pub rng: ChaCha8Rng,
+    /// Order for SAMPLE and FIX passes.
+    pub order: Order,
+    start: Instant,
+    records: Vec<SampleRecord>,
+    best: Option<Best>,
+    invalid: BTreeMap<String, usize>,
+    progress: Option<OnSample<'p>>,
+}
+
+impl<'p> Search<'p> {
+    pub fn new(problem: &'p Problem, judge: &'p Judge, budget: Budget, seed: u64) -> Result<Search<'p>, Infeasible> {
+        Ok(Search {
+            problem,
+            solver: Solver::new(problem, Options::default())?,
+            judge,
+            budget,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            order: Order::Random,
+            start: Instant::now(),
+            records: Vec::new(),
+            best: None,
+            invalid: BTreeMap::new(),
+            progress: None,
+        })
+    }
+
+    /// Called after every sample (the command line's progress bar).
+    pub fn on_sample(&mut self, f: impl FnMut(&SampleRecord) + 'p) {
+        self.progress = Some(Box::new(f));
+    }
+
+    pub fn samples(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn elapsed(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// Samples left; `usize::MAX` under a time budget with time left.
+    pub fn remaining(&self) -> usize {
+        match self.budget {
+            Budget::Samples(n) => n.saturating_sub(self.records.len()),
+            Budget::Seconds(t) if self.elapsed() < t => usize::MAX,
+            Budget::Seconds(_) => 0,
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// Fraction of the budget spent, in [0, 1].
+    pub fn progress(&self) -> f64 {
+        match self.budget {
+            Budget::Samples(n) => self.records.len() as f64 / n.max(1) as f64,
+            Budget::Seconds(t) => (self.elapsed() / t.max(1e-9)).min(1.0),
+        }
+    }
+
+    /// How many partitions to evaluate at once: the judge's parallelism,
+    /// never past the budget.
+    pub fn batch(&self) -> usize {
+        self.judge.jobs().min(self.remaining()).max(1)
+    }
+
+    pub fn best(&self) -> Option<&Best> {
+        self.best.as_ref()
+    }
+
+    /// SAMPLE in a fresh node order.
+    pub fn sample(&mut self, probs: Probs) -> Result<Vec<u32>, Infeasible> {
+        let order = node_order(&self.solver, self.order, &mut self.rng);
+        Ok(sample(&mut self.solver, &order, probs, &mut self.rng)?.chips)
+    }
+
+    /// FIX a proposal, in a fresh node order.
+    pub fn fix(&mut self, proposal: &[Option<u32>], probs: Probs) -> Result<Vec<u32>, Infeasible> {
+        let order = node_order(&self.solver, self.order, &mut self.rng);
+        Ok(fix(&mut self.solver, &order, proposal, probs, &mut self.rng)?.0.chips)
+    }
+
+    /// Evaluates partitions (in parallel), one sample each, and records
+    /// them; partitions past the budget are not evaluated (`None`).
+    pub fn submit(&mut self, batch: Vec<Vec<u32>>) -> Vec<Option<Verdict>> {
+        let n = batch.len();
+        let take = n.min(self.remaining());
+        let verdicts = self.judge.evaluate_all(&batch[..take]);
+        let mut out = Vec::with_capacity(batch.len());
+        for (chips, v) in batch.into_iter().zip(verdicts) {
+            let t = v.throughput();
+            match &v {
+                Verdict::Invalid { reason } => *self.invalid.entry(reason.clone()).or_default() += 1,
+                Verdict::Valid { throughput } => {
+                    if self.best.as_ref().is_none_or(|b| *throughput > b.throughput) {
+                        self.best = Some(Best {
+                            chips,
+                            throughput: *throughput,
+                            sample: self.records.len() + 1,
+                        });
+                    }
+                }
+            }
+            let rec = SampleRecord {
+                sample: self.records.len() + 1,
+                elapsed_s: self.elapsed(),
+                throughput: t,
+                best: self.best.as_ref().map(|b| b.throughput),
+            };
+            if let Some(f) = self.progress.as_mut() {
+                f(&rec);
+            }
+            self.records.push(rec);
+            out.push(Some(v));
+        }
+        out.resize(n, None);
+        out
+    }
+
+    /// One partition evaluated as one sample.
+    pub fn submit_one(&mut self, chips: Vec<u32>) -> Option<Verdict> {
+        self.submit(vec![chips]).pop().flatten()
+    }
+
+    fn finish(self, strategy: &str, seed: u64) -> Outcome {
+        Outcome {
+            strategy: strategy.to_string(),
+            seed,
+            elapsed_s: self.elapsed(),
+            best: self.best,
+            records: self.records,
+            invalid: self.invalid,
+            solver: self.solver.stats.clone(),
+        }
+    }
+}
+
+/// Runs a strategy on a problem; the best partition is judged by the
+/// checker before it is returned.
+pub fn run(
+    problem: &Problem,
+    judge: &Judge,
+    strategy: &mut dyn Strategy,
+    budget: Budget,
+    seed: u64,
+    progress: Option<&mut dyn FnMut(&SampleRecord)>,
+) -> Result<Outcome, Infeasible> {
+    let mut search = Search::new(problem, judge, budget, seed)?;
+    if let Some(f) = progress {
+        search.on_sample(f);
+    }
+    strategy.run(&mut search)?;
+    let out = search.finish(strategy.name(), seed);
+    if let Some(b) = &out.best {
+        let vs = crate::solver::check(
+            &problem.graph,
+            &problem.package,
+            &problem.constraints,
+            &Placement::new(b.chips.clone()),
+        );
+        assert!(
+            vs.is_empty(),
+            "the solver produced an invalid partition: {}",
+            vs[0].describe()
+        );
+    }
+    Ok(out)
+}

@@ -1,0 +1,417 @@
+//! `mcmpart eval` and `mcmpart solve` end to end: figures, exit codes, text
+//! and JSON output, budgets, and partitions that `verify` accepts.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn mcmpart_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcmpart"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run mcmpart")
+}
+
+fn mcmpart(args: &[&str]) -> Output {
+    mcmpart_in(&common::root(), args)
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", text(o)))
+}
+
+fn close(a: f64, b: f64) {
+    assert!((a - b).abs() <= 1e-9 * b.abs(), "{a} != {b}");
+}
+
+const QUICK: &[&str] = &[
+    "examples/quickstart.mcm",
+    "--partition",
+    "examples/quickstart.partition.json",
+];
+
+#[test]
+fn eval_prints_the_cost_of_a_shipped_partition() {
+    let mut args = vec!["eval"];
+    args.extend(QUICK);
+    let o = mcmpart(&args);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    // fc1 (2 MiFLOP at 1 TFLOP/s) and its 8 KiB output over 10 GB/s on die[0].
+    assert!(
+        out.contains("latency 2.916 us (throughput 342894.1362 /s); bottleneck `die[0]`"),
+        "{out}"
+    );
+    assert!(out.contains("bound   1.049 us"), "{out}");
+    assert!(out.contains("reaches 36.0% of it"), "{out}");
+    for h in [
+        "chip", "nodes", "compute", "links", "stage", "weights", "peak", "memory",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with("chip") && l.contains(h)),
+            "{h}: {out}"
+        );
+    }
+    let line = |chip: &str| {
+        out.lines()
+            .find(|l| l.starts_with(chip))
+            .unwrap_or_else(|| panic!("no line for {chip}: {out}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        line("die[0]"),
+        "die[0] 3 2.097 us 819.2 ns 2.916 us 2 MiB 2.012 MiB 3 MiB"
+    );
+    assert!(line("die[1]").starts_with("die[1] 3 2.099 us 409.6 ns"), "{out}");
+    assert!(line("die[2]").starts_with("die[2] 1 "), "{out}");
+    assert!(
+        !out.contains("die[3]") && out.contains("(1 empty chip(s) not shown)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("valid: examples/quickstart.partition.json (7 nodes on 4 chips)"),
+        "{out}"
+    );
+
+    let mut args = vec!["eval", "--json"];
+    args.extend(QUICK);
+    let o = mcmpart(&args);
+    assert_eq!(o.status.code(), Some(0));
+    let v = json(&o);
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["judge"], "analytical");
+    assert_eq!(v["verdict"]["status"], "valid");
+    assert_eq!(v["violations"].as_array().map(Vec::len), Some(0));
+    let c = &v["cost"];
+    let f = |x: &serde_json::Value| x.as_f64().unwrap();
+    close(f(&c["latency_s"]), 2.916352e-6);
+    close(f(&c["throughput"]), 1.0 / 2.916352e-6);
+    close(f(&v["verdict"]["throughput"]), f(&c["throughput"]));
+    // (2 Mi + 2 Ki + 2 Mi + 1 Ki) FLOP over 4 TFLOP/s.
+    close(f(&c["bound_latency_s"]), 4_197_376.0 / 4e12);
+    close(f(&c["bound_throughput"]), 4e12 / 4_197_376.0);
+    assert_eq!(c["bottleneck"], 0);
+    assert_eq!(c["memory_overflow"], serde_json::Value::Null);
+    let chips = c["chips"].as_array().unwrap();
+    assert_eq!(chips.len(), 4);
+    let c0 = &chips[0];
+    close(f(&c0["compute_s"]), 2_097_152.0 / 1e12);
+    close(f(&c0["link_s"]), 8192.0 / 10e9);
+    close(f(&c0["stage_s"]), f(&c["latency_s"]));
+    assert_eq!(c0["weight_bytes"], 2_097_152);
+    // w1's output is its weights: input and fc1's output are the live ones.
+    assert_eq!(c0["peak_bytes"], 2_097_152 + 4096 + 8192);
+    close(f(&c0["memory_bytes"]), 3.0 * 1024.0 * 1024.0);
+    assert_eq!(chips[3]["nodes"], 0);
+    // The latency is the slowest stage.
+    let slowest = chips.iter().map(|c| f(&c["stage_s"])).fold(0.0, f64::max);
+    close(f(&c["latency_s"]), slowest);
+}
+
+#[test]
+fn eval_of_a_statically_invalid_partition_reports_its_violations_and_its_cost() {
+    // Both 2 MiB weight matrices on one 3 MiB die: `memory_capacity` breaks,
+    // and so does the dynamic check; the figures are still printed.
+    let dir = common::scratch("cli-eval-static");
+    let all0 = dir.join("all0.json");
+    std::fs::write(
+        &all0,
+        r#"{"placement": {"input": 0, "w1": 0, "fc1": 0, "relu": 0, "w2": 0, "fc2": 0, "out": 0}}"#,
+    )
+    .unwrap();
+    let o = mcmpart(&["eval", "examples/quickstart.mcm", "--partition", all0.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("latency") && out.contains("bound"), "{out}");
+    assert!(err.contains("memory_capacity"), "{err}");
+    assert!(
+        out.contains("invalid at evaluation: chip `die[0]` runs out of memory"),
+        "{out}"
+    );
+    assert!(
+        out.contains("invalid: the partition breaks 1 rule instance(s)"),
+        "{out}"
+    );
+    let o = mcmpart(&[
+        "eval",
+        "--json",
+        "examples/quickstart.mcm",
+        "--partition",
+        all0.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let v = json(&o);
+    assert_eq!(v["valid"], false);
+    assert_eq!(v["violations"].as_array().map(Vec::len), Some(1));
+    // All on one chip: no links, the compute of the whole graph.
+    close(v["cost"]["latency_s"].as_f64().unwrap(), 4_197_376.0 / 1e12);
+
+    // The shipped invalid partition sends data against the ring's direction,
+    // which no route can carry: it cannot be costed at all.
+    let o = mcmpart(&[
+        "eval",
+        "examples/quickstart.mcm",
+        "--partition",
+        "examples/quickstart.invalid.partition.json",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let (_, err) = text(&o);
+    assert!(err.contains("cannot be evaluated") && err.contains("no route"), "{err}");
+}
+
+#[test]
+fn eval_of_a_partition_that_fails_the_dynamic_check_names_chip_and_node() {
+    // No static rule: only the dynamic check finds that weights (60 MB) and
+    // the live activations of `b` (40 MB in, 40 MB out) exceed 128 MiB.
+    let dir = common::scratch("cli-eval-dynamic");
+    let f = dir.join("tight.mcm");
+    std::fs::write(
+        &f,
+        "use std::topologies::ring\n\
+         let t = ring(n = 2, memory = 128 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph { w { params = 60 MB, output_bytes = 60 MB } -> a { flops = 1 GFLOP, output_bytes = 40 MB } \
+         -> b { flops = 1 GFLOP, output_bytes = 40 MB } -> c { flops = 1 GFLOP } }\n\
+         partition g onto t\n",
+    )
+    .unwrap();
+    let all0 = dir.join("all0.json");
+    std::fs::write(&all0, r#"{"placement": {"w": 0, "a": 0, "b": 0, "c": 0}}"#).unwrap();
+    let o = mcmpart(&["eval", f.to_str().unwrap(), "--partition", all0.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        out.contains("invalid at evaluation: chip `die[0]` runs out of memory at node `b`"),
+        "{out}"
+    );
+    // The figures are still printed.
+    assert!(out.contains("latency 3 ms"), "{out}");
+    let o = mcmpart(&[
+        "eval",
+        "--json",
+        f.to_str().unwrap(),
+        "--partition",
+        all0.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let v = json(&o);
+    assert_eq!(v["valid"], false);
+    assert_eq!(v["violations"].as_array().map(Vec::len), Some(0));
+    let r = v["verdict"]["reason"].as_str().unwrap();
+    assert!(r.contains("`die[0]`") && r.contains("`b`"), "{r}");
+    assert_eq!(v["cost"]["memory_overflow"].as_str(), Some(r));
+    // `--no-dynamic-check` lets it pass; moving b and c to chip 1 fits.
+    let o = mcmpart(&[
+        "eval",
+        f.to_str().unwrap(),
+        "--partition",
+        all0.to_str().unwrap(),
+        "--no-dynamic-check",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let split = dir.join("split.json");
+    std::fs::write(&split, r#"{"placement": {"w": 0, "a": 0, "b": 1, "c": 1}}"#).unwrap();
+    let o = mcmpart(&["eval", f.to_str().unwrap(), "--partition", split.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+}
+
+#[test]
+fn solve_names_the_strategies_when_one_is_unknown() {
+    let o = mcmpart(&["solve", "examples/quickstart.mcm", "--strategy", "nonsense"]);
+    let (_, err) = text(&o);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(err.contains("unknown strategy `nonsense`"), "{err}");
+    assert!(err.contains("greedy, random, anneal, dp"), "{err}");
+    let o = mcmpart(&["solve", "examples/quickstart.mcm", "--strategy", "aneal"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(text(&o).1.contains("did you mean `anneal`?"), "{:?}", text(&o));
+    // Budgets in samples and in seconds do not go together.
+    let o = mcmpart(&["solve", "examples/quickstart.mcm", "--budget", "3", "--time", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn solve_writes_the_best_partition_for_verify() {
+    let dir = common::scratch("cli-solve");
+    for strategy in ["greedy", "random", "anneal", "dp"] {
+        let out = dir.join(format!("{strategy}.json"));
+        let o = mcmpart(&[
+            "solve",
+            "examples/quickstart.mcm",
+            "--strategy",
+            strategy,
+            "--budget",
+            "10",
+            "--seed",
+            "3",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let (txt, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{strategy}: {txt}\n{err}");
+        assert!(txt.starts_with(&format!("{strategy}: best of ")), "{txt}");
+        for want in ["throughput  ", "vs greedy   ", "vs bound    ", "invalid     "] {
+            assert!(txt.contains(want), "{strategy}: missing {want:?} in {txt}");
+        }
+        let o = mcmpart(&[
+            "verify",
+            "examples/quickstart.mcm",
+            "--partition",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{strategy}: {:?}", text(&o));
+        let o = mcmpart(&["eval", "examples/quickstart.mcm", "--partition", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{strategy}: {:?}", text(&o));
+    }
+    // Greedy against itself.
+    let o = mcmpart(&[
+        "solve",
+        "examples/quickstart.mcm",
+        "--strategy",
+        "greedy",
+        "--out",
+        dir.join("g.json").to_str().unwrap(),
+    ]);
+    assert!(text(&o).0.contains("vs greedy   1.000x"), "{:?}", text(&o));
+
+    // JSON: the figures, the curve and the partition; the best's throughput
+    // is what `eval` says of the written file.
+    let out = dir.join("random.json");
+    let o = mcmpart(&[
+        "solve",
+        "examples/quickstart.mcm",
+        "--strategy",
+        "random",
+        "--budget",
+        "12",
+        "--seed",
+        "9",
+        "--jobs",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["strategy"], "random");
+    assert_eq!(v["seed"], 9);
+    assert_eq!(v["judge"], "analytical");
+    assert_eq!(v["samples"], 12);
+    let curve = v["curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 12);
+    let mut prev = 0.0;
+    for r in curve {
+        let b = r["best"].as_f64().unwrap_or(0.0);
+        assert!(b >= prev, "{curve:?}");
+        prev = b;
+    }
+    let t = v["throughput"].as_f64().unwrap();
+    close(prev, t);
+    let at = v["found_at_sample"].as_u64().unwrap() as usize;
+    close(curve[at - 1]["throughput"].as_f64().unwrap(), t);
+    assert!(t <= v["bound_throughput"].as_f64().unwrap());
+    close(
+        v["improvement_over_greedy"].as_f64().unwrap(),
+        t / v["greedy_throughput"].as_f64().unwrap(),
+    );
+    close(
+        v["fraction_of_bound"].as_f64().unwrap(),
+        t / v["bound_throughput"].as_f64().unwrap(),
+    );
+    let invalid: u64 = v["invalid_reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(v["invalid"].as_u64(), Some(invalid));
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(written, v["partition"]);
+    let e = json(&mcmpart(&[
+        "eval",
+        "--json",
+        "examples/quickstart.mcm",
+        "--partition",
+        out.to_str().unwrap(),
+    ]));
+    close(e["cost"]["throughput"].as_f64().unwrap(), t);
+
+    // Same seed, same partition.
+    let again = dir.join("again.json");
+    let o = mcmpart(&[
+        "solve",
+        "examples/quickstart.mcm",
+        "--strategy",
+        "random",
+        "--budget",
+        "12",
+        "--seed",
+        "9",
+        "--jobs",
+        "2",
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&again).unwrap());
+}
+
+#[test]
+fn solve_writes_next_to_the_working_folder_by_default() {
+    let dir = common::scratch("cli-solve-default");
+    let file = common::root().join("examples/quickstart.mcm");
+    let o = mcmpart_in(&dir, &["solve", file.to_str().unwrap(), "--budget", "3"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let (txt, _) = text(&o);
+    // The default strategy is the DP.
+    assert!(txt.starts_with("dp: "), "{txt}");
+    assert!(txt.contains("written to quickstart.partition.json"), "{txt}");
+    assert!(dir.join("quickstart.partition.json").exists());
+}
+
+#[test]
+fn solve_with_a_time_budget() {
+    let dir = common::scratch("cli-solve-time");
+    let out = dir.join("t.json");
+    let start = std::time::Instant::now();
+    let o = mcmpart(&[
+        "solve",
+        "examples/quickstart.mcm",
+        "--strategy",
+        "anneal",
+        "--time",
+        "0.5",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    let took = start.elapsed().as_secs_f64();
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let v = json(&o);
+    let elapsed = v["elapsed_s"].as_f64().unwrap();
+    assert!((0.5..2.5).contains(&elapsed), "{elapsed}");
+    assert!(took < 10.0, "{took}");
+    let n = v["samples"].as_u64().unwrap();
+    assert!(n >= 1);
+    assert_eq!(v["curve"].as_array().map(Vec::len), Some(n as usize));
+    let o = mcmpart(&[
+        "verify",
+        "examples/quickstart.mcm",
+        "--partition",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+}

@@ -1,0 +1,413 @@
+//! `mcmpart compare` end to end on tiny problems: the files it writes, the
+//! greedy baseline, figures consistent with the curves, the split mode over a
+//! graph folder with its own manifest, and clean errors. Also the front-end
+//! hook it uses, `compile_*_with_graph`.
+
+mod common;
+
+use mcmpart::graph::parse_graph_json;
+use mcmpart::lang::compile_str_with_graph;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+fn mcmpart(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcmpart"))
+        .args(args)
+        .current_dir(common::root())
+        .output()
+        .expect("run mcmpart")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A chain of `n` compute nodes after an input, with `heavy` bytes of
+/// weights on the first (0 for none).
+fn chain_graph(name: &str, n: usize, heavy: u64) -> String {
+    let mut nodes = vec![r#"{"id": "input", "op": "placeholder", "output_bytes": 4096}"#.to_string()];
+    let mut edges = Vec::new();
+    if heavy > 0 {
+        nodes.push(format!(
+            r#"{{"id": "w", "op": "get_attr", "params": {heavy}, "output_bytes": {heavy}}}"#
+        ));
+        edges.push(r#"{"from": "w", "to": "n0"}"#.to_string());
+    }
+    let mut prev = "input".to_string();
+    for i in 0..n {
+        let flops = 1_000_000 * (1 + (i * 7) % 5);
+        nodes.push(format!(
+            r#"{{"id": "n{i}", "op": "linear", "flops": {flops}, "output_bytes": {}}}"#,
+            4096 * (1 + i % 3)
+        ));
+        edges.push(format!(r#"{{"from": "{prev}", "to": "n{i}"}}"#));
+        prev = format!("n{i}");
+    }
+    format!(
+        r#"{{"name": "{name}", "nodes": [{}], "edges": [{}]}}"#,
+        nodes.join(", "),
+        edges.join(", ")
+    )
+}
+
+fn problem_text(graph: &str, chips: usize) -> String {
+    format!(
+        "{}let package = ring(n = {chips}, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s)\n\
+         let g = graph(\"{graph}\")\n\
+         partition g onto package {{\n    require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n    maximize throughput\n}}\n",
+        common::HEADER
+    )
+}
+
+/// Two tiny problems in a scratch folder.
+fn tiny_problems(dir: &Path) -> (PathBuf, PathBuf) {
+    std::fs::write(dir.join("six.json"), chain_graph("six", 6, 0)).unwrap();
+    std::fs::write(dir.join("eight.json"), chain_graph("eight", 8, 0)).unwrap();
+    let a = dir.join("six.mcm");
+    let b = dir.join("eight.mcm");
+    std::fs::write(&a, problem_text("six.json", 3)).unwrap();
+    std::fs::write(&b, problem_text("eight.json", 4)).unwrap();
+    (a, b)
+}
+
+/// A CSV file as a header and rows of fields (no quoted fields here).
+fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    let head = lines.next().unwrap().split(',').map(String::from).collect();
+    let rows = lines.map(|l| l.split(',').map(String::from).collect()).collect();
+    (head, rows)
+}
+
+fn geomean(xs: &[f64]) -> f64 {
+    if xs.iter().any(|&x| x <= 0.0) {
+        return 0.0;
+    }
+    (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[test]
+fn compare_writes_curves_tables_and_figures_consistent_with_each_other() {
+    let dir = common::scratch("compare-files");
+    let (a, b) = tiny_problems(&dir);
+    let out = dir.join("out");
+    let o = mcmpart(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--strategies",
+        "random,anneal",
+        "--budget",
+        "30",
+        "--repeats",
+        "2",
+        "--seed",
+        "5",
+        "--budgets",
+        "5,30",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    // The table on stdout is summary.md.
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(stdout.starts_with(&md), "{stdout}");
+    assert!(md.contains("| strategy | 5 samples | 30 samples |"), "{md}");
+    assert!(md.contains("| greedy (baseline) | 1.000x | 1.000x |"), "{md}");
+    assert!(md.contains("| random |") && md.contains("| anneal |"), "{md}");
+    assert!(md.contains("| strategy | 1.00x | 1.05x | 1.10x | 1.20x |"), "{md}");
+
+    // curves.csv: the columns, greedy once per problem, every run in full.
+    let (head, rows) = read_csv(&out.join("curves.csv"));
+    assert_eq!(
+        head,
+        [
+            "problem",
+            "strategy",
+            "seed",
+            "sample",
+            "elapsed_s",
+            "throughput",
+            "best",
+            "improvement_over_greedy"
+        ]
+    );
+    let mut runs: BTreeMap<(String, String, u64), Vec<&Vec<String>>> = BTreeMap::new();
+    for r in &rows {
+        assert_eq!(r.len(), 8, "{r:?}");
+        runs.entry((r[0].clone(), r[1].clone(), r[2].parse().unwrap()))
+            .or_default()
+            .push(r);
+    }
+    let problems = ["six:g", "eight:g"];
+    for p in problems {
+        let g = &runs[&(p.to_string(), "greedy".to_string(), 5)];
+        assert_eq!(g.len(), 1, "greedy is one sample");
+        assert_eq!(g[0][7], "1", "greedy is 1.0x of itself");
+        for s in ["random", "anneal"] {
+            for seed in [5, 6] {
+                let r = &runs[&(p.to_string(), s.to_string(), seed)];
+                assert_eq!(r.len(), 30, "{p} {s} {seed}");
+                let samples: Vec<usize> = r.iter().map(|x| x[3].parse().unwrap()).collect();
+                assert_eq!(samples, (1..=30).collect::<Vec<_>>());
+            }
+        }
+    }
+    assert_eq!(runs.len(), 2 * (1 + 2 * 2), "{:?}", runs.keys().collect::<Vec<_>>());
+
+    // summary.csv agrees with the curves: mean over seeds, geometric mean over problems.
+    let (head, rows) = read_csv(&out.join("summary.csv"));
+    assert_eq!(
+        head,
+        [
+            "strategy",
+            "metric",
+            "at",
+            "value",
+            "problems",
+            "runs",
+            "runs_without_valid"
+        ]
+    );
+    let improvement = |row: &Vec<String>| -> f64 {
+        if row[7].is_empty() {
+            0.0
+        } else {
+            row[7].parse().unwrap()
+        }
+    };
+    let mut checked = 0;
+    for r in rows.iter().filter(|r| r[1] == "improvement_over_greedy") {
+        let (s, budget): (&str, usize) = (&r[0], r[2].parse().unwrap());
+        let per_problem: Vec<f64> = problems
+            .iter()
+            .map(|p| {
+                let vals: Vec<f64> = runs
+                    .iter()
+                    .filter(|((q, t, _), _)| q == p && t == s)
+                    .map(|(_, recs)| improvement(recs[budget.min(recs.len()) - 1]))
+                    .collect();
+                vals.iter().sum::<f64>() / vals.len() as f64
+            })
+            .collect();
+        let want = geomean(&per_problem);
+        let got: f64 = r[3].parse().unwrap();
+        assert!(close(got, want), "{s} at {budget}: summary {got}, curves {want}");
+        if s == "greedy" {
+            assert_eq!(got, 1.0);
+            assert_eq!(r[5], "2", "greedy runs once per problem");
+        } else {
+            assert_eq!(r[5], "4");
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 3 * 2);
+    assert!(rows.iter().any(|r| r[1] == "fraction_of_bound"));
+    let reach: Vec<&Vec<String>> = rows.iter().filter(|r| r[1] == "samples_to_reach").collect();
+    assert_eq!(reach.len(), 3 * 4);
+    let greedy_reach = reach.iter().find(|r| r[0] == "greedy" && r[2] == "1").unwrap();
+    assert_eq!(greedy_reach[3], "1", "greedy is at 1.0x from its one sample");
+
+    // figures.json carries the same numbers.
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("figures.json")).unwrap()).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["problems"].as_array().unwrap().len(), 2);
+    assert_eq!(v["strategies"], serde_json::json!(["greedy", "random", "anneal"]));
+    for p in v["problems"].as_array().unwrap() {
+        let g = p["greedy_throughput"].as_f64().unwrap();
+        let bound = p["bound_throughput"].as_f64().unwrap();
+        assert!(g > 0.0 && g <= bound * (1.0 + 1e-9), "greedy {g}, bound {bound}");
+    }
+
+    // The figures: one per problem and the overall one.
+    for svg in ["overall.svg", "six_g/curves.svg", "eight_g/curves.svg"] {
+        let s = std::fs::read_to_string(out.join(svg)).unwrap_or_else(|e| panic!("{svg}: {e}"));
+        assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"), "{svg}");
+        assert!(
+            s.contains(">\nrandom\n<") || s.contains(">random<"),
+            "{svg} has no legend"
+        );
+    }
+
+    // --json prints the figures.
+    let o = mcmpart(&[
+        "compare",
+        a.to_str().unwrap(),
+        "--strategies",
+        "random",
+        "--budget",
+        "4",
+        "--repeats",
+        "1",
+        "--out",
+        dir.join("out-json").to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["budgets"], serde_json::json!([4]));
+    assert_eq!(v["summary"][0]["strategy"], "greedy");
+    assert_eq!(v["summary"][0]["improvement_over_greedy"], 1.0);
+}
+
+#[test]
+fn compare_applies_a_problem_to_every_graph_of_a_split() {
+    let dir = common::scratch("compare-split");
+    let graphs = dir.join("graphs");
+    std::fs::create_dir_all(&graphs).unwrap();
+    std::fs::write(graphs.join("five.json"), chain_graph("five", 5, 0)).unwrap();
+    std::fs::write(graphs.join("seven.json"), chain_graph("seven", 7, 0)).unwrap();
+    std::fs::write(graphs.join("train.json"), chain_graph("train", 4, 0)).unwrap();
+    // 8 MiB of weights on one node: no die of 1 MiB holds them.
+    std::fs::write(graphs.join("huge.json"), chain_graph("huge", 3, 8 << 20)).unwrap();
+    std::fs::write(graphs.join("broken.json"), "{ not json").unwrap();
+    let manifest = serde_json::json!({
+        "format_version": 1,
+        "graphs": [
+            {"name": "five", "split": "test", "file": "five.json"},
+            {"name": "train-only", "split": "train", "file": "train.json"},
+            {"name": "seven", "split": "test", "file": "seven.json"},
+            {"name": "huge", "split": "test", "file": "huge.json"},
+            {"name": "broken", "split": "test", "file": "broken.json"},
+        ]
+    });
+    std::fs::write(graphs.join("manifest.json"), manifest.to_string()).unwrap();
+    // The file's own graph is not the split's.
+    std::fs::write(dir.join("own.json"), chain_graph("own", 2, 0)).unwrap();
+    let file = dir.join("ring.mcm");
+    std::fs::write(&file, problem_text("own.json", 3)).unwrap();
+    let out = dir.join("out");
+    let args = |split: &str| -> Vec<String> {
+        [
+            "compare",
+            file.to_str().unwrap(),
+            "--strategies",
+            "random",
+            "--budget",
+            "10",
+            "--repeats",
+            "2",
+            "--graphs",
+            graphs.to_str().unwrap(),
+            "--split",
+            split,
+            "--out",
+            out.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let run = |split: &str| {
+        let a = args(split);
+        mcmpart(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let o = run("test");
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    // The infeasible and the unreadable graphs are reported and skipped.
+    assert!(stderr.contains("warning: skipping `huge`"), "{stderr}");
+    assert!(stderr.contains("warning: skipping `broken`"), "{stderr}");
+    assert!(stdout.contains("on 2 problem(s)"), "{stdout}");
+    assert!(stdout.contains("Skipped 2 problem(s)"), "{stdout}");
+    let (_, rows) = read_csv(&out.join("curves.csv"));
+    let problems: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(problems.into_iter().collect::<Vec<_>>(), ["five", "seven"]);
+    assert_eq!(rows.len(), 2 * (1 + 2 * 10));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("figures.json")).unwrap()).unwrap();
+    let nodes: Vec<u64> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["nodes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(nodes, [6, 8], "the split's graphs, not the file's own");
+    assert_eq!(v["skipped"].as_array().unwrap().len(), 2);
+    assert!(out.join("five/curves.svg").exists() && out.join("seven/curves.svg").exists());
+
+    // An empty split is an error that names the splits there are.
+    let o = run("nope");
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the split `nope`") && stderr.contains("has no graph"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the splits are test, train"), "{stderr}");
+}
+
+#[test]
+fn compare_errors_are_clean() {
+    let dir = common::scratch("compare-errors");
+    let (a, _) = tiny_problems(&dir);
+    let out = dir.join("out");
+    let base = |extra: &[&str]| {
+        let mut v = vec![
+            "compare",
+            a.to_str().unwrap(),
+            "--budget",
+            "3",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        v.extend_from_slice(extra);
+        mcmpart(&v)
+    };
+    let o = base(&["--strategies", "random,anneel"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("unknown strategy `anneel`") && err.contains("did you mean `anneal`?"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+
+    let o = base(&["--budgets", "2,5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("--budgets: 5 is not between 1 and --budget (3)"),
+        "{:?}",
+        text(&o)
+    );
+
+    let o = mcmpart(&["compare", "does/not/exist.mcm", "--out", out.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot read `does/not/exist.mcm`"), "{err}");
+
+    let o = base(&["--graphs", dir.join("nowhere").to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("manifest.json"), "{err}");
+    assert!(!out.exists(), "nothing is written when the arguments are wrong");
+}
+
+#[test]
+fn a_problem_compiles_with_another_graph() {
+    let dir = common::scratch("compare-with-graph");
+    std::fs::write(dir.join("own.json"), chain_graph("own", 2, 0)).unwrap();
+    let src = problem_text("own.json", 3);
+    let other = Arc::new(parse_graph_json(&chain_graph("other", 9, 0)).unwrap());
+    let c = compile_str_with_graph("test.mcm", &src, &dir, other.clone());
+    assert!(c.ok());
+    let p = c.problem(None).unwrap();
+    assert!(Arc::ptr_eq(&p.graph, &other));
+    assert_eq!(p.graph.num_placed(), 10);
+    assert_eq!(p.package.num_chips(), 3, "the package stays the file's");
+    assert_eq!(p.constraints.len(), 4, "the rules stay the file's");
+    let plain = common::compile_in(&dir, &src);
+    assert_eq!(plain.problem(None).unwrap().graph.num_placed(), 3);
+}

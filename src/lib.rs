@@ -9,6 +9,7 @@ pub mod cli;
 pub mod graph;
 pub mod lang;
 pub mod package;
+pub mod policy;
 pub mod problem;
 pub mod quantity;
 pub mod solver;

@@ -145,6 +145,20 @@ pub fn load(stem: &Path, expected: Option<&PolicyConfig>, device: &Device) -> Re
     }
     let stored = candle_core::safetensors::load_buffer(&bytes, device)
         .map_err(|e| corrupt(&weights, format!("not a valid safetensors file: {e}")))?;
+    let shapes: BTreeMap<String, Vec<usize>> = stored.iter().map(|(k, t)| (k.clone(), t.dims().to_vec())).collect();
+    if shapes != meta.tensors {
+        return Err(corrupt(
+            &sidecar,
+            "the tensors it lists differ from those in the weights file",
+        ));
+    }
+    let stored_count: u128 = stored.values().map(|t| t.elem_count() as u128).sum();
+    let needed = Policy::parameters_for(&meta.config);
+    if stored_count != needed {
+        return Err(PolicyError::Mismatch(format!(
+            "the weights file holds {stored_count} parameters but its configuration needs {needed}"
+        )));
+    }
     let policy = Policy::new(&meta.config, device, dtype)?;
     let vars = policy.vars();
     for (name, var) in &vars {

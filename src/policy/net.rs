@@ -108,6 +108,22 @@ impl Policy {
         self.vars().iter().map(|(_, v)| v.elem_count()).sum()
     }
 
+    /// The parameter count a configuration implies, without building it
+    /// (lets checkpoint loading refuse a nonsense sidecar before allocating).
+    pub fn parameters_for(config: &PolicyConfig) -> u128 {
+        let h = config.hidden as u128;
+        let linear = |i: u128, o: u128| i * o + o;
+        config.op_buckets as u128 * h
+            + linear(NODE_FEATURES as u128, h)
+            + linear(h + 1, h)
+            + config.layers as u128 * (linear(3 * h, h) + 2 * h)
+            + linear(CHIP_FEATURES as u128, h)
+            + linear(h, h)
+            + 2 * linear(h, h)
+            + linear(2 * h, h)
+            + linear(h, 1)
+    }
+
     /// Features of a graph on a package, on this policy's device and dtype.
     pub fn features(&self, graph: &Graph, package: &Package) -> Result<GraphFeatures, PolicyError> {
         GraphFeatures::new(graph, package, self.config.op_buckets, &self.device, self.dtype)

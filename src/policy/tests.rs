@@ -301,6 +301,12 @@ fn checkpoints_round_trip() {
         ..PolicyConfig::default()
     };
     let policy = Policy::new(&cfg, &Device::Cpu, DType::F32).unwrap();
+    assert_eq!(policy.num_parameters() as u128, Policy::parameters_for(&cfg));
+    let default = Policy::new(&PolicyConfig::default(), &Device::Cpu, DType::F32).unwrap();
+    assert_eq!(
+        default.num_parameters() as u128,
+        Policy::parameters_for(&PolicyConfig::default())
+    );
     let stem = scratch("roundtrip");
     checkpoint::save(&policy, &stem).unwrap();
     let loaded = checkpoint::load(&stem, Some(&PolicyConfig { seed: 0, ..cfg.clone() }), &Device::Cpu).unwrap();
@@ -383,8 +389,37 @@ fn bad_checkpoints_are_refused_with_reasons() {
     std::fs::write(&weights, &other_bytes).unwrap();
     meta["checksum"] = checkpoint::fnv1a(&other_bytes).into();
     std::fs::write(&sidecar, meta.to_string()).unwrap();
+    let listed = err(&stem, None);
+    assert!(listed.contains("differ from those in the weights file"), "{listed}");
+    let other_meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(checkpoint::paths(&other_stem).1).unwrap()).unwrap();
+    meta["tensors"] = other_meta["tensors"].clone();
+    std::fs::write(&sidecar, meta.to_string()).unwrap();
     let shape = err(&stem, None);
-    assert!(shape.contains("in the checkpoint but the config needs"), "{shape}");
+    assert!(shape.contains("parameters but its configuration needs"), "{shape}");
+
+    // Same parameter count, one tensor stored transposed.
+    let mut tensors: std::collections::HashMap<String, Tensor> = policy
+        .vars()
+        .into_iter()
+        .map(|(k, v)| (k, v.as_tensor().clone()))
+        .collect();
+    let w = tensors["input.weight"].t().unwrap().contiguous().unwrap();
+    tensors.insert("input.weight".into(), w);
+    candle_core::safetensors::save(&tensors, &weights).unwrap();
+    let bytes = std::fs::read(&weights).unwrap();
+    meta["checksum"] = checkpoint::fnv1a(&bytes).into();
+    meta["tensors"] = tensors
+        .iter()
+        .map(|(k, t)| (k.clone(), t.dims().into()))
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    std::fs::write(&sidecar, meta.to_string()).unwrap();
+    let transposed = err(&stem, None);
+    assert!(
+        transposed.contains("tensor `input.weight` has shape [8, 16] in the checkpoint but the config needs [16, 8]"),
+        "{transposed}"
+    );
 
     meta["format_version"] = 99.into();
     std::fs::write(&sidecar, meta.to_string()).unwrap();

@@ -152,6 +152,9 @@ impl Policy {
             }
         };
         let keys = self.chip.forward(&f.chips)?;
+        // What a node is told of its previous chip (its key and normalised id),
+        // projected once per chip and then selected per node: C rows, not N.
+        let seen = self.previous.forward(&Tensor::cat(&[&keys, &f.chip_ids], 1)?)?;
         let base = (self.op_embedding.index_select(&f.ops, 0)? + self.input.forward(&f.nodes)?)?;
         let scale = 1.0 / (self.config.hidden as f64).sqrt();
         let mut log_probs = Vec::with_capacity(self.config.iterations);
@@ -159,8 +162,7 @@ impl Policy {
         for _ in 0..self.config.iterations {
             h = base.clone();
             if let Some(p) = &placement {
-                let seen = Tensor::cat(&[&keys.index_select(p, 0)?, &f.chip_ids.index_select(p, 0)?], 1)?;
-                h = (h + self.previous.forward(&seen)?)?;
+                h = (h + seen.index_select(p, 0)?)?;
             }
             for layer in &self.layers {
                 h = layer.forward(&h, f)?;

@@ -495,3 +495,11 @@ fn ppo_learns_a_toy_placement() {
         "mean reward went from {first:.3} to {last:.3}: {means:?}"
     );
 }
+
+/// The strategy runs the policy from worker threads.
+#[test]
+fn policy_and_features_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Policy>();
+    check::<GraphFeatures>();
+}

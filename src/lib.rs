@@ -10,6 +10,7 @@ pub mod cost;
 pub mod graph;
 pub mod lang;
 pub mod package;
+pub mod policy;
 pub mod problem;
 pub mod quantity;
 pub mod solver;

@@ -1,0 +1,219 @@
+//! Inputs of the policy network, computed once per (graph, package) pair.
+//!
+//! Every feature is scaled to be O(1) by a fixed constant (not by statistics
+//! of one graph) so that a checkpoint sees the same units on every graph.
+//! Chip features are relative (normalised id, compute against the package
+//! mean) so that one network serves any chip count.
+
+use super::PolicyError;
+use crate::graph::Graph;
+use crate::package::Package;
+use candle_core::{DType, Device, Tensor};
+
+/// Version of the feature layout; checkpoints record it and refuse others.
+pub const FEATURE_SCHEMA: u32 = 1;
+/// Numeric features per decision node (besides the operator bucket).
+pub const NODE_FEATURES: usize = 8;
+/// Features per chip.
+pub const CHIP_FEATURES: usize = 6;
+
+/// `ln(1 + flops)` of the largest operators is about 25-30.
+const FLOPS_SCALE: f64 = 30.0;
+/// `ln(1 + bytes)` of a few GiB is about 22.
+const BYTES_SCALE: f64 = 25.0;
+const DEGREE_SCALE: f64 = 3.0;
+/// Shares relative to the mean node (`ln(1 + N * x / total)`).
+const SHARE_SCALE: f64 = 5.0;
+/// Chip counts up to about 64 map to [0, 1].
+const CHIPS_SCALE: f64 = 4.16; // ln(64)
+const NODES_PER_CHIP_SCALE: f64 = 7.0;
+/// The memory-to-weights ratio is clipped here: past it, memory is no constraint.
+const MEMORY_RATIO_CAP: f64 = 4.0;
+
+/// The operator bucket of `op`: FNV-1a of the name modulo `buckets`.
+pub fn op_bucket(op: &str, buckets: usize) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in op.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (h % buckets.max(1) as u64) as u32
+}
+
+/// The tensors the network reads, on one device in one dtype.
+#[derive(Clone, Debug)]
+pub struct GraphFeatures {
+    /// Decision nodes (N).
+    pub num_nodes: usize,
+    /// Chips (C).
+    pub num_chips: usize,
+    /// Longest-path depth of each decision node over the maximum, in [0, 1].
+    pub depth: Vec<f32>,
+    /// Buckets the operator indices were hashed into.
+    pub op_buckets: usize,
+    /// Operator bucket per node, u32 [N].
+    pub(crate) ops: Tensor,
+    /// Numeric node features [N, NODE_FEATURES].
+    pub(crate) nodes: Tensor,
+    /// Chip features [C, CHIP_FEATURES].
+    pub(crate) chips: Tensor,
+    /// Normalised chip id per chip [C, 1], what a node is told of its previous chip.
+    pub(crate) chip_ids: Tensor,
+    /// Placed edges src -> dst as u32 [E]; `None` when the graph has no edges.
+    pub(crate) edges: Option<(Tensor, Tensor)>,
+    /// 1 / max(1, in-degree) and 1 / max(1, out-degree), [N, 1].
+    pub(crate) inv_in: Tensor,
+    pub(crate) inv_out: Tensor,
+}
+
+fn chip_number(package: &Package, chip: u32, name: &str) -> Option<f64> {
+    package
+        .chip_attr(chip, name)
+        .and_then(|s| s.as_f64())
+        .filter(|v| v.is_finite() && *v > 0.0)
+}
+
+impl GraphFeatures {
+    /// Computes the features of `graph` on `package`.
+    pub fn new(
+        graph: &Graph,
+        package: &Package,
+        op_buckets: usize,
+        device: &Device,
+        dtype: DType,
+    ) -> Result<GraphFeatures, PolicyError> {
+        let n = graph.num_placed();
+        let c = package.num_chips();
+        if n == 0 {
+            return Err(PolicyError::Input(format!(
+                "graph `{}` has no nodes to place",
+                graph.name
+            )));
+        }
+        if c == 0 {
+            return Err(PolicyError::Input(format!("package `{}` has no chips", package.name)));
+        }
+        let edges = graph.placed_edges();
+        let mut indeg = vec![0u32; n];
+        let mut outdeg = vec![0u32; n];
+        for e in edges {
+            outdeg[e.src as usize] += 1;
+            indeg[e.dst as usize] += 1;
+        }
+        let depth = depths(graph);
+        let total_flops = graph
+            .placed_nodes()
+            .iter()
+            .map(|&i| graph.nodes[i].flops as f64)
+            .sum::<f64>();
+        let total_params = graph.total_params() as f64;
+        let share = |x: f64, total: f64| {
+            if total > 0.0 {
+                (n as f64 * x / total).ln_1p() / SHARE_SCALE
+            } else {
+                0.0
+            }
+        };
+        let mut ops = Vec::with_capacity(n);
+        let mut feats = Vec::with_capacity(n * NODE_FEATURES);
+        for d in 0..n {
+            let node = graph.placed_node(d as u32);
+            ops.push(op_bucket(&node.op, op_buckets));
+            feats.extend_from_slice(&[
+                (node.flops as f64).ln_1p() / FLOPS_SCALE,
+                (node.params as f64).ln_1p() / BYTES_SCALE,
+                (node.output_bytes as f64).ln_1p() / BYTES_SCALE,
+                (indeg[d] as f64).ln_1p() / DEGREE_SCALE,
+                (outdeg[d] as f64).ln_1p() / DEGREE_SCALE,
+                depth[d] as f64,
+                share(node.flops as f64, total_flops),
+                share(node.params as f64, total_params),
+            ]);
+        }
+        let memory: Vec<Option<f64>> = (0..c as u32).map(|i| chip_number(package, i, "memory")).collect();
+        let compute: Vec<Option<f64>> = (0..c as u32).map(|i| chip_number(package, i, "compute")).collect();
+        let known: Vec<f64> = compute.iter().flatten().copied().collect();
+        let mean_compute = if known.is_empty() {
+            1.0
+        } else {
+            known.iter().sum::<f64>() / known.len() as f64
+        };
+        let mut chips = Vec::with_capacity(c * CHIP_FEATURES);
+        let mut chip_ids = Vec::with_capacity(c);
+        for i in 0..c {
+            let id = if c > 1 { i as f64 / (c - 1) as f64 } else { 0.0 };
+            let mem = memory[i].unwrap_or(0.0);
+            let ratio = if total_params > 0.0 {
+                (mem * c as f64 / total_params).min(MEMORY_RATIO_CAP)
+            } else {
+                MEMORY_RATIO_CAP
+            };
+            chip_ids.push(id);
+            chips.extend_from_slice(&[
+                id,
+                mem.ln_1p() / BYTES_SCALE,
+                compute[i].map_or(0.0, |v| (v / mean_compute).ln()),
+                ratio / MEMORY_RATIO_CAP,
+                (c as f64).ln() / CHIPS_SCALE,
+                (n as f64 / c as f64).ln_1p() / NODES_PER_CHIP_SCALE,
+            ]);
+        }
+        let inv = |deg: &[u32]| -> Vec<f64> { deg.iter().map(|&k| 1.0 / k.max(1) as f64).collect() };
+        let edge_tensors = if edges.is_empty() {
+            None
+        } else {
+            let src: Vec<u32> = edges.iter().map(|e| e.src).collect();
+            let dst: Vec<u32> = edges.iter().map(|e| e.dst).collect();
+            let e = src.len();
+            Some((Tensor::from_vec(src, e, device)?, Tensor::from_vec(dst, e, device)?))
+        };
+        let real = |v: Vec<f64>, shape: (usize, usize)| -> Result<Tensor, PolicyError> {
+            Ok(Tensor::from_vec(v, shape, device)?.to_dtype(dtype)?)
+        };
+        Ok(GraphFeatures {
+            num_nodes: n,
+            num_chips: c,
+            depth,
+            op_buckets,
+            ops: Tensor::from_vec(ops, n, device)?,
+            nodes: real(feats, (n, NODE_FEATURES))?,
+            chips: real(chips, (c, CHIP_FEATURES))?,
+            chip_ids: real(chip_ids, (c, 1))?,
+            edges: edge_tensors,
+            inv_in: real(inv(&indeg), (n, 1))?,
+            inv_out: real(inv(&outdeg), (n, 1))?,
+        })
+    }
+}
+
+/// Longest-path depth of each decision node over placed edges, divided by
+/// the largest depth (0 everywhere for a graph without placed edges).
+fn depths(graph: &Graph) -> Vec<f32> {
+    let n = graph.num_placed();
+    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for e in graph.placed_edges() {
+        preds[e.dst as usize].push(e.src);
+    }
+    let mut depth = vec![0u32; n];
+    // The graph's topological order restricted to decisions orders placed edges too.
+    for &node in graph.topological_order() {
+        if let Some(d) = graph.decision_of(node) {
+            let d = d as usize;
+            depth[d] = preds[d].iter().map(|&p| depth[p as usize] + 1).max().unwrap_or(0);
+        }
+    }
+    let max = depth.iter().copied().max().unwrap_or(0).max(1) as f32;
+    depth.iter().map(|&x| x as f32 / max).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_buckets_are_stable_and_in_range() {
+        assert_eq!(op_bucket("linear", 64), op_bucket("linear", 64));
+        assert!((0..1000).all(|i| op_bucket(&format!("op{i}"), 64) < 64));
+        assert_eq!(op_bucket("anything", 1), 0);
+    }
+}

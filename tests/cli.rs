@@ -2,26 +2,7 @@
 
 mod common;
 
-use std::process::{Command, Output};
-
-fn mcmpart(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcmpart"))
-        .args(args)
-        .current_dir(common::root())
-        .output()
-        .expect("run mcmpart")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o).0))
-}
+use common::{json, mcmpart, text};
 
 #[test]
 fn check_summarises_each_problem() {

@@ -3,31 +3,7 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn mcmpart_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcmpart"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run mcmpart")
-}
-
-fn mcmpart(args: &[&str]) -> Output {
-    mcmpart_in(&common::root(), args)
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", text(o)))
-}
+use common::{json, mcmpart, mcmpart_in, text};
 
 fn close(a: f64, b: f64) {
     assert!((a - b).abs() <= 1e-9 * b.abs(), "{a} != {b}");

@@ -5,27 +5,13 @@
 
 mod common;
 
+use common::{mcmpart, text};
+
 use mcmpart::graph::parse_graph_json;
 use mcmpart::lang::compile_str_with_graph;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::Arc;
-
-fn mcmpart(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcmpart"))
-        .args(args)
-        .current_dir(common::root())
-        .output()
-        .expect("run mcmpart")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 /// A chain of `n` compute nodes after an input, with `heavy` bytes of
 /// weights on the first (0 for none).

@@ -5,11 +5,13 @@
 
 mod common;
 
+use common::mcmpart_in as mcmpart;
+
 use mcmpart::cost::{Judge, JudgeOptions, Verdict};
 use mcmpart::problem::{Placement, Problem};
 use mcmpart::strategy::{self, Budget, Random};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 /// Writes an executable `#!/bin/sh` script.
@@ -387,14 +389,6 @@ fn the_dynamic_check_runs_before_the_evaluator() {
     let j = Judge::new(&p, &opts).unwrap_or_else(|e| panic!("{}", e.message));
     assert_eq!(j.evaluate(&[0, 0, 0]), Verdict::Valid { throughput: 1.0 });
     assert!(counter.exists());
-}
-
-fn mcmpart(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mcmpart"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run mcmpart")
 }
 
 fn text(o: &Output) -> String {

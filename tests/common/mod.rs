@@ -4,6 +4,7 @@
 use mcmpart::lang::diag::render_text;
 use mcmpart::lang::{compile_str, Compiled};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -39,3 +40,30 @@ pub fn errors_in(dir: &Path, text: &str) -> String {
 
 pub const HEADER: &str =
     "use std::placement::{acyclic_flow, no_skip, triangle_dependency, memory_capacity}\nuse std::topologies::ring\n";
+
+/// Runs the built `mcmpart` binary in `dir`.
+pub fn mcmpart_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcmpart"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run mcmpart")
+}
+
+/// Runs the built `mcmpart` binary in the repository root.
+pub fn mcmpart(args: &[&str]) -> Output {
+    mcmpart_in(&root(), args)
+}
+
+/// Standard output and standard error as text.
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Standard output parsed as JSON.
+pub fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", text(o)))
+}

@@ -1,7 +1,7 @@
 //! The analytical cost model of the solver brief: per chip, compute time
 //! plus the time of the links leaving it; latency is the slowest chip.
 
-use super::memory::{self, MemoryOverflow, PeakMemory};
+use super::memory::{self, EdgeIndex, MemoryOverflow, PeakMemory};
 use super::CostError;
 use crate::graph::Graph;
 use crate::package::Package;
@@ -25,6 +25,7 @@ pub struct CostModel {
     /// Per decision node, its consumers among decision nodes and the bytes
     /// of each edge (parallel edges merged).
     consumers: Vec<Vec<(u32, u64)>>,
+    edges: EdgeIndex,
 }
 
 /// One chip's share of a partition's cost.
@@ -110,6 +111,7 @@ impl CostModel {
             consumers[e.src as usize].push((e.dst, e.bytes));
         }
         Ok(CostModel {
+            edges: EdgeIndex::new(&graph),
             graph,
             package,
             compute,
@@ -132,7 +134,7 @@ impl CostModel {
         for (d, &c) in chips.iter().enumerate() {
             t[c as usize] += g.placed_node(d as u32).flops as f64 / self.compute[c as usize];
         }
-        for (n, hosts) in memory::replica_hosts(g, chips) {
+        for (n, hosts) in memory::replica_hosts(g, &self.edges, chips) {
             for c in hosts {
                 t[c as usize] += g.nodes[n].flops as f64 / self.compute[c as usize];
             }
@@ -222,7 +224,7 @@ impl CostModel {
 
     /// The dynamic check: weights plus live activations per chip.
     pub fn peak_memory(&self, chips: &[u32]) -> Result<PeakMemory, MemoryOverflow> {
-        memory::peak_memory(&self.graph, &self.package, &self.memory, chips)
+        memory::peak_memory(&self.graph, &self.edges, &self.package, &self.memory, chips)
     }
 
     /// Latency, throughput, the bound, and every chip's share.

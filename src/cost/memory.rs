@@ -42,10 +42,31 @@ impl fmt::Display for MemoryOverflow {
     }
 }
 
+/// Edge lists by node, built once per graph: evaluations run on every
+/// sample and must not rescan the edge list.
+pub struct EdgeIndex {
+    /// Indices into `g.edges` of each node's input edges.
+    ins: Vec<Vec<usize>>,
+    /// Each node's consumers.
+    outs: Vec<Vec<usize>>,
+}
+
+impl EdgeIndex {
+    pub fn new(g: &Graph) -> EdgeIndex {
+        let mut ins = vec![Vec::new(); g.nodes.len()];
+        let mut outs = vec![Vec::new(); g.nodes.len()];
+        for (i, e) in g.edges.iter().enumerate() {
+            ins[e.dst].push(i);
+            outs[e.src].push(e.dst);
+        }
+        EdgeIndex { ins, outs }
+    }
+}
+
 /// The chips each replicable node is copied to: every chip hosting one of
 /// its consumers (copies included), as `(node, chips)` for replicable nodes
 /// with at least one consumer.
-pub fn replica_hosts(g: &Graph, chips: &[u32]) -> Vec<(usize, Vec<u32>)> {
+pub fn replica_hosts(g: &Graph, edges: &EdgeIndex, chips: &[u32]) -> Vec<(usize, Vec<u32>)> {
     let n = g.nodes.len();
     if g.num_placed() == n {
         return Vec::new();
@@ -57,10 +78,10 @@ pub fn replica_hosts(g: &Graph, chips: &[u32]) -> Vec<(usize, Vec<u32>)> {
         }
         // Consumers come later in topological order, so theirs are known.
         let mut hs: Vec<u32> = Vec::new();
-        for e in g.edges.iter().filter(|e| e.src == v) {
-            match g.decision_of(e.dst) {
+        for &w in &edges.outs[v] {
+            match g.decision_of(w) {
                 Some(d) => hs.push(chips[d as usize]),
-                None => hs.extend_from_slice(&hosts[e.dst]),
+                None => hs.extend_from_slice(&hosts[w]),
             }
         }
         hs.sort_unstable();
@@ -80,6 +101,7 @@ pub fn replica_hosts(g: &Graph, chips: &[u32]) -> Vec<(usize, Vec<u32>)> {
 /// its last. `memory[c]` is `None` for a chip without a limit.
 pub fn peak_memory(
     g: &Graph,
+    edges: &EdgeIndex,
     package: &Package,
     memory: &[Option<f64>],
     chips: &[u32],
@@ -87,7 +109,7 @@ pub fn peak_memory(
     let c = package.num_chips();
     let mut on_chip: Vec<Vec<usize>> = vec![Vec::new(); c];
     let mut copies: Vec<Vec<u32>> = vec![Vec::new(); g.nodes.len()];
-    for (v, hs) in replica_hosts(g, chips) {
+    for (v, hs) in replica_hosts(g, edges, chips) {
         copies[v] = hs;
     }
     for &v in g.topological_order() {
@@ -99,10 +121,6 @@ pub fn peak_memory(
                 }
             }
         }
-    }
-    let mut ins: Vec<Vec<usize>> = vec![Vec::new(); g.nodes.len()];
-    for (i, e) in g.edges.iter().enumerate() {
-        ins[e.dst].push(i);
     }
     let mut usage = PeakMemory {
         weights: vec![0; c],
@@ -121,7 +139,7 @@ pub fn peak_memory(
             stamp[v] = chip;
             span[v] = (step, step, own_output(&g.nodes[v]));
             touched.push(v);
-            for &ei in &ins[v] {
+            for &ei in &edges.ins[v] {
                 let e = &g.edges[ei];
                 let u = e.src;
                 if stamp[u] != chip {

@@ -12,7 +12,7 @@ mod service;
 
 pub use analytical::{ChipCost, CostModel, CostReport};
 pub use external::External;
-pub use memory::{peak_memory, MemoryOverflow, PeakMemory};
+pub use memory::{MemoryOverflow, PeakMemory};
 pub use service::{Judge, JudgeOptions, JudgeStats};
 
 use crate::problem::Problem;

@@ -416,7 +416,6 @@ fn dp_reports_an_infeasible_problem() {
 }
 
 #[test]
-#[ignore = "bug: native acyclic_flow + triangle_dependency prune a chip of a valid proposal; FIX moves it"]
 fn fix_keeps_a_valid_proposal_under_acyclic_flow_and_triangle_dependency() {
     let c = Case {
         topo: Topo::Ring(4),

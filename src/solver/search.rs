@@ -102,8 +102,8 @@ pub fn draw(solver: &Solver, u: u32, probs: Probs, rng: &mut impl Rng) -> u32 {
     c
 }
 
-/// Decides every unfixed node of `order[from..]` by drawing from its
-/// domain; resumes where backtracking leaves off.
+/// Decides every unfixed node of `order` by drawing from its domain;
+/// resumes where backtracking leaves off.
 /// Returns false when more than `budget` failures happened (the pass gave up).
 fn sample_rest(
     solver: &mut Solver,
@@ -112,39 +112,41 @@ fn sample_rest(
     rng: &mut impl Rng,
     budget: Option<u64>,
 ) -> Result<bool, Infeasible> {
-    let base = solver.num_decisions();
-    let mut at: Vec<usize> = Vec::new();
-    let mut pos = 0;
-    let budget = budget.map(|b| solver.stats.failures + b);
-    while pos < order.len() {
-        if budget.is_some_and(|b| solver.stats.failures > b) {
-            return Ok(false);
+    // The limit is absolute, fixed once: a rescan must not extend it.
+    let limit = budget.map(|b| solver.stats.failures + b);
+    'rescan: loop {
+        let base = solver.num_decisions();
+        let mut at: Vec<usize> = Vec::new();
+        let mut pos = 0;
+        while pos < order.len() {
+            if limit.is_some_and(|l| solver.stats.failures > l) {
+                return Ok(false);
+            }
+            let u = order[pos];
+            if solver.is_fixed(u) {
+                pos += 1;
+                continue;
+            }
+            let c = draw(solver, u, probs, rng);
+            let before = solver.num_decisions();
+            at.push(pos);
+            let after = solver.set_domain(u, &[c]);
+            if let Some(inf) = solver.infeasible() {
+                return Err(inf.clone());
+            }
+            if after > before {
+                pos += 1;
+            } else if after >= base {
+                // Resume at the first node whose decision was undone.
+                pos = at[after - base];
+                at.truncate(after - base);
+            } else {
+                // Decisions from before this pass were undone: rescan.
+                continue 'rescan;
+            }
         }
-        let u = order[pos];
-        if solver.is_fixed(u) {
-            pos += 1;
-            continue;
-        }
-        let c = draw(solver, u, probs, rng);
-        let before = solver.num_decisions();
-        at.push(pos);
-        let after = solver.set_domain(u, &[c]);
-
-        if let Some(inf) = solver.infeasible() {
-            return Err(inf.clone());
-        }
-        if after > before {
-            pos += 1;
-        } else if after >= base {
-            // Resume at the first node whose decision was undone.
-            pos = at[after - base];
-            at.truncate(after - base);
-        } else {
-            // Decisions from before this pass were undone: rescan.
-            return sample_rest(solver, order, probs, rng, budget);
-        }
+        return Ok(true);
     }
-    Ok(true)
 }
 
 /// The graph's topological order over placed nodes.

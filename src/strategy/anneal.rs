@@ -1,8 +1,14 @@
 //! Simulated annealing over distributions, as the paper describes: the
 //! state is a per-node distribution over chips (as logits), a move shifts a
-//! few nodes' modes to a neighbouring chip (now and then to any chip),
-//! SAMPLE draws a valid partition from the moved distributions, and the
-//! Metropolis rule on log throughput decides whether the move is kept.
+//! few nodes' modes to a neighbouring chip, SAMPLE draws a valid partition
+//! from the moved distributions, and the Metropolis rule on log throughput
+//! decides whether the move is kept.
+//!
+//! A move slides a node across the boundary of its chip's stage: up one chip
+//! when all its consumers are already there or beyond, down one when all its
+//! inputs are (weights used by it alone travel with it). Any other move on a
+//! pipelined placement closes a cycle or a shortcut in the chip flow, which
+//! the solver then repairs by moving many nodes, far from the state.
 //!
 //! By default the state starts sharpened on the greedy placement, so the
 //! search refines the baseline; from uniform distributions (the paper's
@@ -20,10 +26,12 @@ pub struct Anneal {
     /// probability about exp(-x / T).
     pub t_start: f64,
     pub t_end: f64,
-    /// Fraction of the nodes a move touches (at least one).
-    pub moves: f64,
+    /// Most boundary slides in one move (each move draws 1..=moves).
+    pub moves: usize,
     /// How far above its old mode a moved node's new chip goes (logits).
     pub step: f32,
+    /// Random picks tried per move before giving up on finding a boundary node.
+    pub tries: usize,
     /// Start from the greedy placement with this logit on its chips (about
     /// ln(C) + 7 puts 99.9% of the mass there); `None` starts uniform.
     pub warm: Option<f32>,
@@ -34,10 +42,11 @@ pub struct Anneal {
 impl Default for Anneal {
     fn default() -> Anneal {
         Anneal {
-            t_start: 0.05,
-            t_end: 0.0005,
-            moves: 0.01,
-            step: 1.0,
+            t_start: 0.01,
+            t_end: 0.0002,
+            moves: 3,
+            step: 3.0,
+            tries: 64,
             warm: Some(7.0),
             pull: 0.3,
         }
@@ -64,7 +73,6 @@ impl Strategy for Anneal {
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
         let n = search.problem.graph.num_placed();
         let c = search.problem.package.num_chips();
-        let k = ((n as f64 * self.moves).ceil() as usize).max(1);
         let mut state = vec![vec![0.0f32; c]; n];
         if let Some(w) = self.warm {
             // Sharpen on greedy's partition as the solver made it valid:
@@ -76,6 +84,8 @@ impl Strategy for Anneal {
                 state[u][g as usize] = sharp;
             }
         }
+        let nb = Neighbours::new(search.problem);
+        let mut mode: Vec<u32> = state.iter().map(|r| argmax(r) as u32).collect();
         let mut energy: Option<f64> = None;
         while !search.done() {
             let temp = self.t_start * (self.t_end / self.t_start).powf(search.progress());
@@ -83,17 +93,16 @@ impl Strategy for Anneal {
             for _ in 0..search.batch() {
                 let mut logits = state.clone();
                 if energy.is_some() || search.samples() > 0 {
-                    for _ in 0..k {
-                        let u = search.rng.random_range(0..n);
-                        // Half the moves lean towards the best partition so far.
-                        let row = &mut logits[u];
-                        let mode = (0..c).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap_or(0);
-                        let to = match search.rng.random_range(0..10) {
-                            0..=3 => mode.saturating_sub(1),
-                            4..=7 => (mode + 1).min(c - 1),
-                            _ => search.rng.random_range(0..c),
+                    let mut moved = mode.clone();
+                    for _ in 0..search.rng.random_range(1..=self.moves.max(1)) {
+                        let Some((group, to)) = nb.boundary_move(&moved, c as u32, self.tries, &mut search.rng) else {
+                            break;
                         };
-                        row[to] = row[mode] + self.step;
+                        for u in group {
+                            let row = &mut logits[u as usize];
+                            row[to as usize] = row[argmax(row)] + self.step;
+                            moved[u as usize] = to;
+                        }
                     }
                 }
                 let chips = search.sample(Some(&softmax(&logits)))?;
@@ -125,9 +134,73 @@ impl Strategy for Anneal {
                 for (u, &ch) in chips.iter().enumerate() {
                     state[u][ch as usize] += self.pull;
                 }
+                mode = state.iter().map(|r| argmax(r) as u32).collect();
                 energy = Some(e);
             }
         }
         Ok(())
+    }
+}
+
+fn argmax(row: &[f32]) -> usize {
+    (0..row.len()).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap_or(0)
+}
+
+/// Placed-node adjacency, and for each node the weights only it consumes
+/// (sources with one consumer), which move with it.
+struct Neighbours {
+    succ: Vec<Vec<u32>>,
+    pred: Vec<Vec<u32>>,
+    tied: Vec<Vec<u32>>,
+}
+
+impl Neighbours {
+    fn new(problem: &crate::problem::Problem) -> Neighbours {
+        let n = problem.graph.num_placed();
+        let (mut succ, mut pred) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+        for e in problem.graph.placed_edges() {
+            succ[e.src as usize].push(e.dst);
+            pred[e.dst as usize].push(e.src);
+        }
+        let tied = (0..n)
+            .map(|u| {
+                pred[u]
+                    .iter()
+                    .copied()
+                    .filter(|&p| pred[p as usize].is_empty() && succ[p as usize].len() == 1)
+                    .collect()
+            })
+            .collect();
+        Neighbours { succ, pred, tied }
+    }
+
+    /// A node (with its tied weights) and the neighbouring chip it can slide
+    /// to without reversing any edge of `at`; `None` after `tries` misses.
+    fn boundary_move(&self, at: &[u32], chips: u32, tries: usize, rng: &mut impl Rng) -> Option<(Vec<u32>, u32)> {
+        let n = at.len();
+        for _ in 0..tries {
+            let u = rng.random_range(0..n);
+            if self.pred[u].is_empty() && self.succ[u].len() == 1 {
+                continue; // a tied weight moves with its consumer
+            }
+            let m = at[u];
+            let up = rng.random_bool(0.5);
+            let to = if up { m + 1 } else { m.wrapping_sub(1) };
+            if to >= chips {
+                continue;
+            }
+            let tied = &self.tied[u];
+            let ok = if up {
+                self.succ[u].iter().all(|&s| at[s as usize] >= to)
+            } else {
+                self.pred[u].iter().all(|&p| tied.contains(&p) || at[p as usize] <= to)
+            };
+            if ok {
+                let mut group = vec![u as u32];
+                group.extend(tied);
+                return Some((group, to));
+            }
+        }
+        None
     }
 }

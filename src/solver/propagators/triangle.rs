@@ -284,11 +284,12 @@ impl Triangle {
                 allowed[k] &= row[k];
             }
         }
-        // a -> c -> b is a path of two: only c = a or c = b, when a -> b
-        // already has an arc or a longer path (or a == b, a cycle).
+        // a -> c -> b is a path of two: only c = a or c = b when the arc
+        // a -> b exists (or a == b, a cycle). Another long path a ~> b is no
+        // reason: two paths of two or more may coexist when no arc shortcuts them.
         for &a in pc.iter() {
             for &b in sc.iter() {
-                if a == b || self.has_arc(s, a, b) || self.lp(a, b) >= 2 {
+                if a == b || self.has_arc(s, a, b) {
                     let mut pair = [0u64; 16];
                     pair[(a / 64) as usize] |= 1 << (a % 64);
                     pair[(b / 64) as usize] |= 1 << (b % 64);

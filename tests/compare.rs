@@ -13,51 +13,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// A chain of `n` compute nodes after an input, with `heavy` bytes of
-/// weights on the first (0 for none).
-fn chain_graph(name: &str, n: usize, heavy: u64) -> String {
-    let mut nodes = vec![r#"{"id": "input", "op": "placeholder", "output_bytes": 4096}"#.to_string()];
-    let mut edges = Vec::new();
-    if heavy > 0 {
-        nodes.push(format!(
-            r#"{{"id": "w", "op": "get_attr", "params": {heavy}, "output_bytes": {heavy}}}"#
-        ));
-        edges.push(r#"{"from": "w", "to": "n0"}"#.to_string());
-    }
-    let mut prev = "input".to_string();
-    for i in 0..n {
-        let flops = 1_000_000 * (1 + (i * 7) % 5);
-        nodes.push(format!(
-            r#"{{"id": "n{i}", "op": "linear", "flops": {flops}, "output_bytes": {}}}"#,
-            4096 * (1 + i % 3)
-        ));
-        edges.push(format!(r#"{{"from": "{prev}", "to": "n{i}"}}"#));
-        prev = format!("n{i}");
-    }
-    format!(
-        r#"{{"name": "{name}", "nodes": [{}], "edges": [{}]}}"#,
-        nodes.join(", "),
-        edges.join(", ")
-    )
-}
-
-fn problem_text(graph: &str, chips: usize) -> String {
-    format!(
-        "{}let package = ring(n = {chips}, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s)\n\
-         let g = graph(\"{graph}\")\n\
-         partition g onto package {{\n    require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n    maximize throughput\n}}\n",
-        common::HEADER
-    )
-}
-
 /// Two tiny problems in a scratch folder.
 fn tiny_problems(dir: &Path) -> (PathBuf, PathBuf) {
-    std::fs::write(dir.join("six.json"), chain_graph("six", 6, 0)).unwrap();
-    std::fs::write(dir.join("eight.json"), chain_graph("eight", 8, 0)).unwrap();
+    std::fs::write(dir.join("six.json"), common::chain_graph("six", 6, 0)).unwrap();
+    std::fs::write(dir.join("eight.json"), common::chain_graph("eight", 8, 0)).unwrap();
     let a = dir.join("six.mcm");
     let b = dir.join("eight.mcm");
-    std::fs::write(&a, problem_text("six.json", 3)).unwrap();
-    std::fs::write(&b, problem_text("eight.json", 4)).unwrap();
+    std::fs::write(&a, common::ring_problem("six.json", 3)).unwrap();
+    std::fs::write(&b, common::ring_problem("eight.json", 4)).unwrap();
     (a, b)
 }
 
@@ -253,11 +216,11 @@ fn compare_applies_a_problem_to_every_graph_of_a_split() {
     let dir = common::scratch("compare-split");
     let graphs = dir.join("graphs");
     std::fs::create_dir_all(&graphs).unwrap();
-    std::fs::write(graphs.join("five.json"), chain_graph("five", 5, 0)).unwrap();
-    std::fs::write(graphs.join("seven.json"), chain_graph("seven", 7, 0)).unwrap();
-    std::fs::write(graphs.join("train.json"), chain_graph("train", 4, 0)).unwrap();
+    std::fs::write(graphs.join("five.json"), common::chain_graph("five", 5, 0)).unwrap();
+    std::fs::write(graphs.join("seven.json"), common::chain_graph("seven", 7, 0)).unwrap();
+    std::fs::write(graphs.join("train.json"), common::chain_graph("train", 4, 0)).unwrap();
     // 8 MiB of weights on one node: no die of 1 MiB holds them.
-    std::fs::write(graphs.join("huge.json"), chain_graph("huge", 3, 8 << 20)).unwrap();
+    std::fs::write(graphs.join("huge.json"), common::chain_graph("huge", 3, 8 << 20)).unwrap();
     std::fs::write(graphs.join("broken.json"), "{ not json").unwrap();
     let manifest = serde_json::json!({
         "format_version": 1,
@@ -271,9 +234,9 @@ fn compare_applies_a_problem_to_every_graph_of_a_split() {
     });
     std::fs::write(graphs.join("manifest.json"), manifest.to_string()).unwrap();
     // The file's own graph is not the split's.
-    std::fs::write(dir.join("own.json"), chain_graph("own", 2, 0)).unwrap();
+    std::fs::write(dir.join("own.json"), common::chain_graph("own", 2, 0)).unwrap();
     let file = dir.join("ring.mcm");
-    std::fs::write(&file, problem_text("own.json", 3)).unwrap();
+    std::fs::write(&file, common::ring_problem("own.json", 3)).unwrap();
     let out = dir.join("out");
     let args = |split: &str| -> Vec<String> {
         [
@@ -384,9 +347,9 @@ fn compare_errors_are_clean() {
 #[test]
 fn a_problem_compiles_with_another_graph() {
     let dir = common::scratch("compare-with-graph");
-    std::fs::write(dir.join("own.json"), chain_graph("own", 2, 0)).unwrap();
-    let src = problem_text("own.json", 3);
-    let other = Arc::new(parse_graph_json(&chain_graph("other", 9, 0)).unwrap());
+    std::fs::write(dir.join("own.json"), common::chain_graph("own", 2, 0)).unwrap();
+    let src = common::ring_problem("own.json", 3);
+    let other = Arc::new(parse_graph_json(&common::chain_graph("other", 9, 0)).unwrap());
     let c = compile_str_with_graph("test.mcm", &src, &dir, other.clone());
     assert!(c.ok());
     let p = c.problem(None).unwrap();

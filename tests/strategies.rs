@@ -135,7 +135,9 @@ fn judge(p: &Problem) -> Judge {
 }
 
 fn run(p: &Problem, j: &Judge, name: &str, budget: Budget, seed: u64) -> Option<Outcome> {
-    let mut s = strategy::by_name(name).expect("a strategy");
+    let mut s = strategy::by_name(name, &Default::default())
+        .unwrap()
+        .expect("a strategy");
     strategy::run(p, j, s.as_mut(), budget, seed, None).ok()
 }
 

@@ -59,6 +59,8 @@ pub struct CompareArgs {
     pub problem: Option<String>,
     #[command(flatten)]
     pub eval: EvalArgs,
+    #[command(flatten)]
+    pub rl: super::search::RlArgs,
 }
 
 /// One problem's runs: greedy's, then every strategy's.
@@ -109,7 +111,7 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
         if s.is_empty() {
             continue;
         }
-        if strategy_named(out, s).is_none() {
+        if strategy_named(out, s, &args.rl).is_none() {
             return 2;
         }
         if !names.iter().any(|n| n == s) {
@@ -364,43 +366,10 @@ fn sources(files: &[PathBuf], args: &CompareArgs) -> Result<Vec<Source>, (String
             })
             .collect());
     };
-    let path = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        (
-            format!("cannot read `{}`: {e}", path.display()),
-            Some("--graphs names a folder of graph files with a manifest.json".to_string()),
-        )
-    })?;
-    let bad = |m: &str| (format!("`{}`: {m}", path.display()), None);
-    let v: Value = serde_json::from_str(&text).map_err(|e| bad(&format!("not JSON: {e}")))?;
-    let graphs = v
-        .get("graphs")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad("missing the `graphs` array"))?;
-    let mut picked = Vec::new();
-    let mut splits = BTreeSet::new();
-    for (i, g) in graphs.iter().enumerate() {
-        let field = |k: &str| g.get(k).and_then(Value::as_str);
-        let split = field("split").unwrap_or("");
-        splits.insert(split.to_string());
-        if args.split.as_deref().is_some_and(|s| s != split) {
-            continue;
-        }
-        let file = field("file").ok_or_else(|| bad(&format!("graph {} has no `file`", i + 1)))?;
-        let name = field("name")
-            .map(String::from)
-            .unwrap_or_else(|| file.trim_end_matches(".gz").trim_end_matches(".json").to_string());
-        picked.push((name, dir.join(file)));
-    }
-    if picked.is_empty() {
-        let known: Vec<String> = splits.into_iter().filter(|s| !s.is_empty()).collect();
-        let what = match &args.split {
-            Some(s) => format!("the split `{s}` of `{}` has no graph", path.display()),
-            None => format!("`{}` lists no graph", path.display()),
-        };
-        let help = (!known.is_empty()).then(|| format!("the splits are {}", known.join(", ")));
-        return Err((what, help));
-    }
+    let picked: Vec<(String, PathBuf)> = crate::graph::manifest::entries(dir, args.split.as_deref())?
+        .into_iter()
+        .map(|e| (e.name, e.path))
+        .collect();
     Ok(files
         .iter()
         .flat_map(|f| {
@@ -475,7 +444,9 @@ fn run_problem(
     for name in names.iter().filter(|n| *n != "greedy") {
         for r in 0..args.repeats {
             let seed = args.seed.wrapping_add(r as u64);
-            let mut s = strategy::by_name(name).ok_or_else(|| format!("unknown strategy `{name}`"))?;
+            let mut s = strategy::by_name(name, &args.rl.options())
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("unknown strategy `{name}`"))?;
             let j = judge()?;
             let o = strategy::run(p, &j, s.as_mut(), Budget::Samples(args.budget), seed, None)
                 .map_err(|i| infeasible(p, &i))?;

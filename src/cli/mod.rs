@@ -10,6 +10,7 @@ mod show;
 pub mod solve;
 mod stats;
 mod test;
+mod train;
 mod verify;
 
 use crate::lang::diag::{render_text, to_json, Diag};
@@ -85,6 +86,12 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         args: search::SolveArgs,
+    },
+    /// Pretrain the placement policy with PPO on a split of the graph
+    /// folder; checkpoints, logs and a training curve go to `--out`.
+    Train {
+        #[command(flatten)]
+        args: train::TrainArgs,
     },
     /// Compare strategies over problems and seeds, against greedy and the
     /// lower bound: curves, summary tables and figures.
@@ -221,6 +228,7 @@ pub fn run(cli: Cli) -> i32 {
         } => solve::run_sample(&out, &file, &solver, &dest),
         Command::Solve { file, args } => search::run(&out, &file, &args),
         Command::Compare { files, args } => compare::run(&out, &files, &args),
+        Command::Train { args } => train::run(&out, &args),
         Command::Repair {
             file,
             proposal,

@@ -19,7 +19,7 @@ pub struct SolveArgs {
     /// The problem, when the file declares several.
     #[arg(long)]
     pub problem: Option<String>,
-    /// greedy, random, anneal or dp.
+    /// greedy, random, anneal, dp, rl, rl-zero-shot, rl-scratch or rl-nosolver.
     #[arg(long, default_value = DEFAULT_STRATEGY)]
     pub strategy: String,
     /// Budget in samples (evaluated partitions).
@@ -36,6 +36,48 @@ pub struct SolveArgs {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub eval: EvalArgs,
+    #[command(flatten)]
+    pub rl: RlArgs,
+}
+
+/// The learned strategies' settings (`rl` and its variants).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct RlArgs {
+    /// The policy checkpoint (`PATH.safetensors` + `PATH.json`) instead of
+    /// the shipped one.
+    #[arg(long, value_name = "PATH")]
+    pub policy: Option<PathBuf>,
+    /// Sample the policy without fine-tuning it (as `rl-zero-shot`).
+    #[arg(long)]
+    pub zero_shot: bool,
+    /// Train a fresh policy within the budget (as `rl-scratch`).
+    #[arg(long, conflicts_with_all = ["policy", "zero_shot"])]
+    pub from_scratch: bool,
+    /// How the policy's draws meet the solver: fix (default), sample, or
+    /// no-solver (as `rl-nosolver`).
+    #[arg(long, value_enum, default_value_t = crate::policy::rollout::Mode::Fix)]
+    pub rl_mode: crate::policy::rollout::Mode,
+}
+
+impl RlArgs {
+    pub fn options(&self) -> strategy::RlOptions {
+        let p = strategy::RlOptions {
+            policy: self.policy.as_ref().map(|p| strip_checkpoint_ext(p)),
+            zero_shot: self.zero_shot,
+            from_scratch: self.from_scratch,
+            mode: self.rl_mode,
+            ..strategy::RlOptions::default()
+        };
+        p
+    }
+}
+
+/// `run.safetensors` or `run.json` names the checkpoint `run`.
+fn strip_checkpoint_ext(p: &Path) -> PathBuf {
+    match p.extension().and_then(|e| e.to_str()) {
+        Some("safetensors") | Some("json") => p.with_extension(""),
+        _ => p.to_path_buf(),
+    }
 }
 
 impl SolveArgs {
@@ -48,21 +90,28 @@ impl SolveArgs {
     }
 }
 
-/// A strategy by name, or an error naming the ones there are.
-pub fn strategy_named(out: &Output, name: &str) -> Option<Box<dyn strategy::Strategy>> {
-    let s = strategy::by_name(name);
-    if s.is_none() {
-        let known = strategy::NAMES.join(", ");
-        let help = crate::lang::diag::suggest(name, strategy::NAMES.iter().copied())
-            .map(|s| format!("did you mean `{s}`? The strategies are {known}"))
-            .unwrap_or_else(|| format!("the strategies are {known}"));
-        out.error(&format!("unknown strategy `{name}`"), Some(&help));
+/// A strategy by name, or an error naming the ones there are (or saying
+/// why its policy could not be loaded).
+pub fn strategy_named(out: &Output, name: &str, rl: &RlArgs) -> Option<Box<dyn strategy::Strategy>> {
+    match strategy::by_name(name, &rl.options()) {
+        Ok(Some(s)) => Some(s),
+        Ok(None) => {
+            let known = strategy::NAMES.join(", ");
+            let help = crate::lang::diag::suggest(name, strategy::NAMES.iter().copied())
+                .map(|s| format!("did you mean `{s}`? The strategies are {known}"))
+                .unwrap_or_else(|| format!("the strategies are {known}"));
+            out.error(&format!("unknown strategy `{name}`"), Some(&help));
+            None
+        }
+        Err(e) => {
+            out.error(&format!("strategy `{name}`: {e}"), None);
+            None
+        }
     }
-    s
 }
 
 pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> i32 {
-    let Some(mut strat) = strategy_named(out, &args.strategy) else {
+    let Some(mut strat) = strategy_named(out, &args.strategy, &args.rl) else {
         return 2;
     };
     with_problem(out, file, args.problem.as_deref(), |p, sources| {
@@ -112,7 +161,7 @@ fn default_out(file: &Path) -> PathBuf {
     PathBuf::from(format!("{stem}.partition.json"))
 }
 
-fn progress_bar(out: &Output, budget: Budget) -> Option<indicatif::ProgressBar> {
+pub fn progress_bar(out: &Output, budget: Budget) -> Option<indicatif::ProgressBar> {
     if out.json || !std::io::stderr().is_terminal() {
         return None;
     }

@@ -3,6 +3,7 @@
 
 pub mod dot;
 mod load;
+pub mod manifest;
 pub mod onnx;
 pub mod stats;
 

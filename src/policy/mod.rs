@@ -10,7 +10,9 @@ pub mod checkpoint;
 pub mod features;
 pub mod net;
 pub mod ppo;
+pub mod rollout;
 mod sage;
+pub mod train;
 
 pub use checkpoint::{load, save, FORMAT_VERSION};
 pub use features::{GraphFeatures, FEATURE_SCHEMA};

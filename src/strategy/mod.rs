@@ -7,11 +7,13 @@ mod anneal;
 mod dp;
 mod greedy;
 mod random;
+mod rl;
 
 pub use anneal::Anneal;
 pub use dp::{pipeline_cuts, pipeline_order, Dp};
 pub use greedy::{greedy_proposal, Greedy};
 pub use random::Random;
+pub use rl::{load_stem, Rl, RlOptions, SHIPPED};
 
 use crate::cost::{Judge, Verdict};
 use crate::problem::{Placement, Problem};
@@ -86,19 +88,53 @@ pub trait Strategy {
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible>;
 }
 
-/// The strategies `solve` and `compare` know by name (the learned policy
-/// adds `rl` and `rl-nosolver` where it is built).
-pub const NAMES: &[&str] = &["greedy", "random", "anneal", "dp"];
+/// The strategies `solve` and `compare` know by name. `rl` is the shipped
+/// policy fine-tuned within the budget; `rl-zero-shot` samples it as it is;
+/// `rl-scratch` trains a fresh policy within the budget; `rl-nosolver` is
+/// `rl` without the solver (the paper's ablation).
+pub const NAMES: &[&str] = &[
+    "greedy",
+    "random",
+    "anneal",
+    "dp",
+    "rl",
+    "rl-zero-shot",
+    "rl-scratch",
+    "rl-nosolver",
+];
 
-/// A strategy by name, with its default settings.
-pub fn by_name(name: &str) -> Option<Box<dyn Strategy>> {
-    Some(match name {
+/// A strategy by name, with its default settings and, for the `rl`
+/// family, `rl` adjusted by the name. `Ok(None)`: no such strategy.
+pub fn by_name(name: &str, rl: &RlOptions) -> Result<Option<Box<dyn Strategy>>, crate::policy::PolicyError> {
+    let learned = |o: RlOptions| -> Result<Option<Box<dyn Strategy>>, crate::policy::PolicyError> {
+        Ok(Some(Box::new(Rl::new(name, o)?)))
+    };
+    Ok(Some(match name {
         "greedy" => Box::new(Greedy),
         "random" => Box::new(Random),
         "anneal" => Box::new(Anneal::default()),
         "dp" => Box::new(Dp),
-        _ => return None,
-    })
+        "rl" => return learned(rl.clone()),
+        "rl-zero-shot" => {
+            return learned(RlOptions {
+                zero_shot: true,
+                ..rl.clone()
+            })
+        }
+        "rl-scratch" => {
+            return learned(RlOptions {
+                from_scratch: true,
+                ..rl.clone()
+            })
+        }
+        "rl-nosolver" => {
+            return learned(RlOptions {
+                mode: crate::policy::rollout::Mode::NoSolver,
+                ..rl.clone()
+            })
+        }
+        _ => return Ok(None),
+    }))
 }
 
 /// A callback run after every sample.
@@ -199,6 +235,14 @@ impl<'p> Search<'p> {
         let n = batch.len();
         let take = n.min(self.remaining());
         let verdicts = self.judge.evaluate_all(&batch[..take]);
+        self.record(batch, verdicts)
+    }
+
+    /// Records judged partitions as samples, up to the budget.
+    fn record(&mut self, batch: Vec<Vec<u32>>, verdicts: Vec<Verdict>) -> Vec<Option<Verdict>> {
+        let n = batch.len();
+        let take = n.min(self.remaining()).min(verdicts.len());
+        let batch: Vec<Vec<u32>> = batch.into_iter().take(take).collect();
         let mut out = Vec::with_capacity(batch.len());
         for (chips, v) in batch.into_iter().zip(verdicts) {
             let t = v.throughput();
@@ -228,6 +272,44 @@ impl<'p> Search<'p> {
         }
         out.resize(n, None);
         out
+    }
+
+    /// Like [`Search::submit`] for partitions no solver made valid (the
+    /// `rl-nosolver` ablation): one that breaks a rule is an invalid sample
+    /// naming the rule, and is not evaluated.
+    pub fn submit_unchecked(&mut self, batch: Vec<Vec<u32>>) -> Vec<Option<Verdict>> {
+        let p = self.problem;
+        let broken: Vec<Option<String>> = batch
+            .iter()
+            .map(|chips| {
+                let vs = crate::solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.clone()));
+                vs.first()
+                    .map(|v| format!("breaks `{}`", p.constraints[v.constraint].display_name()))
+            })
+            .collect();
+        let valid: Vec<Vec<u32>> = batch
+            .iter()
+            .zip(&broken)
+            .filter(|(_, b)| b.is_none())
+            .map(|(c, _)| c.clone())
+            .collect();
+        let mut verdicts = self.judge.evaluate_all(&valid).into_iter();
+        let judged: Vec<Verdict> = broken
+            .into_iter()
+            .map(|b| match b {
+                Some(reason) => Verdict::Invalid { reason },
+                None => verdicts.next().unwrap_or(Verdict::Invalid {
+                    reason: "not evaluated".into(),
+                }),
+            })
+            .collect();
+        self.record(batch, judged)
+    }
+
+    /// A partition judged outside the budget: the reference a strategy
+    /// normalises by (the `rl` strategies' greedy baseline). Not a sample.
+    pub fn reference(&self, chips: &[u32]) -> Verdict {
+        self.judge.evaluate(chips)
     }
 
     /// One partition evaluated as one sample.

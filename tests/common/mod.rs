@@ -67,3 +67,41 @@ pub fn text(o: &Output) -> (String, String) {
 pub fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", text(o)))
 }
+
+/// A chain of `n` compute nodes after an input, with `heavy` bytes of
+/// weights on the first (0 for none).
+pub fn chain_graph(name: &str, n: usize, heavy: u64) -> String {
+    let mut nodes = vec![r#"{"id": "input", "op": "placeholder", "output_bytes": 4096}"#.to_string()];
+    let mut edges = Vec::new();
+    if heavy > 0 {
+        nodes.push(format!(
+            r#"{{"id": "w", "op": "get_attr", "params": {heavy}, "output_bytes": {heavy}}}"#
+        ));
+        edges.push(r#"{"from": "w", "to": "n0"}"#.to_string());
+    }
+    let mut prev = "input".to_string();
+    for i in 0..n {
+        let flops = 1_000_000 * (1 + (i * 7) % 5);
+        nodes.push(format!(
+            r#"{{"id": "n{i}", "op": "linear", "flops": {flops}, "output_bytes": {}}}"#,
+            4096 * (1 + i % 3)
+        ));
+        edges.push(format!(r#"{{"from": "{prev}", "to": "n{i}"}}"#));
+        prev = format!("n{i}");
+    }
+    format!(
+        r#"{{"name": "{name}", "nodes": [{}], "edges": [{}]}}"#,
+        nodes.join(", "),
+        edges.join(", ")
+    )
+}
+
+/// A problem placing `graph` on a ring of `chips` dies of 1 MiB under the stdlib rules.
+pub fn ring_problem(graph: &str, chips: usize) -> String {
+    format!(
+        "{}let package = ring(n = {chips}, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s)\n\
+         let g = graph(\"{graph}\")\n\
+         partition g onto package {{\n    require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n    maximize throughput\n}}\n",
+        HEADER
+    )
+}

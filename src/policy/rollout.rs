@@ -1,0 +1,84 @@
+//! One rollout: the policy's distributions become a partition request, in
+//! one of three ways (the paper's variants). Training and the `rl`
+//! strategies share this, so what is trained is what is deployed.
+
+use super::ppo::{log_probs_of, sample_actions};
+use crate::solver::{fix, node_order, sample, Infeasible, Order, Solver};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// How a proposal meets the solver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// The policy draws a chip per node; FIX keeps every draw still allowed
+    /// and redraws the rest from the policy's distributions. Always valid.
+    #[default]
+    Fix,
+    /// SAMPLE draws each node from the policy's distribution restricted to
+    /// its current domain. Always valid.
+    Sample,
+    /// The draw as it is, no solver (the paper's ablation): a partition that
+    /// breaks a rule is an invalid sample.
+    NoSolver,
+}
+
+/// What one rollout asked for and what it got.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Proposal {
+    /// The chips the PPO update credits (the policy's own draw; the
+    /// partition itself under SAMPLE, where no separate draw exists).
+    pub actions: Vec<u32>,
+    pub log_probs: Vec<f32>,
+    /// The partition to evaluate.
+    pub chips: Vec<u32>,
+}
+
+/// A rollout from `probs` (a distribution per node, as [`super::Policy::probs`] gives).
+pub fn propose(
+    probs: &[Vec<f32>],
+    mode: Mode,
+    solver: &mut Solver,
+    rng: &mut impl Rng,
+) -> Result<Proposal, Infeasible> {
+    match mode {
+        Mode::Fix => {
+            let (actions, log_probs) = sample_actions(probs, rng);
+            let proposal: Vec<Option<u32>> = actions.iter().copied().map(Some).collect();
+            let order = node_order(solver, Order::Random, rng);
+            let (p, _) = fix(solver, &order, &proposal, Some(probs), rng)?;
+            Ok(Proposal {
+                actions,
+                log_probs,
+                chips: p.chips,
+            })
+        }
+        Mode::Sample => {
+            let order = node_order(solver, Order::Random, rng);
+            let p = sample(solver, &order, Some(probs), rng)?;
+            Ok(Proposal {
+                log_probs: log_probs_of(probs, &p.chips),
+                actions: p.chips.clone(),
+                chips: p.chips,
+            })
+        }
+        Mode::NoSolver => {
+            let (actions, log_probs) = sample_actions(probs, rng);
+            Ok(Proposal {
+                chips: actions.clone(),
+                actions,
+                log_probs,
+            })
+        }
+    }
+}
+
+/// The reward of a throughput: its ratio to the greedy baseline's on the
+/// same problem (0 for an invalid partition), so graphs of very different
+/// speeds weigh alike.
+pub fn reward(throughput: Option<f64>, greedy: f64) -> f32 {
+    match throughput {
+        Some(t) if greedy > 0.0 && t.is_finite() => (t / greedy) as f32,
+        _ => 0.0,
+    }
+}

@@ -1,0 +1,332 @@
+//! Pretraining: PPO over a set of problems (one graph per update, rollouts
+//! in parallel, the solver in the loop), a checkpoint every K updates, and a
+//! validation pass that scores each checkpoint zero-shot and after a short
+//! fine-tune on held-out graphs, keeping the best.
+
+use super::checkpoint;
+use super::ppo::{self, Batch, PpoConfig, Rollout, UpdateStats};
+use super::rollout::{propose, reward, Mode};
+use super::{GraphFeatures, Policy, PolicyConfig, PolicyError};
+use crate::cost::Judge;
+use crate::problem::Problem;
+use crate::solver::{fix, node_order, Options, Order, Solver};
+use crate::strategy::greedy_proposal;
+use candle_core::{DType, Device};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// A problem to train or validate on, with its greedy baseline.
+pub struct Task {
+    pub name: String,
+    pub problem: Problem,
+    pub judge: Judge,
+    /// Greedy's throughput, the reward's unit.
+    pub greedy: f64,
+}
+
+impl Task {
+    /// Judges greedy's partition once; a problem greedy cannot make valid
+    /// (or whose greedy partition is invalid at evaluation) is refused, since
+    /// it gives no reward scale.
+    pub fn new(name: &str, problem: Problem, judge: Judge) -> Result<Task, String> {
+        let mut solver = Solver::new(&problem, Options::default()).map_err(|_| "no valid partition".to_string())?;
+        let proposal: Vec<Option<u32>> = greedy_proposal(&problem).into_iter().map(Some).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let order = node_order(&solver, Order::Topological, &mut rng);
+        let (p, _) =
+            fix(&mut solver, &order, &proposal, None, &mut rng).map_err(|_| "no valid partition".to_string())?;
+        let greedy = judge
+            .evaluate(&p.chips)
+            .throughput()
+            .ok_or_else(|| "greedy's partition is invalid at evaluation".to_string())?;
+        drop(solver);
+        Ok(Task {
+            name: name.to_string(),
+            problem,
+            judge,
+            greedy,
+        })
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TrainConfig {
+    pub policy: PolicyConfig,
+    pub ppo: PpoConfig,
+    pub mode: Mode,
+    /// Samples (evaluated rollouts) to train for.
+    pub samples: usize,
+    /// Updates between checkpoints.
+    pub checkpoint_every: usize,
+    pub seed: u64,
+    /// Rollouts per validation graph per round.
+    pub val_samples: usize,
+    /// Fine-tuning updates per validation graph.
+    pub val_updates: usize,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            policy: PolicyConfig::default(),
+            ppo: PpoConfig::default(),
+            mode: Mode::Fix,
+            samples: 20_000,
+            checkpoint_every: 25,
+            seed: 0,
+            val_samples: 20,
+            val_updates: 2,
+        }
+    }
+}
+
+/// One update, as the log records it.
+#[derive(Clone, Debug, Serialize)]
+pub struct UpdateLog {
+    pub update: usize,
+    pub samples: usize,
+    pub task: String,
+    pub mean_reward: f64,
+    pub best_reward: f64,
+    /// Fraction of rollouts valid at evaluation.
+    pub valid: f64,
+    pub policy_loss: f64,
+    pub value_loss: f64,
+    pub entropy: f64,
+    pub approx_kl: f64,
+    pub elapsed_s: f64,
+}
+
+/// A checkpoint's validation scores: geometric means over the validation
+/// graphs of the best reward (throughput over greedy) found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Score {
+    pub update: usize,
+    pub samples: usize,
+    pub stem: PathBuf,
+    pub zero_shot: f64,
+    pub fine_tuned: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TrainReport {
+    pub updates: Vec<UpdateLog>,
+    pub scores: Vec<Score>,
+    /// The checkpoint with the best fine-tuned score (then zero-shot), copied to `best`.
+    pub best: Option<Score>,
+    pub elapsed_s: f64,
+}
+
+/// Rollouts on one task, drawn in parallel: each with its own solver and
+/// a generator seeded by (seed, i), so results do not depend on threads.
+pub fn collect(
+    policy: &Policy,
+    f: &GraphFeatures,
+    graph: usize,
+    task: &Task,
+    mode: Mode,
+    k: usize,
+    seed: u64,
+) -> Result<Vec<Rollout>, PolicyError> {
+    let out = policy.forward(f, None)?;
+    let value = out.value.to_dtype(DType::F32)?.to_scalar::<f32>()?;
+    let probs = out.last().detach().exp()?.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+    let props: Vec<_> = (0..k)
+        .into_par_iter()
+        .map_init(
+            || Solver::new(&task.problem, Options::default()).ok(),
+            |solver, i| {
+                let solver = solver.as_mut()?;
+                let mut rng =
+                    ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64));
+                propose(&probs, mode, solver, &mut rng).ok()
+            },
+        )
+        .collect();
+    let props: Vec<_> = props.into_iter().flatten().collect();
+    if props.is_empty() {
+        return Err(PolicyError::Input(format!("`{}` has no valid partition", task.name)));
+    }
+    let chips: Vec<Vec<u32>> = props.iter().map(|p| p.chips.clone()).collect();
+    let verdicts: Vec<Option<f64>> = match mode {
+        Mode::NoSolver => chips
+            .iter()
+            .map(|c| {
+                let p = &task.problem;
+                let ok = crate::solver::check(
+                    &p.graph,
+                    &p.package,
+                    &p.constraints,
+                    &crate::problem::Placement::new(c.clone()),
+                )
+                .is_empty();
+                if ok {
+                    task.judge.evaluate(c).throughput()
+                } else {
+                    None
+                }
+            })
+            .collect(),
+        _ => task.judge.evaluate_all(&chips).iter().map(|v| v.throughput()).collect(),
+    };
+    Ok(props
+        .into_iter()
+        .zip(verdicts)
+        .map(|(p, t)| Rollout {
+            graph,
+            prev: None,
+            actions: p.actions,
+            old_log_probs: p.log_probs,
+            reward: reward(t, task.greedy),
+            value,
+        })
+        .collect())
+}
+
+fn geomean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    // A graph with nothing valid counts as 1e-3, not as minus infinity.
+    (xs.iter().map(|x| x.max(1e-3).ln()).sum::<f64>() / xs.len() as f64).exp()
+}
+
+/// Zero-shot and fine-tuned scores of the checkpoint `stem` on `val`.
+pub fn validate(stem: &Path, val: &[Task], cfg: &TrainConfig) -> Result<(f64, f64), PolicyError> {
+    let device = Device::Cpu;
+    let mut zero = Vec::new();
+    let mut tuned = Vec::new();
+    for (i, task) in val.iter().enumerate() {
+        // A fresh copy per graph: fine-tuning on one must not leak into the next.
+        let policy = checkpoint::load(stem, Some(&cfg.policy), &device)?;
+        let f = policy.features(&task.problem.graph, &task.problem.package)?;
+        let feats = std::slice::from_ref(&f);
+        let seed = cfg.seed ^ 0x5eed ^ ((i as u64) << 20);
+        let first = collect(&policy, &f, 0, task, cfg.mode, cfg.val_samples, seed)?;
+        let mut best = first.iter().map(|r| r.reward as f64).fold(0.0, f64::max);
+        zero.push(best);
+        let mut opt = ppo::optimizer(&policy, &cfg.ppo)?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut rollouts = first;
+        for u in 0..cfg.val_updates {
+            let batch = Batch {
+                features: feats,
+                rollouts,
+            };
+            ppo::update(&policy, &mut opt, &batch, &cfg.ppo, &mut rng)?;
+            rollouts = collect(&policy, &f, 0, task, cfg.mode, cfg.val_samples, seed + 1 + u as u64)?;
+            best = rollouts.iter().map(|r| r.reward as f64).fold(best, f64::max);
+        }
+        tuned.push(best);
+    }
+    Ok((geomean(&zero), geomean(&tuned)))
+}
+
+/// Trains a policy on `train`, checkpointing into `out` (`ckpt-NNNNN.*`,
+/// then `best.*`); `on_update` sees each update (the progress bar).
+pub fn train(
+    train: &[Task],
+    val: &[Task],
+    cfg: &TrainConfig,
+    out: &Path,
+    mut on_update: impl FnMut(&UpdateLog, Option<&Score>),
+) -> Result<TrainReport, PolicyError> {
+    if train.is_empty() {
+        return Err(PolicyError::Input("no training graph".into()));
+    }
+    std::fs::create_dir_all(out).map_err(|e| PolicyError::Io {
+        path: out.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let start = Instant::now();
+    let device = Device::Cpu;
+    let mut policy_cfg = cfg.policy.clone();
+    policy_cfg.seed = cfg.seed;
+    let policy = Policy::new(&policy_cfg, &device, DType::F32)?;
+    let features: Vec<GraphFeatures> = train
+        .iter()
+        .map(|t| policy.features(&t.problem.graph, &t.problem.package))
+        .collect::<Result<_, _>>()?;
+    let mut opt = ppo::optimizer(&policy, &cfg.ppo)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    let mut queue: Vec<usize> = Vec::new();
+    let mut report = TrainReport {
+        updates: Vec::new(),
+        scores: Vec::new(),
+        best: None,
+        elapsed_s: 0.0,
+    };
+    let mut samples = 0;
+    let mut update = 0;
+    while samples < cfg.samples {
+        if queue.is_empty() {
+            queue = (0..train.len()).collect();
+            queue.shuffle(&mut rng);
+        }
+        let g = queue.pop().unwrap_or(0);
+        let task = &train[g];
+        let k = cfg.ppo.rollouts.min(cfg.samples - samples).max(1);
+        let seed = cfg.seed.wrapping_add(1 + update as u64);
+        let rollouts = collect(&policy, &features[g], g, task, cfg.mode, k, seed)?;
+        samples += rollouts.len();
+        update += 1;
+        let rewards: Vec<f64> = rollouts.iter().map(|r| r.reward as f64).collect();
+        let batch = Batch {
+            features: &features,
+            rollouts,
+        };
+        let stats: UpdateStats = ppo::update(&policy, &mut opt, &batch, &cfg.ppo, &mut rng)?;
+        let log = UpdateLog {
+            update,
+            samples,
+            task: task.name.clone(),
+            mean_reward: rewards.iter().sum::<f64>() / rewards.len() as f64,
+            best_reward: rewards.iter().copied().fold(0.0, f64::max),
+            valid: rewards.iter().filter(|&&r| r > 0.0).count() as f64 / rewards.len() as f64,
+            policy_loss: stats.policy_loss,
+            value_loss: stats.value_loss,
+            entropy: stats.entropy,
+            approx_kl: stats.approx_kl,
+            elapsed_s: start.elapsed().as_secs_f64(),
+        };
+        let last = samples >= cfg.samples;
+        let score = if update % cfg.checkpoint_every.max(1) == 0 || last {
+            let stem = out.join(format!("ckpt-{update:05}"));
+            checkpoint::save(&policy, &stem)?;
+            let (zero_shot, fine_tuned) = if val.is_empty() {
+                (log.mean_reward, log.mean_reward)
+            } else {
+                validate(&stem, val, cfg)?
+            };
+            let s = Score {
+                update,
+                samples,
+                stem,
+                zero_shot,
+                fine_tuned,
+            };
+            let better = report
+                .best
+                .as_ref()
+                .is_none_or(|b| (s.fine_tuned, s.zero_shot) > (b.fine_tuned, b.zero_shot));
+            if better {
+                let best = checkpoint::load(&s.stem, Some(&policy_cfg), &device)?;
+                checkpoint::save(&best, &out.join("best"))?;
+                report.best = Some(s.clone());
+            }
+            report.scores.push(s);
+            report.scores.last()
+        } else {
+            None
+        };
+        on_update(&log, score);
+        report.updates.push(log);
+    }
+    report.elapsed_s = start.elapsed().as_secs_f64();
+    Ok(report)
+}

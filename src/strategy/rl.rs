@@ -1,0 +1,193 @@
+//! The learned policy as a strategy (the paper's deployment): each round
+//! the policy gives every node a distribution over chips, a batch of
+//! rollouts asks the solver for partitions (FIX by default), the judge
+//! scores them, and unless zero-shot a PPO update fine-tunes the policy on
+//! the rewards (throughput over greedy's) before the next round.
+
+use super::{greedy_proposal, Search, Strategy};
+use crate::policy::ppo::{self, Batch, PpoConfig, Rollout};
+use crate::policy::rollout::{propose, reward, Mode};
+use crate::policy::{checkpoint, Policy, PolicyConfig, PolicyError};
+use crate::solver::Infeasible;
+use candle_core::{DType, Device};
+use std::path::{Path, PathBuf};
+
+/// Where the shipped checkpoint lives in the source tree (`models/rl.*`).
+pub const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/rl");
+
+/// Which policy and how it is used.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RlOptions {
+    /// A checkpoint stem (`PATH.safetensors` + `PATH.json`); the shipped one when `None`.
+    pub policy: Option<PathBuf>,
+    /// Sample the policy without updating it.
+    pub zero_shot: bool,
+    /// Start from fresh weights instead of a checkpoint.
+    pub from_scratch: bool,
+    pub mode: Mode,
+    /// The fine-tuning update; fewer epochs than training by default, so a
+    /// round costs little next to the samples it buys.
+    pub ppo: PpoConfig,
+}
+
+impl Default for RlOptions {
+    fn default() -> Self {
+        RlOptions {
+            policy: None,
+            zero_shot: false,
+            from_scratch: false,
+            mode: Mode::Fix,
+            ppo: PpoConfig {
+                epochs: 4,
+                ..PpoConfig::default()
+            },
+        }
+    }
+}
+
+pub struct Rl {
+    name: String,
+    policy: Policy,
+    /// Kept across rounds: Adam's moments are part of fine-tuning.
+    opt: Option<candle_nn::AdamW>,
+    opts: RlOptions,
+    /// Kept until `run`, which has no other way to report it.
+    error: Option<String>,
+}
+
+impl Rl {
+    /// Loads (or initialises) the policy; a missing, corrupt or mismatched
+    /// checkpoint is an error that says which file and why.
+    pub fn new(name: &str, opts: RlOptions) -> Result<Rl, PolicyError> {
+        let device = Device::Cpu;
+        let policy = if opts.from_scratch {
+            Policy::new(&PolicyConfig::default(), &device, DType::F32)?
+        } else {
+            let stem = opts.policy.clone().unwrap_or_else(|| PathBuf::from(SHIPPED));
+            load_stem(&stem, &device)?
+        };
+        Ok(Rl {
+            name: name.to_string(),
+            policy,
+            opt: None,
+            opts,
+            error: None,
+        })
+    }
+
+    /// Why the last run stopped early (a tensor error), if it did.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    fn round(&mut self, search: &mut Search, f: &crate::policy::GraphFeatures, greedy: f64) -> Result<(), Stop> {
+        let out = self.policy.forward(f, None)?;
+        let value = out.value.to_dtype(DType::F32)?.to_scalar::<f32>()?;
+        let probs = out.last().detach().exp()?.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+        let k = search.batch().max(self.opts.ppo.rollouts).min(search.remaining());
+        let mut props = Vec::with_capacity(k);
+        for _ in 0..k {
+            let p = propose(&probs, self.opts.mode, &mut search.solver, &mut search.rng).map_err(Stop::Infeasible)?;
+            props.push(p);
+        }
+        let chips: Vec<Vec<u32>> = props.iter().map(|p| p.chips.clone()).collect();
+        let verdicts = match self.opts.mode {
+            Mode::NoSolver => search.submit_unchecked(chips),
+            _ => search.submit(chips),
+        };
+        if self.opts.zero_shot {
+            return Ok(());
+        }
+        let rollouts: Vec<Rollout> = props
+            .into_iter()
+            .zip(verdicts)
+            .filter_map(|(p, v)| {
+                Some(Rollout {
+                    graph: 0,
+                    prev: None,
+                    actions: p.actions,
+                    old_log_probs: p.log_probs,
+                    reward: reward(v?.throughput(), greedy),
+                    value,
+                })
+            })
+            .collect();
+        if search.done() {
+            return Ok(());
+        }
+        if self.opt.is_none() {
+            self.opt = Some(ppo::optimizer(&self.policy, &self.opts.ppo)?);
+        }
+        let batch = Batch {
+            features: std::slice::from_ref(f),
+            rollouts,
+        };
+        if let Some(opt) = self.opt.as_mut() {
+            ppo::update(&self.policy, opt, &batch, &self.opts.ppo, &mut search.rng)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a round ended the run.
+enum Stop {
+    Infeasible(Infeasible),
+    Policy(PolicyError),
+}
+
+impl From<PolicyError> for Stop {
+    fn from(e: PolicyError) -> Stop {
+        Stop::Policy(e)
+    }
+}
+
+impl From<candle_core::Error> for Stop {
+    fn from(e: candle_core::Error) -> Stop {
+        Stop::Policy(e.into())
+    }
+}
+
+/// A checkpoint, with a hint when the shipped one is missing.
+pub fn load_stem(stem: &Path, device: &Device) -> Result<Policy, PolicyError> {
+    checkpoint::load(stem, None, device).map_err(|e| match e {
+        PolicyError::Io { path, message } if stem == Path::new(SHIPPED) => PolicyError::Io {
+            path,
+            message: format!(
+                "{message} (the shipped checkpoint; `mcmpart train` makes one, `--policy` names another, `--from-scratch` needs none)"
+            ),
+        },
+        e => e,
+    })
+}
+
+impl Strategy for Rl {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
+        let p = search.problem;
+        // Greedy's throughput, judged outside the budget, normalises rewards.
+        let proposal: Vec<Option<u32>> = greedy_proposal(p).into_iter().map(Some).collect();
+        let g = search.fix(&proposal, None)?;
+        let greedy = search.reference(&g).throughput().unwrap_or(0.0);
+        let f = match self.policy.features(&p.graph, &p.package) {
+            Ok(f) => f,
+            Err(e) => {
+                self.error = Some(e.to_string());
+                return Ok(());
+            }
+        };
+        while !search.done() {
+            match self.round(search, &f, greedy) {
+                Ok(()) => {}
+                Err(Stop::Infeasible(i)) => return Err(i),
+                Err(Stop::Policy(e)) => {
+                    self.error = Some(e.to_string());
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,282 @@
+//! The learned policy end to end: `mcmpart train` writes checkpoints, logs
+//! and a curve, reproducibly; `solve --strategy rl` uses what it wrote and
+//! emits partitions `verify` accepts; the no-solver ablation breaks rules
+//! that FIX keeps; damaged checkpoints are refused.
+
+mod common;
+
+use common::{chain_graph, json, mcmpart_in, ring_problem, text};
+use std::path::{Path, PathBuf};
+
+/// A graph folder (train: three chains, validation: one) and a problem file.
+fn setup(name: &str) -> (PathBuf, PathBuf) {
+    let dir = common::scratch(name);
+    let graphs = dir.join("graphs");
+    std::fs::create_dir_all(&graphs).unwrap();
+    let mut entries = Vec::new();
+    for (g, n, split) in [
+        ("a", 5, "train"),
+        ("b", 7, "train"),
+        ("c", 9, "train"),
+        ("v", 6, "validation"),
+    ] {
+        std::fs::write(graphs.join(format!("{g}.json")), chain_graph(g, n, 0)).unwrap();
+        entries.push(serde_json::json!({"name": g, "split": split, "file": format!("{g}.json"), "nodes": n + 1}));
+    }
+    let manifest = serde_json::json!({"format_version": 1, "graphs": entries});
+    std::fs::write(graphs.join("manifest.json"), manifest.to_string()).unwrap();
+    std::fs::write(dir.join("own.json"), chain_graph("own", 8, 0)).unwrap();
+    std::fs::write(dir.join("ring.mcm"), ring_problem("own.json", 4)).unwrap();
+    (dir.clone(), dir.join("ring.mcm"))
+}
+
+const SMALL: &[&str] = &[
+    "--package",
+    "ring.mcm",
+    "--graphs",
+    "graphs",
+    "--samples",
+    "60",
+    "--rollouts",
+    "10",
+    "--epochs",
+    "2",
+    "--layers",
+    "2",
+    "--hidden",
+    "16",
+    "--iterations",
+    "2",
+    "--checkpoint-every",
+    "2",
+    "--val-samples",
+    "4",
+    "--val-updates",
+    "1",
+];
+
+fn train(dir: &Path, out: &str) -> serde_json::Value {
+    let mut args = vec!["train", "--json", "--out", out];
+    args.extend(SMALL);
+    let o = mcmpart_in(dir, &args);
+    let (stdout, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{err}");
+    json(&o)
+}
+
+fn csv_rows(path: &Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect()
+}
+
+#[test]
+fn train_writes_checkpoints_logs_and_a_curve_that_rl_then_uses() {
+    let (dir, _) = setup("rl-train");
+    let v = train(&dir, "run");
+    assert_eq!(v["updates"], 6, "{v}");
+    assert_eq!(v["samples"], 60, "{v}");
+    let run = dir.join("run");
+    for f in [
+        "ckpt-00002.safetensors",
+        "ckpt-00002.json",
+        "ckpt-00006.json",
+        "best.safetensors",
+        "best.json",
+        "train.json",
+    ] {
+        assert!(run.join(f).is_file(), "missing {f}");
+    }
+    let log = csv_rows(&run.join("log.csv"));
+    assert_eq!(log.len(), 6);
+    let graphs: std::collections::BTreeSet<&str> = log.iter().map(|r| r[2].as_str()).collect();
+    assert_eq!(
+        graphs.into_iter().collect::<Vec<_>>(),
+        ["a", "b", "c"],
+        "each training graph is visited"
+    );
+    assert!(
+        log.iter().all(|r| r[3].parse::<f64>().unwrap() > 0.0),
+        "FIX rollouts are valid: {log:?}"
+    );
+    let val = csv_rows(&run.join("validation.csv"));
+    assert_eq!(val.len(), 3, "checkpoints at updates 2, 4, 6");
+    let best = &v["best"];
+    let best_tuned = best["fine_tuned"].as_f64().unwrap();
+    assert!(val.iter().all(|r| r[4].parse::<f64>().unwrap() <= best_tuned + 1e-6));
+    let svg = std::fs::read_to_string(run.join("curve.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("validation, fine-tuned"));
+
+    // The best checkpoint drives `solve`, fine-tuned and zero-shot.
+    for extra in [&[][..], &["--zero-shot"][..]] {
+        let mut args = vec![
+            "solve",
+            "ring.mcm",
+            "--strategy",
+            "rl",
+            "--policy",
+            "run/best",
+            "--budget",
+            "25",
+            "--out",
+            "p.json",
+            "--json",
+        ];
+        args.extend(extra);
+        let o = mcmpart_in(&dir, &args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+        let s = json(&o);
+        assert_eq!(s["samples"], 25);
+        assert_eq!(s["invalid"], 0, "{s}");
+        let o = mcmpart_in(&dir, &["verify", "ring.mcm", "--partition", "p.json"]);
+        assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    }
+}
+
+#[test]
+fn training_is_reproducible_with_a_seed() {
+    let (dir, _) = setup("rl-seed");
+    train(&dir, "one");
+    train(&dir, "two");
+    let strip = |rows: Vec<Vec<String>>| -> Vec<Vec<String>> {
+        rows.into_iter()
+            .map(|mut r| {
+                r.pop(); // elapsed seconds
+                r
+            })
+            .collect()
+    };
+    assert_eq!(
+        strip(csv_rows(&dir.join("one/log.csv"))),
+        strip(csv_rows(&dir.join("two/log.csv")))
+    );
+    assert_eq!(
+        std::fs::read(dir.join("one/best.safetensors")).unwrap(),
+        std::fs::read(dir.join("two/best.safetensors")).unwrap()
+    );
+}
+
+#[test]
+fn without_the_solver_rules_break_and_with_it_they_hold() {
+    let (dir, _) = setup("rl-nosolver");
+    // Eight 0.5 MiB weights in a chain over four 1 MiB dies: a uniform
+    // draw almost never keeps the flow acyclic and within memory.
+    std::fs::write(dir.join("own.json"), chain_graph("own", 8, 600 << 10)).unwrap();
+    let run = |strategy: &str| {
+        let o = mcmpart_in(
+            &dir,
+            &[
+                "solve",
+                "ring.mcm",
+                "--strategy",
+                strategy,
+                "--from-scratch",
+                "--budget",
+                "40",
+                "--seed",
+                "3",
+                "--out",
+                "p.json",
+                "--json",
+            ],
+        );
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+    let (code, out, err) = run("rl-nosolver");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}\n{err}"));
+    // Nothing valid in 40 draws: a clean failure naming the broken rule.
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["ok"], false);
+    assert!(v["error"].as_str().unwrap().contains("all 40 were invalid"), "{v}");
+    assert!(v["help"].as_str().unwrap().contains("breaks `"), "{v}");
+
+    let (code, out, err) = run("rl-scratch");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        v["invalid_reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| !r["reason"].as_str().unwrap().starts_with("breaks")),
+        "{v}"
+    );
+    assert!(
+        v["curve"][0]["throughput"].is_number(),
+        "the first sample is valid: {v}"
+    );
+}
+
+#[test]
+fn damaged_or_missing_checkpoints_are_refused() {
+    let (dir, _) = setup("rl-corrupt");
+    let solve = |policy: &str| {
+        let o = mcmpart_in(
+            &dir,
+            &[
+                "solve",
+                "ring.mcm",
+                "--strategy",
+                "rl",
+                "--policy",
+                policy,
+                "--budget",
+                "5",
+            ],
+        );
+        let (out, err) = text(&o);
+        (o.status.code(), format!("{out}{err}"))
+    };
+    let (code, msg) = solve("nowhere/model");
+    assert_ne!(code, Some(0));
+    assert!(msg.contains("nowhere/model") && msg.contains("cannot access"), "{msg}");
+
+    train(&dir, "run");
+    std::fs::copy(dir.join("run/best.json"), dir.join("run/bad.json")).unwrap();
+    let mut weights = std::fs::read(dir.join("run/best.safetensors")).unwrap();
+    let mid = weights.len() / 2;
+    weights[mid] ^= 0xff;
+    std::fs::write(dir.join("run/bad.safetensors"), weights).unwrap();
+    let (code, msg) = solve("run/bad");
+    assert_ne!(code, Some(0));
+    assert!(msg.contains("bad.safetensors") && msg.contains("damaged"), "{msg}");
+    // Naming the weights file works as well as naming the stem.
+    let (code, msg) = solve("run/best.safetensors");
+    assert_eq!(code, Some(0), "{msg}");
+}
+
+#[test]
+fn train_errors_are_clean() {
+    let (dir, _) = setup("rl-train-errors");
+    let o = mcmpart_in(
+        &dir,
+        &[
+            "train",
+            "--package",
+            "ring.mcm",
+            "--graphs",
+            "graphs",
+            "--split",
+            "nope",
+            "--out",
+            "x",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        err.contains("the split `nope`") && err.contains("train, validation"),
+        "{err}"
+    );
+    let o = mcmpart_in(
+        &dir,
+        &["train", "--package", "missing.mcm", "--graphs", "graphs", "--out", "x"],
+    );
+    assert_ne!(o.status.code(), Some(0));
+    assert!(text(&o).1.contains("missing.mcm"), "{:?}", text(&o));
+}

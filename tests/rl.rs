@@ -280,3 +280,44 @@ fn train_errors_are_clean() {
     assert_ne!(o.status.code(), Some(0));
     assert!(text(&o).1.contains("missing.mcm"), "{:?}", text(&o));
 }
+
+#[test]
+fn imitation_warm_up_learns_the_baseline_and_is_scored_as_update_zero() {
+    let (dir, _) = setup("rl-imitate");
+    let mut args = vec![
+        "train",
+        "--json",
+        "--out",
+        "run",
+        "--imitate",
+        "400",
+        "--imitate-lr",
+        "1e-2",
+    ];
+    args.extend(SMALL);
+    let o = mcmpart_in(&dir, &args);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let steps = csv_rows(&dir.join("run/imitate.csv"));
+    assert_eq!(steps.len(), 400);
+    let mean = |rows: &[Vec<String>], col: usize| {
+        rows.iter().map(|r| r[col].parse::<f64>().unwrap()).sum::<f64>() / rows.len() as f64
+    };
+    let (first, last) = (&steps[..30], &steps[370..]);
+    assert!(
+        mean(last, 2) < 0.5 * mean(first, 2),
+        "imitation loss {} -> {}",
+        mean(first, 2),
+        mean(last, 2)
+    );
+    assert!(
+        mean(last, 3) > mean(first, 3),
+        "imitation accuracy {} -> {}",
+        mean(first, 3),
+        mean(last, 3)
+    );
+    assert!(dir.join("run/ckpt-00000.safetensors").is_file());
+    let val = csv_rows(&dir.join("run/validation.csv"));
+    assert_eq!(val[0][0], "0", "{val:?}");
+    assert_eq!(val.len(), 4);
+}

@@ -288,7 +288,7 @@ proptest! {
         let p = compile(&c);
         // When no cut fits, dp asks the solver for any partition instead;
         // without rules that one need not fit memory.
-        let fits = !mcmpart::strategy::pipeline_cuts(&p, &mcmpart::strategy::pipeline_order(&p)).is_empty();
+        let fits = !mcmpart::strategy::pipeline_cuts(&p, &p.graph.pipeline_order()).is_empty();
         let (j, seen) = recording_judge(&p, 1);
         let o = run(&p, &j, "dp", Budget::Samples(SAMPLES), 0).expect("no rules, always feasible");
         if !fits {

@@ -9,7 +9,7 @@ use crate::graph::manifest;
 use crate::lang::compile_file_with_graph;
 use crate::policy::ppo::PpoConfig;
 use crate::policy::rollout::Mode;
-use crate::policy::train::{self, Score, Task, TrainConfig, TrainReport, UpdateLog};
+use crate::policy::train::{self, ImitateLog, Score, Task, TrainConfig, TrainReport, UpdateLog};
 use crate::policy::PolicyConfig;
 use crate::strategy::Budget;
 use std::path::{Path, PathBuf};
@@ -70,6 +70,13 @@ pub struct TrainArgs {
     /// Fine-tuning updates per validation graph.
     #[arg(long, default_value_t = 2)]
     pub val_updates: usize,
+    /// Imitation steps before PPO: each teaches one graph the better of
+    /// greedy's and the DP's partitions (0: PPO from random weights).
+    #[arg(long, default_value_t = 0)]
+    pub imitate: usize,
+    /// Learning rate of the imitation steps.
+    #[arg(long, default_value_t = 1e-3)]
+    pub imitate_lr: f64,
 }
 
 impl TrainArgs {
@@ -95,6 +102,8 @@ impl TrainArgs {
             seed: self.seed,
             val_samples: self.val_samples.max(1),
             val_updates: self.val_updates,
+            imitate: self.imitate,
+            imitate_lr: self.imitate_lr,
         }
     }
 }
@@ -201,7 +210,29 @@ pub fn run(out: &Output, args: &TrainArgs) -> i32 {
     let (log_path, val_path) = (args.out.join("log.csv"), args.out.join("validation.csv"));
     let mut write_error: Option<String> = None;
     let mut scored = false;
-    let result = train::train(&train_tasks, &val_tasks, &cfg, &args.out, |log, score| {
+    let imitate_path = args.out.join("imitate.csv");
+    let mut imitate_error: Option<String> = None;
+    let on_imitate = |log: &ImitateLog| {
+        let line = format!(
+            "{},{},{:.6},{:.4},{:.3}\n",
+            log.step, log.task, log.loss, log.accuracy, log.elapsed_s
+        );
+        if let Err(e) = append(
+            &imitate_path,
+            "step,graph,loss,accuracy,elapsed_s\n",
+            &line,
+            log.step == 1,
+        ) {
+            imitate_error.get_or_insert(format!("cannot write `{}`: {e}", imitate_path.display()));
+        }
+        if !out.json && (log.step.is_multiple_of(50) || log.step == cfg.imitate) {
+            eprintln!(
+                "imitation step {}: loss {:.3}, accuracy {:.3} on {}",
+                log.step, log.loss, log.accuracy, log.task
+            );
+        }
+    };
+    let result = train::train(&train_tasks, &val_tasks, &cfg, &args.out, on_imitate, |log, score| {
         let fresh = log.update == 1;
         if let Err(e) = append(&log_path, LOG_HEADER, &log_line(log), fresh) {
             write_error.get_or_insert(format!("cannot write `{}`: {e}", log_path.display()));
@@ -239,7 +270,7 @@ pub fn run(out: &Output, args: &TrainArgs) -> i32 {
             return 1;
         }
     };
-    if let Some(e) = write_error {
+    if let Some(e) = write_error.or(imitate_error) {
         out.error(&e, None);
         return 1;
     }
@@ -329,6 +360,13 @@ fn write_run(dir: &Path, args: &TrainArgs, cfg: &TrainConfig, r: &TrainReport) -
     let w = |name: &str, text: String| {
         std::fs::write(dir.join(name), text).map_err(|e| format!("cannot write `{}`: {e}", dir.join(name).display()))
     };
+    // Complete now (the imitated policy's score, update 0, is not reported per update).
+    w(
+        "validation.csv",
+        std::iter::once(VALIDATION_HEADER.to_string())
+            .chain(r.scores.iter().map(score_line))
+            .collect(),
+    )?;
     let command: Vec<String> = std::env::args().collect();
     let summary = serde_json::json!({
         "command": command.join(" "),

@@ -220,6 +220,36 @@ impl Graph {
         &self.nodes[self.placed[d as usize]]
     }
 
+    /// A topological order of the decision nodes in which nodes without inputs
+    /// (weights, constants) come right before their first consumer instead of
+    /// wherever the graph's order has them, so a stage keeps its weights.
+    pub fn pipeline_order(&self) -> Vec<u32> {
+        let g = self;
+        let n = g.num_placed();
+        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for e in g.placed_edges() {
+            preds[e.dst as usize].push(e.src);
+        }
+        let mut done = vec![false; n];
+        let mut order = Vec::with_capacity(n);
+        for &v in g.topological_order() {
+            let Some(d) = g.decision_of(v) else { continue };
+            if preds[d as usize].is_empty() {
+                continue;
+            }
+            for &p in &preds[d as usize] {
+                if preds[p as usize].is_empty() && !done[p as usize] {
+                    done[p as usize] = true;
+                    order.push(p);
+                }
+            }
+            done[d as usize] = true;
+            order.push(d);
+        }
+        order.extend((0..n as u32).filter(|&d| !done[d as usize]));
+        order
+    }
+
     /// Edges between placed nodes, parallel edges merged (largest bytes kept).
     pub fn placed_edges(&self) -> &[PlacedEdge] {
         &self.placed_edges

@@ -11,9 +11,9 @@ use crate::package::Package;
 use candle_core::{DType, Device, Tensor};
 
 /// Version of the feature layout; checkpoints record it and refuse others.
-pub const FEATURE_SCHEMA: u32 = 1;
+pub const FEATURE_SCHEMA: u32 = 2;
 /// Numeric features per decision node (besides the operator bucket).
-pub const NODE_FEATURES: usize = 8;
+pub const NODE_FEATURES: usize = 10;
 /// Features per chip.
 pub const CHIP_FEATURES: usize = 6;
 
@@ -101,6 +101,31 @@ impl GraphFeatures {
             indeg[e.dst as usize] += 1;
         }
         let depth = depths(graph);
+        // Where a node sits in the pipeline: the shares of all flops and of
+        // all weights before it in the pipeline order (weights right before
+        // their first consumer), the position a pipeline cut reads.
+        let mut prefix = vec![(0.0f64, 0.0f64); n];
+        {
+            let (tf, tp) = (
+                graph
+                    .placed_nodes()
+                    .iter()
+                    .map(|&i| graph.nodes[i].flops as f64)
+                    .sum::<f64>(),
+                graph
+                    .placed_nodes()
+                    .iter()
+                    .map(|&i| graph.nodes[i].params as f64)
+                    .sum::<f64>(),
+            );
+            let (mut f, mut p) = (0.0, 0.0);
+            for d in graph.pipeline_order() {
+                let node = graph.placed_node(d);
+                prefix[d as usize] = (if tf > 0.0 { f / tf } else { 0.0 }, if tp > 0.0 { p / tp } else { 0.0 });
+                f += node.flops as f64;
+                p += node.params as f64;
+            }
+        }
         let total_flops = graph
             .placed_nodes()
             .iter()
@@ -128,6 +153,8 @@ impl GraphFeatures {
                 depth[d] as f64,
                 share(node.flops as f64, total_flops),
                 share(node.params as f64, total_params),
+                prefix[d].0,
+                prefix[d].1,
             ]);
         }
         let memory: Vec<Option<f64>> = (0..c as u32).map(|i| chip_number(package, i, "memory")).collect();

@@ -417,7 +417,7 @@ fn bad_checkpoints_are_refused_with_reasons() {
     std::fs::write(&sidecar, meta.to_string()).unwrap();
     let transposed = err(&stem, None);
     assert!(
-        transposed.contains("tensor `input.weight` has shape [8, 16] in the checkpoint but the config needs [16, 8]"),
+        transposed.contains("tensor `input.weight` has shape [10, 16] in the checkpoint but the config needs [16, 10]"),
         "{transposed}"
     );
 

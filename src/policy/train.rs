@@ -27,6 +27,9 @@ pub struct Task {
     pub judge: Judge,
     /// Greedy's throughput, the reward's unit.
     pub greedy: f64,
+    /// The better of greedy's and the DP's partitions: what the imitation
+    /// warm-up teaches.
+    pub demo: Vec<u32>,
 }
 
 impl Task {
@@ -45,11 +48,24 @@ impl Task {
             .throughput()
             .ok_or_else(|| "greedy's partition is invalid at evaluation".to_string())?;
         drop(solver);
+        let dp = crate::strategy::run(
+            &problem,
+            &judge,
+            &mut crate::strategy::Dp,
+            crate::strategy::Budget::Samples(64),
+            0,
+            None,
+        )
+        .ok()
+        .and_then(|o| o.best)
+        .filter(|b| b.throughput > greedy);
+        let demo = dp.map(|b| b.chips).unwrap_or(p.chips);
         Ok(Task {
             name: name.to_string(),
             problem,
             judge,
             greedy,
+            demo,
         })
     }
 }
@@ -68,6 +84,10 @@ pub struct TrainConfig {
     pub val_samples: usize,
     /// Fine-tuning updates per validation graph.
     pub val_updates: usize,
+    /// Imitation steps before PPO (one graph each): cross-entropy towards
+    /// the baseline's partition.
+    pub imitate: usize,
+    pub imitate_lr: f64,
 }
 
 impl Default for TrainConfig {
@@ -81,8 +101,22 @@ impl Default for TrainConfig {
             seed: 0,
             val_samples: 20,
             val_updates: 2,
+            imitate: 0,
+            imitate_lr: 1e-3,
         }
     }
+}
+
+/// One imitation step.
+#[derive(Clone, Debug, Serialize)]
+pub struct ImitateLog {
+    pub step: usize,
+    pub task: String,
+    /// Mean negative log-likelihood of the demonstration's chips.
+    pub loss: f64,
+    /// Fraction of nodes whose most likely chip is the demonstration's.
+    pub accuracy: f64,
+    pub elapsed_s: f64,
 }
 
 /// One update, as the log records it.
@@ -115,6 +149,7 @@ pub struct Score {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct TrainReport {
+    pub imitation: Vec<ImitateLog>,
     pub updates: Vec<UpdateLog>,
     pub scores: Vec<Score>,
     /// The checkpoint with the best fine-tuned score (then zero-shot), copied to `best`.
@@ -234,6 +269,7 @@ pub fn train(
     val: &[Task],
     cfg: &TrainConfig,
     out: &Path,
+    mut on_imitate: impl FnMut(&ImitateLog),
     mut on_update: impl FnMut(&UpdateLog, Option<&Score>),
 ) -> Result<TrainReport, PolicyError> {
     if train.is_empty() {
@@ -252,15 +288,47 @@ pub fn train(
         .iter()
         .map(|t| policy.features(&t.problem.graph, &t.problem.package))
         .collect::<Result<_, _>>()?;
-    let mut opt = ppo::optimizer(&policy, &cfg.ppo)?;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     let mut queue: Vec<usize> = Vec::new();
     let mut report = TrainReport {
+        imitation: Vec::new(),
         updates: Vec::new(),
         scores: Vec::new(),
         best: None,
         elapsed_s: 0.0,
     };
+    if cfg.imitate > 0 {
+        let mut opt = ppo::optimizer(
+            &policy,
+            &PpoConfig {
+                lr: cfg.imitate_lr,
+                ..cfg.ppo.clone()
+            },
+        )?;
+        for step in 1..=cfg.imitate {
+            if queue.is_empty() {
+                queue = (0..train.len()).collect();
+                queue.shuffle(&mut rng);
+            }
+            let g = queue.pop().unwrap_or(0);
+            let (loss, accuracy) = imitate_step(&policy, &mut opt, &features[g], &train[g].demo)?;
+            let log = ImitateLog {
+                step,
+                task: train[g].name.clone(),
+                loss,
+                accuracy,
+                elapsed_s: start.elapsed().as_secs_f64(),
+            };
+            on_imitate(&log);
+            report.imitation.push(log);
+        }
+        queue.clear();
+        // The imitated policy is a checkpoint too (update 0): PPO must beat it to be kept.
+        let s = checkpoint_and_score(&policy, val, cfg, out, 0, 0, 0.0)?;
+        keep_if_best(&mut report, &s, out, &policy_cfg, &device)?;
+        report.scores.push(s);
+    }
+    let mut opt = ppo::optimizer(&policy, &cfg.ppo)?;
     let mut samples = 0;
     let mut update = 0;
     while samples < cfg.samples {
@@ -296,29 +364,8 @@ pub fn train(
         };
         let last = samples >= cfg.samples;
         let score = if update % cfg.checkpoint_every.max(1) == 0 || last {
-            let stem = out.join(format!("ckpt-{update:05}"));
-            checkpoint::save(&policy, &stem)?;
-            let (zero_shot, fine_tuned) = if val.is_empty() {
-                (log.mean_reward, log.mean_reward)
-            } else {
-                validate(&stem, val, cfg)?
-            };
-            let s = Score {
-                update,
-                samples,
-                stem,
-                zero_shot,
-                fine_tuned,
-            };
-            let better = report
-                .best
-                .as_ref()
-                .is_none_or(|b| (s.fine_tuned, s.zero_shot) > (b.fine_tuned, b.zero_shot));
-            if better {
-                let best = checkpoint::load(&s.stem, Some(&policy_cfg), &device)?;
-                checkpoint::save(&best, &out.join("best"))?;
-                report.best = Some(s.clone());
-            }
+            let s = checkpoint_and_score(&policy, val, cfg, out, update, samples, log.mean_reward)?;
+            keep_if_best(&mut report, &s, out, &policy_cfg, &device)?;
             report.scores.push(s);
             report.scores.last()
         } else {
@@ -329,4 +376,90 @@ pub fn train(
     }
     report.elapsed_s = start.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Saves `ckpt-UPDATE` and scores it on `val` (without validation graphs,
+/// both scores are the update's mean training reward).
+fn checkpoint_and_score(
+    policy: &Policy,
+    val: &[Task],
+    cfg: &TrainConfig,
+    out: &Path,
+    update: usize,
+    samples: usize,
+    mean_reward: f64,
+) -> Result<Score, PolicyError> {
+    let stem = out.join(format!("ckpt-{update:05}"));
+    checkpoint::save(policy, &stem)?;
+    let (zero_shot, fine_tuned) = if val.is_empty() {
+        (mean_reward, mean_reward)
+    } else {
+        validate(&stem, val, cfg)?
+    };
+    Ok(Score {
+        update,
+        samples,
+        stem,
+        zero_shot,
+        fine_tuned,
+    })
+}
+
+/// Copies the checkpoint to `best` when its fine-tuned (then zero-shot)
+/// score is the best so far.
+fn keep_if_best(
+    report: &mut TrainReport,
+    s: &Score,
+    out: &Path,
+    cfg: &PolicyConfig,
+    device: &Device,
+) -> Result<(), PolicyError> {
+    let better = report
+        .best
+        .as_ref()
+        .is_none_or(|b| (s.fine_tuned, s.zero_shot) > (b.fine_tuned, b.zero_shot));
+    if better {
+        let best = checkpoint::load(&s.stem, Some(cfg), device)?;
+        checkpoint::save(&best, &out.join("best"))?;
+        report.best = Some(s.clone());
+    }
+    Ok(())
+}
+
+/// One supervised step towards `demo`: the mean over nodes and refinement
+/// iterations of -log p(demo chip). Returns the last iteration's loss and
+/// how many nodes it already puts on the demonstration's chip.
+pub fn imitate_step(
+    policy: &Policy,
+    opt: &mut candle_nn::AdamW,
+    f: &GraphFeatures,
+    demo: &[u32],
+) -> Result<(f64, f64), PolicyError> {
+    use candle_core::Tensor;
+    use candle_nn::Optimizer;
+    if demo.len() != f.num_nodes {
+        return Err(PolicyError::Input(format!(
+            "a demonstration of {} chips for a graph of {} nodes",
+            demo.len(),
+            f.num_nodes
+        )));
+    }
+    let out = policy.forward(f, None)?;
+    let target = Tensor::from_slice(demo, (f.num_nodes, 1), policy.device())?;
+    let mut terms = Vec::new();
+    for lp in &out.log_probs {
+        terms.push(lp.gather(&target, 1)?.mean_all()?.neg()?);
+    }
+    let loss = Tensor::stack(&terms, 0)?.mean(0)?;
+    let grads = loss.backward()?;
+    opt.step(&grads)?;
+    let last = out.last();
+    let nll = terms
+        .last()
+        .map(|t| t.to_dtype(DType::F64)?.to_scalar::<f64>())
+        .transpose()?
+        .unwrap_or(0.0);
+    let pick: Vec<u32> = last.argmax(1)?.to_vec1::<u32>()?;
+    let hits = pick.iter().zip(demo).filter(|(a, b)| a == b).count();
+    Ok((nll, hits as f64 / demo.len().max(1) as f64))
 }

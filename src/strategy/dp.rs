@@ -14,36 +14,6 @@ use crate::solver::{Infeasible, Order};
 
 pub struct Dp;
 
-/// A topological order of the decision nodes in which nodes without inputs
-/// (weights, constants) come right before their first consumer instead of
-/// wherever the graph's order has them, so a stage keeps its weights.
-pub fn pipeline_order(problem: &Problem) -> Vec<u32> {
-    let g = &problem.graph;
-    let n = g.num_placed();
-    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for e in g.placed_edges() {
-        preds[e.dst as usize].push(e.src);
-    }
-    let mut done = vec![false; n];
-    let mut order = Vec::with_capacity(n);
-    for &v in g.topological_order() {
-        let Some(d) = g.decision_of(v) else { continue };
-        if preds[d as usize].is_empty() {
-            continue;
-        }
-        for &p in &preds[d as usize] {
-            if preds[p as usize].is_empty() && !done[p as usize] {
-                done[p as usize] = true;
-                order.push(p);
-            }
-        }
-        done[d as usize] = true;
-        order.push(d);
-    }
-    order.extend((0..n as u32).filter(|&d| !done[d as usize]));
-    order
-}
-
 /// The best cut of `order` for each number of chips `k` (1..=C) with its
 /// estimated latency, best first; cuts that fit no memory are left out.
 #[allow(clippy::needless_range_loop)] // row k of the table reads row k - 1
@@ -146,7 +116,7 @@ impl Strategy for Dp {
     }
 
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
-        let order = pipeline_order(search.problem);
+        let order = search.problem.graph.pipeline_order();
         let cuts = pipeline_cuts(search.problem, &order);
         search.order = Order::Topological;
         if cuts.is_empty() {

@@ -35,7 +35,7 @@ pub fn greedy_proposal(problem: &Problem) -> Vec<u32> {
     };
     let mut chips = vec![0u32; g.num_placed()];
     let (mut chip, mut filled, mut held) = (0usize, 0.0, 0.0);
-    for d in super::dp::pipeline_order(problem) {
+    for d in g.pipeline_order() {
         let n = g.placed_nodes()[d as usize];
         let w = g.nodes[n].params as f64;
         if chip + 1 < c && held > 0.0 && held + w > memory(chip) {

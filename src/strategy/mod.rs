@@ -10,7 +10,7 @@ mod random;
 mod rl;
 
 pub use anneal::Anneal;
-pub use dp::{pipeline_cuts, pipeline_order, Dp};
+pub use dp::{pipeline_cuts, Dp};
 pub use greedy::{greedy_proposal, Greedy};
 pub use random::Random;
 pub use rl::{load_stem, Rl, RlOptions, SHIPPED};

@@ -189,11 +189,16 @@ fn without_the_solver_rules_break_and_with_it_they_hold() {
     };
     let (code, out, err) = run("rl-nosolver");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}\n{err}"));
-    // Nothing valid in 40 draws: a clean failure naming the broken rule.
-    assert_eq!(code, Some(1), "{v}");
-    assert_eq!(v["ok"], false);
-    assert!(v["error"].as_str().unwrap().contains("all 40 were invalid"), "{v}");
-    assert!(v["help"].as_str().unwrap().contains("breaks `"), "{v}");
+    // Draws break the rules; the judge never sees them. (Each round's first,
+    // most likely placement may be valid by luck.)
+    let reasons = v["invalid_reasons"].as_array().expect("a search report");
+    let broken: u64 = reasons
+        .iter()
+        .filter(|r| r["reason"].as_str().unwrap().starts_with("breaks `"))
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum();
+    assert!(broken >= 30, "{v}");
+    assert_eq!(code, Some(0), "{v}");
 
     let (code, out, err) = run("rl-scratch");
     assert_eq!(code, Some(0), "{out}\n{err}");

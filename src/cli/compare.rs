@@ -54,6 +54,9 @@ pub struct CompareArgs {
     /// Only the graphs of this split of the manifest (train, validation, test).
     #[arg(long, requires = "graphs")]
     pub split: Option<String>,
+    /// Only the graphs of the manifest with at most this many nodes.
+    #[arg(long, requires = "graphs")]
+    pub max_nodes: Option<u64>,
     /// The problem, when a file declares several.
     #[arg(long)]
     pub problem: Option<String>,
@@ -368,8 +371,19 @@ fn sources(files: &[PathBuf], args: &CompareArgs) -> Result<Vec<Source>, (String
     };
     let picked: Vec<(String, PathBuf)> = crate::graph::manifest::entries(dir, args.split.as_deref())?
         .into_iter()
+        .filter(|e| args.max_nodes.is_none_or(|m| e.nodes.is_none_or(|n| n <= m)))
         .map(|e| (e.name, e.path))
         .collect();
+    if picked.is_empty() {
+        return Err((
+            format!(
+                "no graph of `{}` has at most {} nodes",
+                dir.display(),
+                args.max_nodes.unwrap_or(0)
+            ),
+            None,
+        ));
+    }
     Ok(files
         .iter()
         .flat_map(|f| {

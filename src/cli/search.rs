@@ -73,7 +73,7 @@ impl RlArgs {
 }
 
 /// `run.safetensors` or `run.json` names the checkpoint `run`.
-fn strip_checkpoint_ext(p: &Path) -> PathBuf {
+pub fn strip_checkpoint_ext(p: &Path) -> PathBuf {
     match p.extension().and_then(|e| e.to_str()) {
         Some("safetensors") | Some("json") => p.with_extension(""),
         _ => p.to_path_buf(),

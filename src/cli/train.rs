@@ -77,6 +77,10 @@ pub struct TrainArgs {
     /// Learning rate of the imitation steps.
     #[arg(long, default_value_t = 1e-3)]
     pub imitate_lr: f64,
+    /// Start from this checkpoint (stem or file) instead of fresh weights;
+    /// its network shape is kept (`--layers`, `--hidden`, `--iterations` are ignored).
+    #[arg(long, value_name = "PATH")]
+    pub init: Option<PathBuf>,
 }
 
 impl TrainArgs {
@@ -104,6 +108,7 @@ impl TrainArgs {
             val_updates: self.val_updates,
             imitate: self.imitate,
             imitate_lr: self.imitate_lr,
+            init: self.init.as_deref().map(super::search::strip_checkpoint_ext),
         }
     }
 }
@@ -175,8 +180,8 @@ fn tasks(out: &Output, args: &TrainArgs, split: &str) -> Result<Vec<Task>, i32> 
 }
 
 pub fn run(out: &Output, args: &TrainArgs) -> i32 {
-    if args.samples == 0 {
-        out.error("--samples must be at least 1", None);
+    if args.samples == 0 && args.imitate == 0 {
+        out.error("nothing to do: --samples and --imitate are both 0", None);
         return 2;
     }
     let train_tasks = match tasks(out, args, &args.split) {

@@ -3,7 +3,7 @@
 //! strategies share this, so what is trained is what is deployed.
 
 use super::ppo::{log_probs_of, sample_actions};
-use crate::solver::{fix, node_order, sample, Infeasible, Order, Solver};
+use crate::solver::{fix_or, node_order, sample, Infeasible, Order, Solver};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -35,42 +35,69 @@ pub struct Proposal {
 }
 
 /// A rollout from `probs` (a distribution per node, as [`super::Policy::probs`] gives).
+/// `fallback`, a valid partition, bounds FIX's time (see [`fix_or`]).
 pub fn propose(
     probs: &[Vec<f32>],
     mode: Mode,
     solver: &mut Solver,
     rng: &mut impl Rng,
+    fallback: Option<&[u32]>,
 ) -> Result<Proposal, Infeasible> {
-    match mode {
-        Mode::Fix => {
-            let (actions, log_probs) = sample_actions(probs, rng);
-            let proposal: Vec<Option<u32>> = actions.iter().copied().map(Some).collect();
-            let order = node_order(solver, Order::Random, rng);
-            let (p, _) = fix(solver, &order, &proposal, Some(probs), rng)?;
-            Ok(Proposal {
-                actions,
-                log_probs,
-                chips: p.chips,
-            })
-        }
-        Mode::Sample => {
-            let order = node_order(solver, Order::Random, rng);
-            let p = sample(solver, &order, Some(probs), rng)?;
-            Ok(Proposal {
-                log_probs: log_probs_of(probs, &p.chips),
-                actions: p.chips.clone(),
-                chips: p.chips,
-            })
-        }
-        Mode::NoSolver => {
-            let (actions, log_probs) = sample_actions(probs, rng);
-            Ok(Proposal {
-                chips: actions.clone(),
-                actions,
-                log_probs,
-            })
-        }
+    if mode == Mode::Sample {
+        let order = node_order(solver, Order::Random, rng);
+        let p = sample(solver, &order, Some(probs), rng)?;
+        return Ok(Proposal {
+            log_probs: log_probs_of(probs, &p.chips),
+            actions: p.chips.clone(),
+            chips: p.chips,
+        });
     }
+    let (actions, log_probs) = sample_actions(probs, rng);
+    settle(probs, mode, actions, log_probs, solver, rng, fallback)
+}
+
+/// Like [`propose`], with each node's most likely chip instead of a draw
+/// (greedy decoding; under `sample` it is a plain [`propose`]).
+pub fn propose_likeliest(
+    probs: &[Vec<f32>],
+    mode: Mode,
+    solver: &mut Solver,
+    rng: &mut impl Rng,
+    fallback: Option<&[u32]>,
+) -> Result<Proposal, Infeasible> {
+    if mode == Mode::Sample {
+        return propose(probs, mode, solver, rng, fallback);
+    }
+    let actions: Vec<u32> = probs
+        .iter()
+        .map(|p| (0..p.len()).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(0) as u32)
+        .collect();
+    let log_probs = log_probs_of(probs, &actions);
+    settle(probs, mode, actions, log_probs, solver, rng, fallback)
+}
+
+/// The partition of chosen chips: FIX'd, or as they are without the solver.
+fn settle(
+    probs: &[Vec<f32>],
+    mode: Mode,
+    actions: Vec<u32>,
+    log_probs: Vec<f32>,
+    solver: &mut Solver,
+    rng: &mut impl Rng,
+    fallback: Option<&[u32]>,
+) -> Result<Proposal, Infeasible> {
+    let chips = if mode == Mode::NoSolver {
+        actions.clone()
+    } else {
+        let proposal: Vec<Option<u32>> = actions.iter().copied().map(Some).collect();
+        let order = node_order(solver, Order::Random, rng);
+        fix_or(solver, &order, &proposal, Some(probs), rng, fallback)?.0.chips
+    };
+    Ok(Proposal {
+        actions,
+        log_probs,
+        chips,
+    })
 }
 
 /// The reward of a throughput: its ratio to the greedy baseline's on the

@@ -30,6 +30,8 @@ pub struct Task {
     /// The better of greedy's and the DP's partitions: what the imitation
     /// warm-up teaches.
     pub demo: Vec<u32>,
+    /// Greedy's valid partition: where FIX falls back (see [`crate::solver::fix_or`]).
+    pub fallback: Vec<u32>,
 }
 
 impl Task {
@@ -59,13 +61,14 @@ impl Task {
         .ok()
         .and_then(|o| o.best)
         .filter(|b| b.throughput > greedy);
-        let demo = dp.map(|b| b.chips).unwrap_or(p.chips);
+        let demo = dp.map(|b| b.chips).unwrap_or_else(|| p.chips.clone());
         Ok(Task {
             name: name.to_string(),
             problem,
             judge,
             greedy,
             demo,
+            fallback: p.chips,
         })
     }
 }
@@ -88,6 +91,8 @@ pub struct TrainConfig {
     /// the baseline's partition.
     pub imitate: usize,
     pub imitate_lr: f64,
+    /// Start from this checkpoint (its network shape wins over `policy`).
+    pub init: Option<PathBuf>,
 }
 
 impl Default for TrainConfig {
@@ -103,6 +108,7 @@ impl Default for TrainConfig {
             val_updates: 2,
             imitate: 0,
             imitate_lr: 1e-3,
+            init: None,
         }
     }
 }
@@ -179,7 +185,7 @@ pub fn collect(
                 let solver = solver.as_mut()?;
                 let mut rng =
                     ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64));
-                propose(&probs, mode, solver, &mut rng).ok()
+                propose(&probs, mode, solver, &mut rng, Some(&task.fallback)).ok()
             },
         )
         .collect();
@@ -281,9 +287,23 @@ pub fn train(
     })?;
     let start = Instant::now();
     let device = Device::Cpu;
-    let mut policy_cfg = cfg.policy.clone();
-    policy_cfg.seed = cfg.seed;
-    let policy = Policy::new(&policy_cfg, &device, DType::F32)?;
+    let policy = match &cfg.init {
+        Some(stem) => checkpoint::load(stem, None, &device)?,
+        None => Policy::new(
+            &PolicyConfig {
+                seed: cfg.seed,
+                ..cfg.policy.clone()
+            },
+            &device,
+            DType::F32,
+        )?,
+    };
+    let policy_cfg = policy.config().clone();
+    // Validation loads checkpoints of this shape.
+    let cfg = &TrainConfig {
+        policy: policy_cfg.clone(),
+        ..cfg.clone()
+    };
     let features: Vec<GraphFeatures> = train
         .iter()
         .map(|t| policy.features(&t.problem.graph, &t.problem.package))

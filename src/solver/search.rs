@@ -250,6 +250,23 @@ pub fn fix(
     probs: Probs,
     rng: &mut impl Rng,
 ) -> Result<(Placement, usize), Infeasible> {
+    fix_or(solver, order, proposal, probs, rng, None)
+}
+
+/// [`fix`] with a known valid partition to fall back on when both budgeted
+/// passes give up, instead of a SAT witness (which can take minutes on a
+/// large graph): FIX towards a valid partition meets no dead end, since
+/// propagation never removes a value of a solution that agrees with the
+/// decisions so far. Callers that draw many proposals (the policy's
+/// rollouts) pass the baseline's partition.
+pub fn fix_or(
+    solver: &mut Solver,
+    order: &[u32],
+    proposal: &[Option<u32>],
+    probs: Probs,
+    rng: &mut impl Rng,
+    fallback: Option<&[u32]>,
+) -> Result<(Placement, usize), Infeasible> {
     let budget = pass_budget(order);
     solver.set_backjump(false);
     let mut done = fix_pass(solver, order, proposal, probs, rng, budget)?;
@@ -264,7 +281,14 @@ pub fn fix(
     solver.set_backjump(true);
     if !done {
         solver.stats.restarts += 1;
-        last_resort(solver, proposal, probs, rng)?;
+        match fallback {
+            Some(valid) if valid.len() == solver.num_nodes() => {
+                let target: Vec<Option<u32>> = valid.iter().copied().map(Some).collect();
+                let topo = topological(solver);
+                fix_pass(solver, &topo, &target, probs, rng, None)?;
+            }
+            _ => last_resort(solver, proposal, probs, rng)?,
+        }
     }
     let p = finish(solver)?;
     let moved = p

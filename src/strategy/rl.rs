@@ -6,7 +6,7 @@
 
 use super::{greedy_proposal, Search, Strategy};
 use crate::policy::ppo::{self, Batch, PpoConfig, Rollout};
-use crate::policy::rollout::{propose, reward, Mode};
+use crate::policy::rollout::{propose, propose_likeliest, reward, Mode};
 use crate::policy::{checkpoint, Policy, PolicyConfig, PolicyError};
 use crate::solver::Infeasible;
 use candle_core::{DType, Device};
@@ -80,15 +80,38 @@ impl Rl {
         self.error.as_deref()
     }
 
-    fn round(&mut self, search: &mut Search, f: &crate::policy::GraphFeatures, greedy: f64) -> Result<(), Stop> {
+    fn round(
+        &mut self,
+        search: &mut Search,
+        f: &crate::policy::GraphFeatures,
+        greedy: f64,
+        fallback: &[u32],
+    ) -> Result<(), Stop> {
         let out = self.policy.forward(f, None)?;
         let value = out.value.to_dtype(DType::F32)?.to_scalar::<f32>()?;
         let probs = out.last().detach().exp()?.to_dtype(DType::F32)?.to_vec2::<f32>()?;
         let k = search.batch().max(self.opts.ppo.rollouts).min(search.remaining());
         let mut props = Vec::with_capacity(k);
-        for _ in 0..k {
-            let p = propose(&probs, self.opts.mode, &mut search.solver, &mut search.rng).map_err(Stop::Infeasible)?;
-            props.push(p);
+        for i in 0..k {
+            // Each round's first rollout is the policy's most likely placement.
+            let p = if i == 0 {
+                propose_likeliest(
+                    &probs,
+                    self.opts.mode,
+                    &mut search.solver,
+                    &mut search.rng,
+                    Some(fallback),
+                )
+            } else {
+                propose(
+                    &probs,
+                    self.opts.mode,
+                    &mut search.solver,
+                    &mut search.rng,
+                    Some(fallback),
+                )
+            };
+            props.push(p.map_err(Stop::Infeasible)?);
         }
         let chips: Vec<Vec<u32>> = props.iter().map(|p| p.chips.clone()).collect();
         let verdicts = match self.opts.mode {
@@ -179,7 +202,7 @@ impl Strategy for Rl {
             }
         };
         while !search.done() {
-            match self.round(search, &f, greedy) {
+            match self.round(search, &f, greedy, &g) {
                 Ok(()) => {}
                 Err(Stop::Infeasible(i)) => return Err(i),
                 Err(Stop::Policy(e)) => {

@@ -202,8 +202,9 @@ proptest! {
             prop_assert!(is_best_so_far(&o.records).is_ok(), "{}: {:?}", name, is_best_so_far(&o.records));
             match *name {
                 "greedy" => prop_assert_eq!(o.records.len(), 1),
-                "random" | "anneal" => prop_assert_eq!(o.records.len(), SAMPLES),
-                _ => prop_assert!(o.records.len() <= SAMPLES.min(p.package.num_chips())),
+                "dp" => prop_assert!(o.records.len() <= SAMPLES.min(p.package.num_chips())),
+                // The others spend the whole budget.
+                _ => prop_assert_eq!(o.records.len(), SAMPLES),
             }
             let bad = o.records.iter().filter(|r| r.throughput.is_none()).count();
             prop_assert_eq!(o.invalid_count(), bad);
@@ -376,6 +377,12 @@ fn strategies_on_a_real_graph() {
         let (j, seen) = recording_judge(&p, 2);
         let o = run(&p, &j, name, Budget::Samples(12), 2).expect("feasible");
         let seen = seen.lock().unwrap().clone();
+        if *name == "rl-nosolver" {
+            // The ablation: its draws break rules and never reach the judge.
+            assert_eq!(o.records.len(), 12);
+            assert!(o.invalid.keys().all(|r| r.starts_with("breaks `")), "{:?}", o.invalid);
+            continue;
+        }
         assert!(!seen.is_empty(), "{name}");
         for chips in &seen {
             placement_ok(&p, chips).unwrap_or_else(|e| panic!("{name}: {e}"));

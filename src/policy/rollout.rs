@@ -32,6 +32,9 @@ pub struct Proposal {
     pub log_probs: Vec<f32>,
     /// The partition to evaluate.
     pub chips: Vec<u32>,
+    /// FIX gave up on the proposal and returned the fallback partition: not
+    /// the policy's work, so it earns no reward and is not evaluated.
+    pub fell_back: bool,
 }
 
 /// A rollout from `probs` (a distribution per node, as [`super::Policy::probs`] gives).
@@ -50,6 +53,7 @@ pub fn propose(
             log_probs: log_probs_of(probs, &p.chips),
             actions: p.chips.clone(),
             chips: p.chips,
+            fell_back: false,
         });
     }
     let (actions, log_probs) = sample_actions(probs, rng);
@@ -86,6 +90,7 @@ fn settle(
     rng: &mut impl Rng,
     fallback: Option<&[u32]>,
 ) -> Result<Proposal, Infeasible> {
+    let before = solver.stats.fallbacks;
     let chips = if mode == Mode::NoSolver {
         actions.clone()
     } else {
@@ -97,8 +102,12 @@ fn settle(
         actions,
         log_probs,
         chips,
+        fell_back: solver.stats.fallbacks > before,
     })
 }
+
+/// The reason recorded for a rollout whose proposal FIX gave up on.
+pub const FELL_BACK: &str = "FIX gave up on the policy's proposal (its fallback is not evaluated)";
 
 /// The reward of a throughput: its ratio to the greedy baseline's on the
 /// same problem (0 for an invalid partition), so graphs of very different

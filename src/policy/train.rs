@@ -213,7 +213,21 @@ pub fn collect(
                 }
             })
             .collect(),
-        _ => task.judge.evaluate_all(&chips).iter().map(|v| v.throughput()).collect(),
+        _ => {
+            // A fallback is greedy's partition, not the policy's: no reward.
+            let judged: Vec<Vec<u32>> = props.iter().filter(|p| !p.fell_back).map(|p| p.chips.clone()).collect();
+            let mut verdicts = task.judge.evaluate_all(&judged).into_iter();
+            props
+                .iter()
+                .map(|p| {
+                    if p.fell_back {
+                        None
+                    } else {
+                        verdicts.next().and_then(|v| v.throughput())
+                    }
+                })
+                .collect()
+        }
     };
     Ok(props
         .into_iter()

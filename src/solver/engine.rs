@@ -37,6 +37,9 @@ pub struct Stats {
     pub sat_calls: u64,
     /// Passes in a dependency-blind order that gave up and restarted.
     pub restarts: u64,
+    /// FIX calls that gave up on their proposal and fell back on a given
+    /// valid partition ([`super::fix_or`]).
+    pub fallbacks: u64,
     /// Failures by the constraint whose propagation failed.
     pub failures_by_constraint: Vec<u64>,
 }

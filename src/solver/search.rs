@@ -283,6 +283,7 @@ pub fn fix_or(
         solver.stats.restarts += 1;
         match fallback {
             Some(valid) if valid.len() == solver.num_nodes() => {
+                solver.stats.fallbacks += 1;
                 let target: Vec<Option<u32>> = valid.iter().copied().map(Some).collect();
                 let topo = topological(solver);
                 fix_pass(solver, &topo, &target, probs, rng, None)?;

@@ -279,7 +279,7 @@ impl<'p> Search<'p> {
     /// naming the rule, and is not evaluated.
     pub fn submit_unchecked(&mut self, batch: Vec<Vec<u32>>) -> Vec<Option<Verdict>> {
         let p = self.problem;
-        let broken: Vec<Option<String>> = batch
+        let refused: Vec<Option<String>> = batch
             .iter()
             .map(|chips| {
                 let vs = crate::solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.clone()));
@@ -287,16 +287,25 @@ impl<'p> Search<'p> {
                     .map(|v| format!("breaks `{}`", p.constraints[v.constraint].display_name()))
             })
             .collect();
-        let valid: Vec<Vec<u32>> = batch
+        self.submit_except(batch, refused)
+    }
+
+    /// Like [`Search::submit`], but a partition with a reason in `refused`
+    /// is an invalid sample with that reason, and is not evaluated.
+    pub fn submit_except(&mut self, batch: Vec<Vec<u32>>, refused: Vec<Option<String>>) -> Vec<Option<Verdict>> {
+        let take = batch.len().min(self.remaining());
+        let judge: Vec<Vec<u32>> = batch
             .iter()
-            .zip(&broken)
-            .filter(|(_, b)| b.is_none())
+            .zip(&refused)
+            .take(take)
+            .filter(|(_, r)| r.is_none())
             .map(|(c, _)| c.clone())
             .collect();
-        let mut verdicts = self.judge.evaluate_all(&valid).into_iter();
-        let judged: Vec<Verdict> = broken
+        let mut verdicts = self.judge.evaluate_all(&judge).into_iter();
+        let judged: Vec<Verdict> = refused
             .into_iter()
-            .map(|b| match b {
+            .take(take)
+            .map(|r| match r {
                 Some(reason) => Verdict::Invalid { reason },
                 None => verdicts.next().unwrap_or(Verdict::Invalid {
                     reason: "not evaluated".into(),

@@ -6,7 +6,7 @@
 
 use super::{greedy_proposal, Search, Strategy};
 use crate::policy::ppo::{self, Batch, PpoConfig, Rollout};
-use crate::policy::rollout::{propose, propose_likeliest, reward, Mode};
+use crate::policy::rollout::{propose, propose_likeliest, reward, Mode, FELL_BACK};
 use crate::policy::{checkpoint, Policy, PolicyConfig, PolicyError};
 use crate::solver::Infeasible;
 use candle_core::{DType, Device};
@@ -116,7 +116,13 @@ impl Rl {
         let chips: Vec<Vec<u32>> = props.iter().map(|p| p.chips.clone()).collect();
         let verdicts = match self.opts.mode {
             Mode::NoSolver => search.submit_unchecked(chips),
-            _ => search.submit(chips),
+            _ => {
+                let refused = props
+                    .iter()
+                    .map(|p| p.fell_back.then(|| FELL_BACK.to_string()))
+                    .collect();
+                search.submit_except(chips, refused)
+            }
         };
         if self.opts.zero_shot {
             return Ok(());

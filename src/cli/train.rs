@@ -56,6 +56,10 @@ pub struct TrainArgs {
     pub epochs: usize,
     #[arg(long, default_value_t = 3e-4)]
     pub lr: f64,
+    /// Entropy bonus. When most rollouts earn nothing, the bonus alone moves
+    /// the policy, towards uniform: 0 keeps a pretrained (`--init`) policy's shape.
+    #[arg(long, default_value_t = 0.01)]
+    pub entropy: f64,
     /// GraphSAGE layers.
     #[arg(long, default_value_t = 8)]
     pub layers: usize,
@@ -98,6 +102,7 @@ impl TrainArgs {
                 minibatches: self.minibatches.max(1),
                 epochs: self.epochs.max(1),
                 lr: self.lr,
+                entropy: self.entropy,
                 ..PpoConfig::default()
             },
             mode: self.mode,

@@ -331,7 +331,7 @@ pub fn train(
         best: None,
         elapsed_s: 0.0,
     };
-    if cfg.imitate > 0 {
+    if cfg.imitate > 0 || cfg.init.is_some() {
         let mut opt = ppo::optimizer(
             &policy,
             &PpoConfig {
@@ -357,7 +357,7 @@ pub fn train(
             report.imitation.push(log);
         }
         queue.clear();
-        // The imitated policy is a checkpoint too (update 0): PPO must beat it to be kept.
+        // The imitated (or given) policy is a checkpoint too (update 0): PPO must beat it to be kept.
         let s = checkpoint_and_score(&policy, val, cfg, out, 0, 0, 0.0)?;
         keep_if_best(&mut report, &s, out, &policy_cfg, &device)?;
         report.scores.push(s);

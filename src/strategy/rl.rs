@@ -26,7 +26,9 @@ pub struct RlOptions {
     pub from_scratch: bool,
     pub mode: Mode,
     /// The fine-tuning update; fewer epochs than training by default, so a
-    /// round costs little next to the samples it buys.
+    /// round costs little next to the samples it buys, and no entropy bonus
+    /// (it would flatten a pretrained policy when rewards are sparse) except
+    /// from scratch.
     pub ppo: PpoConfig,
 }
 
@@ -39,6 +41,7 @@ impl Default for RlOptions {
             mode: Mode::Fix,
             ppo: PpoConfig {
                 epochs: 4,
+                entropy: 0.0,
                 ..PpoConfig::default()
             },
         }
@@ -60,7 +63,9 @@ impl Rl {
     /// checkpoint is an error that says which file and why.
     pub fn new(name: &str, opts: RlOptions) -> Result<Rl, PolicyError> {
         let device = Device::Cpu;
+        let mut opts = opts;
         let policy = if opts.from_scratch {
+            opts.ppo.entropy = PpoConfig::default().entropy;
             Policy::new(&PolicyConfig::default(), &device, DType::F32)?
         } else {
             let stem = opts.policy.clone().unwrap_or_else(|| PathBuf::from(SHIPPED));

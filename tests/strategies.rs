@@ -443,3 +443,41 @@ fn fix_keeps_a_valid_proposal_under_acyclic_flow_and_triangle_dependency() {
         assert_eq!(seen.lock().unwrap().clone(), vec![proposal.clone()], "seed {seed}");
     }
 }
+
+#[test]
+fn refused_and_unchecked_partitions_are_samples_the_judge_never_sees() {
+    let c = Case {
+        topo: Topo::Ring(3),
+        memory_kib: 64,
+        nodes: vec![(1, 4, 0); 3],
+        edges: vec![(0, 1), (1, 2)],
+        rules: [true, true, true, true],
+    };
+    let p = compile(&c);
+    let (j, seen) = recording_judge(&p, 1);
+    let mut s = strategy::Search::new(&p, &j, Budget::Samples(5), 0).unwrap();
+    let valid = vec![0, 0, 1];
+    placement_ok(&p, &valid).unwrap();
+    // A refused partition is an invalid sample with the given reason.
+    let v = s.submit_except(vec![valid.clone(), valid.clone()], vec![Some("gave up".into()), None]);
+    assert!(matches!(&v[0], Some(Verdict::Invalid { reason }) if reason == "gave up"));
+    assert!(v[1].as_ref().and_then(|v| v.throughput()).is_some());
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    // A partition that breaks a rule is refused, naming the rule; a cycle 0 -> 1 -> 0 breaks acyclic_flow.
+    let cyclic = vec![0, 1, 0];
+    assert!(placement_ok(&p, &cyclic).is_err());
+    let other = vec![0, 1, 1];
+    placement_ok(&p, &other).unwrap();
+    let v = s.submit_unchecked(vec![cyclic, other]);
+    assert!(
+        matches!(&v[0], Some(Verdict::Invalid { reason }) if reason.starts_with("breaks `")),
+        "{v:?}"
+    );
+    assert!(v[1].is_some());
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    assert_eq!(s.samples(), 4);
+    // Past the budget nothing is recorded.
+    let v = s.submit_except(vec![vec![0, 0, 0], vec![0, 0, 0]], vec![None, Some("x".into())]);
+    assert_eq!(s.samples(), 5);
+    assert!(v[1].is_none());
+}

@@ -4,40 +4,11 @@
 
 mod common;
 
+use common::random::{dag, topo, Topo};
 use mcmpart::problem::Placement;
 use mcmpart::solver::check;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
-
-#[derive(Clone, Debug)]
-enum Topo {
-    Ring(usize),
-    Mesh(usize, usize),
-}
-
-impl Topo {
-    fn chips(&self) -> usize {
-        match self {
-            Topo::Ring(n) => *n,
-            Topo::Mesh(r, c) => r * c,
-        }
-    }
-
-    /// Fewest links, from the topology's definition: a one-way ring, or
-    /// Manhattan distance on a mesh with links both ways. C when unreachable.
-    fn hops(&self, a: usize, b: usize) -> usize {
-        match self {
-            Topo::Ring(n) => {
-                if b >= a {
-                    b - a
-                } else {
-                    *n
-                }
-            }
-            Topo::Mesh(_, c) => (a / c).abs_diff(b / c) + (a % c).abs_diff(b % c),
-        }
-    }
-}
 
 #[derive(Clone, Debug)]
 struct Case {
@@ -51,30 +22,24 @@ struct Case {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    let topo = prop_oneof![
-        (1usize..6).prop_map(Topo::Ring),
-        (1usize..3, 1usize..4).prop_map(|(r, c)| Topo::Mesh(r, c))
-    ];
-    (topo, 1usize..8, 0u64..8, 0usize..3, 0usize..4).prop_flat_map(|(topo, n, mem, rep, near)| {
+    (topo(), 1usize..8, 0u64..8, 0usize..3, 0usize..4).prop_flat_map(|(topo, n, mem, rep, near)| {
         let c = topo.chips();
         let rep = rep.min(n - 1);
-        let pairs: Vec<(usize, usize)> = (0..n).flat_map(|j| (0..j).map(move |i| (i, j))).collect();
-        let np = pairs.len();
         (
             Just(topo),
             Just(mem),
             proptest::collection::vec(0u64..4, n),
             Just(rep),
-            proptest::collection::vec(proptest::bool::weighted(0.35), np),
+            dag(n, 0.35),
             Just(near),
             proptest::collection::vec(proptest::collection::vec(0..c, n - rep), 1..6),
         )
-            .prop_map(move |(topo, mem, params, rep, pick, near, placements)| Case {
+            .prop_map(move |(topo, mem, params, rep, edges, near, placements)| Case {
                 topo,
                 memory_kib: mem,
                 params_kib: params,
                 replicable: rep,
-                edges: pairs.iter().zip(&pick).filter(|(_, p)| **p).map(|(e, _)| *e).collect(),
+                edges,
                 near,
                 placements,
             })
@@ -82,16 +47,7 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 fn program(c: &Case) -> String {
-    let pkg = match c.topo {
-        Topo::Ring(n) => format!(
-            "ring(n = {n}, memory = {} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)",
-            c.memory_kib
-        ),
-        Topo::Mesh(r, k) => format!(
-            "mesh(rows = {r}, cols = {k}, memory = {} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)",
-            c.memory_kib
-        ),
-    };
+    let pkg = c.topo.package(c.memory_kib);
     let mut g = String::new();
     for (i, p) in c.params_kib.iter().enumerate() {
         let rep = if i < c.replicable { ", replicable = true" } else { "" };

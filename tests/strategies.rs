@@ -5,18 +5,13 @@
 
 mod common;
 
+use common::random::{dag, topo, Topo};
 use mcmpart::cost::{Analytical, CostModel, Evaluate, Judge, JudgeOptions, Verdict};
 use mcmpart::problem::{Placement, Problem};
 use mcmpart::solver::check;
 use mcmpart::strategy::{self, Budget, Outcome, SampleRecord};
 use proptest::prelude::*;
 use std::sync::{Arc, Mutex};
-
-#[derive(Clone, Debug)]
-enum Topo {
-    Ring(usize),
-    Mesh(usize, usize),
-}
 
 #[derive(Clone, Debug)]
 struct Case {
@@ -30,41 +25,26 @@ struct Case {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    let topo = prop_oneof![
-        (1usize..6).prop_map(Topo::Ring),
-        (1usize..3, 1usize..4).prop_map(|(r, c)| Topo::Mesh(r, c))
-    ];
-    (topo, 1usize..9, 4u64..40, any::<[bool; 4]>()).prop_flat_map(|(topo, n, mem, rules)| {
-        let pairs: Vec<(usize, usize)> = (0..n).flat_map(|j| (0..j).map(move |i| (i, j))).collect();
-        let np = pairs.len();
+    (topo(), 1usize..9, 4u64..40, any::<[bool; 4]>()).prop_flat_map(|(topo, n, mem, rules)| {
         (
             Just(topo),
             Just(mem),
             proptest::collection::vec((1u64..100, 0u64..12, 0u64..12), n),
-            proptest::collection::vec(proptest::bool::weighted(0.4), np),
+            dag(n, 0.4),
             Just(rules),
         )
-            .prop_map(move |(topo, memory_kib, nodes, pick, rules)| Case {
+            .prop_map(move |(topo, memory_kib, nodes, edges, rules)| Case {
                 topo,
                 memory_kib,
                 nodes,
-                edges: pairs.iter().zip(&pick).filter(|(_, p)| **p).map(|(e, _)| *e).collect(),
+                edges,
                 rules,
             })
     })
 }
 
 fn program(c: &Case) -> String {
-    let pkg = match c.topo {
-        Topo::Ring(n) => format!(
-            "ring(n = {n}, memory = {} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)",
-            c.memory_kib
-        ),
-        Topo::Mesh(r, k) => format!(
-            "mesh(rows = {r}, cols = {k}, memory = {} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)",
-            c.memory_kib
-        ),
-    };
+    let pkg = c.topo.package(c.memory_kib);
     let mut g = String::new();
     for (i, (f, p, o)) in c.nodes.iter().enumerate() {
         g += &format!("  n{i} {{ flops = {f} MFLOP, params = {p} KiB, output_bytes = {o} KiB }}\n");

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod random;
+
 use mcmpart::lang::diag::render_text;
 use mcmpart::lang::{compile_str, Compiled};
 use std::path::{Path, PathBuf};

@@ -72,7 +72,7 @@ impl CostModel {
         let mut compute = Vec::with_capacity(c);
         let mut memory = Vec::with_capacity(c);
         for (i, chip) in package.chips.iter().enumerate() {
-            let v = chip.attrs.get("compute").and_then(|s| s.as_f64());
+            let v = package.chip_number(i as u32, "compute");
             match v {
                 Some(x) if x > 0.0 && x.is_finite() => compute.push(x),
                 Some(_) => {
@@ -88,7 +88,7 @@ impl CostModel {
                     ))
                 }
             }
-            memory.push(chip.attrs.get("memory").and_then(|s| s.as_f64()));
+            memory.push(package.chip_number(i as u32, "memory"));
         }
         let mut bandwidth = Vec::with_capacity(package.links.len());
         for l in &package.links {

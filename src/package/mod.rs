@@ -126,6 +126,12 @@ impl Package {
         None
     }
 
+    /// A chip attribute as a number (memory in bytes, compute in FLOP/s, ...),
+    /// `None` when absent or not a number.
+    pub fn chip_number(&self, chip: u32, name: &str) -> Option<f64> {
+        self.chip_attr(chip, name).and_then(|s| s.as_f64())
+    }
+
     /// Names of the chip attributes present on every chip.
     pub fn chip_attr_names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self

@@ -67,10 +67,7 @@ pub struct GraphFeatures {
 }
 
 fn chip_number(package: &Package, chip: u32, name: &str) -> Option<f64> {
-    package
-        .chip_attr(chip, name)
-        .and_then(|s| s.as_f64())
-        .filter(|v| v.is_finite() && *v > 0.0)
+    package.chip_number(chip, name).filter(|v| v.is_finite() && *v > 0.0)
 }
 
 impl GraphFeatures {

@@ -24,7 +24,7 @@ pub fn pipeline_cuts(problem: &Problem, order: &[u32]) -> Vec<(f64, Vec<u32>)> {
     if n == 0 || c == 0 {
         return Vec::new();
     }
-    let attr = |i: usize, name: &str| p.chip_attr(i as u32, name).and_then(|s| s.as_f64());
+    let attr = |i: usize, name: &str| p.chip_number(i as u32, name);
     let compute: Vec<f64> = (0..c).map(|i| attr(i, "compute").unwrap_or(1.0)).collect();
     let memory: Vec<f64> = (0..c).map(|i| attr(i, "memory").unwrap_or(f64::INFINITY)).collect();
     // The link to the next chip, else the slowest link out.

@@ -17,12 +17,7 @@ pub struct Memory {
 impl Memory {
     pub fn new(constraint: usize, s: &mut Store, ctx: &Ctx) -> Memory {
         let capacity: Vec<f64> = (0..ctx.package.num_chips() as u32)
-            .map(|c| {
-                ctx.package
-                    .chip_attr(c, "memory")
-                    .and_then(|v| v.as_f64())
-                    .unwrap_or(f64::INFINITY)
-            })
+            .map(|c| ctx.package.chip_number(c, "memory").unwrap_or(f64::INFINITY))
             .collect();
         let params: Vec<f64> = (0..s.n as u32)
             .map(|d| ctx.graph.placed_node(d).params as f64)

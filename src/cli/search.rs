@@ -61,14 +61,13 @@ pub struct RlArgs {
 
 impl RlArgs {
     pub fn options(&self) -> strategy::RlOptions {
-        let p = strategy::RlOptions {
-            policy: self.policy.as_ref().map(|p| strip_checkpoint_ext(p)),
+        strategy::RlOptions {
+            policy: self.policy.as_deref().map(strip_checkpoint_ext),
             zero_shot: self.zero_shot,
             from_scratch: self.from_scratch,
             mode: self.rl_mode,
             ..strategy::RlOptions::default()
-        };
-        p
+        }
     }
 }
 

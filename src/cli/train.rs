@@ -94,7 +94,6 @@ impl TrainArgs {
                 layers: self.layers,
                 hidden: self.hidden,
                 iterations: self.iterations,
-                seed: self.seed,
                 ..PolicyConfig::default()
             },
             ppo: PpoConfig {

@@ -181,8 +181,16 @@ impl Policy {
     /// The last iteration's probabilities as the solver takes them
     /// (`search::Probs`): per node, a weight per chip summing to 1.
     pub fn probs(&self, f: &GraphFeatures, prev: Option<&[u32]>) -> Result<Vec<Vec<f32>>, PolicyError> {
+        Ok(self.act(f, prev)?.0)
+    }
+
+    /// What a rollout needs from one forward pass: [`Policy::probs`] and the
+    /// value the policy predicts.
+    pub fn act(&self, f: &GraphFeatures, prev: Option<&[u32]>) -> Result<(Vec<Vec<f32>>, f32), PolicyError> {
         let out = self.forward(f, prev)?;
-        Ok(out.last().detach().exp()?.to_dtype(DType::F32)?.to_vec2::<f32>()?)
+        let probs = out.last().detach().exp()?.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+        let value = out.value.to_dtype(DType::F32)?.to_scalar::<f32>()?;
+        Ok((probs, value))
     }
 }
 

@@ -8,9 +8,9 @@ use super::ppo::{self, Batch, PpoConfig, Rollout, UpdateStats};
 use super::rollout::{propose, reward, Mode};
 use super::{GraphFeatures, Policy, PolicyConfig, PolicyError};
 use crate::cost::Judge;
-use crate::problem::Problem;
-use crate::solver::{fix, node_order, Options, Order, Solver};
-use crate::strategy::greedy_proposal;
+use crate::problem::{Placement, Problem};
+use crate::solver::{Options, Solver};
+use crate::strategy::{self, Budget, Dp, Greedy, Strategy};
 use candle_core::{DType, Device};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -39,36 +39,25 @@ impl Task {
     /// (or whose greedy partition is invalid at evaluation) is refused, since
     /// it gives no reward scale.
     pub fn new(name: &str, problem: Problem, judge: Judge) -> Result<Task, String> {
-        let mut solver = Solver::new(&problem, Options::default()).map_err(|_| "no valid partition".to_string())?;
-        let proposal: Vec<Option<u32>> = greedy_proposal(&problem).into_iter().map(Some).collect();
-        let mut rng = ChaCha8Rng::seed_from_u64(0);
-        let order = node_order(&solver, Order::Topological, &mut rng);
-        let (p, _) =
-            fix(&mut solver, &order, &proposal, None, &mut rng).map_err(|_| "no valid partition".to_string())?;
-        let greedy = judge
-            .evaluate(&p.chips)
-            .throughput()
+        let run = |s: &mut dyn Strategy, samples| {
+            strategy::run(&problem, &judge, s, Budget::Samples(samples), 0, None)
+                .map_err(|_| "no valid partition".to_string())
+        };
+        let greedy = run(&mut Greedy, 1)?
+            .best
             .ok_or_else(|| "greedy's partition is invalid at evaluation".to_string())?;
-        drop(solver);
-        let dp = crate::strategy::run(
-            &problem,
-            &judge,
-            &mut crate::strategy::Dp,
-            crate::strategy::Budget::Samples(64),
-            0,
-            None,
-        )
-        .ok()
-        .and_then(|o| o.best)
-        .filter(|b| b.throughput > greedy);
-        let demo = dp.map(|b| b.chips).unwrap_or_else(|| p.chips.clone());
+        let dp = run(&mut Dp, 64)
+            .ok()
+            .and_then(|o| o.best)
+            .filter(|b| b.throughput > greedy.throughput);
+        let demo = dp.map_or_else(|| greedy.chips.clone(), |b| b.chips);
         Ok(Task {
             name: name.to_string(),
             problem,
             judge,
-            greedy,
+            greedy: greedy.throughput,
             demo,
-            fallback: p.chips,
+            fallback: greedy.chips,
         })
     }
 }
@@ -174,9 +163,7 @@ pub fn collect(
     k: usize,
     seed: u64,
 ) -> Result<Vec<Rollout>, PolicyError> {
-    let out = policy.forward(f, None)?;
-    let value = out.value.to_dtype(DType::F32)?.to_scalar::<f32>()?;
-    let probs = out.last().detach().exp()?.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+    let (probs, value) = policy.act(f, None)?;
     let props: Vec<_> = (0..k)
         .into_par_iter()
         .map_init(
@@ -193,42 +180,35 @@ pub fn collect(
     if props.is_empty() {
         return Err(PolicyError::Input(format!("`{}` has no valid partition", task.name)));
     }
-    let chips: Vec<Vec<u32>> = props.iter().map(|p| p.chips.clone()).collect();
-    let verdicts: Vec<Option<f64>> = match mode {
-        Mode::NoSolver => chips
-            .iter()
-            .map(|c| {
-                let p = &task.problem;
-                let ok = crate::solver::check(
-                    &p.graph,
-                    &p.package,
-                    &p.constraints,
-                    &crate::problem::Placement::new(c.clone()),
-                )
-                .is_empty();
-                if ok {
-                    task.judge.evaluate(c).throughput()
-                } else {
-                    None
-                }
-            })
-            .collect(),
-        _ => {
-            // A fallback is greedy's partition, not the policy's: no reward.
-            let judged: Vec<Vec<u32>> = props.iter().filter(|p| !p.fell_back).map(|p| p.chips.clone()).collect();
-            let mut verdicts = task.judge.evaluate_all(&judged).into_iter();
-            props
-                .iter()
-                .map(|p| {
-                    if p.fell_back {
-                        None
-                    } else {
-                        verdicts.next().and_then(|v| v.throughput())
-                    }
-                })
-                .collect()
-        }
-    };
+    // Not judged, no reward: a fallback (greedy's partition, not the
+    // policy's) and, without the solver, a partition that breaks a rule.
+    let p = &task.problem;
+    let refused: Vec<bool> = props
+        .iter()
+        .map(|r| {
+            r.fell_back
+                || (mode == Mode::NoSolver
+                    && !crate::solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(r.chips.clone()))
+                        .is_empty())
+        })
+        .collect();
+    let judged: Vec<Vec<u32>> = props
+        .iter()
+        .zip(&refused)
+        .filter(|(_, &no)| !no)
+        .map(|(r, _)| r.chips.clone())
+        .collect();
+    let mut verdicts = task.judge.evaluate_all(&judged).into_iter();
+    let verdicts: Vec<Option<f64>> = refused
+        .iter()
+        .map(|&no| {
+            if no {
+                None
+            } else {
+                verdicts.next().and_then(|v| v.throughput())
+            }
+        })
+        .collect();
     Ok(props
         .into_iter()
         .zip(verdicts)

@@ -149,12 +149,6 @@ fn sample_rest(
     }
 }
 
-/// The graph's topological order over placed nodes.
-fn topological(solver: &Solver) -> Vec<u32> {
-    let g = &solver.problem.graph;
-    g.topological_order().iter().filter_map(|&i| g.decision_of(i)).collect()
-}
-
 /// How many failures a pass may take before it gives up and the search
 /// falls back: to FIX from a proposal drawn from the same distribution, and
 /// then to an unbudgeted pass in the graph's topological order, which is
@@ -181,27 +175,38 @@ pub fn sample(solver: &mut Solver, order: &[u32], probs: Probs, rng: &mut impl R
         let proposal: Vec<Option<u32>> = (0..solver.num_nodes())
             .map(|u| Some(draw_any(probs.and_then(|p| p.get(u)), chips, rng)))
             .collect();
-        let topo = topological(solver);
+        let topo = node_order(solver, Order::Topological, rng);
         solver.set_backjump(false);
         let fixed = fix_pass(solver, &topo, &proposal, probs, rng, Some((order.len() as u64).max(64)));
         solver.set_backjump(true);
         if !fixed? {
             solver.stats.restarts += 1;
-            last_resort(solver, &proposal, probs, rng)?;
+            last_resort(solver, &proposal, probs, rng, None)?;
         }
     }
     finish(solver)
 }
 
-/// The pass that always ends: FIX towards a SAT witness searched from the
-/// proposal, which meets no dead end since the witness is valid. Without
-/// SAT, the complete (unbudgeted) FIX pass in topological order.
+/// The pass that always ends: FIX towards a valid target, which meets no
+/// dead end, since propagation never removes a value of a solution that
+/// agrees with the decisions so far. The target is `fallback` when given
+/// (counted in `fallbacks`), else a SAT witness searched from the proposal;
+/// without SAT, the complete (unbudgeted) FIX pass in topological order.
 fn last_resort(
     solver: &mut Solver,
     proposal: &[Option<u32>],
     probs: Probs,
     rng: &mut impl Rng,
+    fallback: Option<&[u32]>,
 ) -> Result<(), Infeasible> {
+    let topo = node_order(solver, Order::Topological, rng);
+    solver.set_backjump(true);
+    if let Some(valid) = fallback.filter(|v| v.len() == solver.num_nodes()) {
+        solver.stats.fallbacks += 1;
+        let target: Vec<Option<u32>> = valid.iter().copied().map(Some).collect();
+        fix_pass(solver, &topo, &target, probs, rng, None)?;
+        return Ok(());
+    }
     let chips = solver.num_chips() as u32;
     let hint: Vec<u32> = (0..solver.num_nodes())
         .map(|u| match proposal.get(u).copied().flatten() {
@@ -209,8 +214,6 @@ fn last_resort(
             _ => draw_any(probs.and_then(|p| p.get(u)), chips, rng),
         })
         .collect();
-    let topo = topological(solver);
-    solver.set_backjump(true);
     match solver.witness_near(&hint) {
         Some(w) => {
             let target: Vec<Option<u32>> = w.chips.into_iter().map(Some).collect();
@@ -253,12 +256,10 @@ pub fn fix(
     fix_or(solver, order, proposal, probs, rng, None)
 }
 
-/// [`fix`] with a known valid partition to fall back on when both budgeted
-/// passes give up, instead of a SAT witness (which can take minutes on a
-/// large graph): FIX towards a valid partition meets no dead end, since
-/// propagation never removes a value of a solution that agrees with the
-/// decisions so far. Callers that draw many proposals (the policy's
-/// rollouts) pass the baseline's partition.
+/// [`fix`] with a known valid partition that the last resort FIXes towards
+/// when both budgeted passes give up, instead of a SAT witness (which can
+/// take minutes on a large graph). Callers that draw many proposals (the
+/// policy's rollouts) pass the baseline's partition.
 pub fn fix_or(
     solver: &mut Solver,
     order: &[u32],
@@ -281,15 +282,7 @@ pub fn fix_or(
     solver.set_backjump(true);
     if !done {
         solver.stats.restarts += 1;
-        match fallback {
-            Some(valid) if valid.len() == solver.num_nodes() => {
-                solver.stats.fallbacks += 1;
-                let target: Vec<Option<u32>> = valid.iter().copied().map(Some).collect();
-                let topo = topological(solver);
-                fix_pass(solver, &topo, &target, probs, rng, None)?;
-            }
-            _ => last_resort(solver, proposal, probs, rng)?,
-        }
+        last_resort(solver, proposal, probs, rng, fallback)?;
     }
     let p = finish(solver)?;
     let moved = p

@@ -232,18 +232,15 @@ impl<'p> Search<'p> {
     /// Evaluates partitions (in parallel), one sample each, and records
     /// them; partitions past the budget are not evaluated (`None`).
     pub fn submit(&mut self, batch: Vec<Vec<u32>>) -> Vec<Option<Verdict>> {
-        let n = batch.len();
-        let take = n.min(self.remaining());
-        let verdicts = self.judge.evaluate_all(&batch[..take]);
-        self.record(batch, verdicts)
+        let refused = vec![None; batch.len()];
+        self.submit_except(batch, refused)
     }
 
-    /// Records judged partitions as samples, up to the budget.
+    /// Records judged partitions as samples, one per verdict (the caller
+    /// judged no more than the budget allows); the rest get `None`.
     fn record(&mut self, batch: Vec<Vec<u32>>, verdicts: Vec<Verdict>) -> Vec<Option<Verdict>> {
         let n = batch.len();
-        let take = n.min(self.remaining()).min(verdicts.len());
-        let batch: Vec<Vec<u32>> = batch.into_iter().take(take).collect();
-        let mut out = Vec::with_capacity(batch.len());
+        let mut out = Vec::with_capacity(n);
         for (chips, v) in batch.into_iter().zip(verdicts) {
             let t = v.throughput();
             match &v {

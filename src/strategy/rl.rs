@@ -92,9 +92,7 @@ impl Rl {
         greedy: f64,
         fallback: &[u32],
     ) -> Result<(), Stop> {
-        let out = self.policy.forward(f, None)?;
-        let value = out.value.to_dtype(DType::F32)?.to_scalar::<f32>()?;
-        let probs = out.last().detach().exp()?.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+        let (probs, value) = self.policy.act(f, None)?;
         let k = search.batch().max(self.opts.ppo.rollouts).min(search.remaining());
         let mut props = Vec::with_capacity(k);
         for i in 0..k {

@@ -461,3 +461,28 @@ fn refused_and_unchecked_partitions_are_samples_the_judge_never_sees() {
     assert_eq!(s.samples(), 5);
     assert!(v[1].is_none());
 }
+
+/// Anneal on chains that greedy fills unevenly (the last chips light or
+/// empty, several chips sharing the slowest stage): moves that carry load
+/// from a slowest chip towards room further along the pipeline beat greedy.
+#[test]
+fn anneal_leaves_greedys_plateau() {
+    let dir = common::scratch("anneal-plateau");
+    for (n, chips) in [(12, 4), (20, 6), (30, 8)] {
+        std::fs::write(dir.join("chain.json"), common::chain_graph("chain", n, 0)).unwrap();
+        let compiled = common::compile_in(&dir, &common::ring_problem("chain.json", chips));
+        let p = compiled.problem(None).expect("compiles").clone();
+        let j = judge(&p);
+        let greedy = run(&p, &j, "greedy", Budget::Samples(1), 0).unwrap().best.unwrap();
+        let mut anneal = strategy::Anneal::default();
+        let o = strategy::run(&p, &j, &mut anneal, Budget::Samples(300), 0, None).unwrap();
+        let best = o.best.expect("anneal finds a valid partition");
+        placement_ok(&p, &best.chips).unwrap();
+        assert!(
+            best.throughput > greedy.throughput * 1.01,
+            "{n} nodes on {chips} chips: anneal {} vs greedy {}",
+            best.throughput,
+            greedy.throughput
+        );
+    }
+}

@@ -213,8 +213,13 @@ impl CostModel {
 
     /// Seconds per inference: the slowest chip's stage.
     pub fn latency(&self, chips: &[u32]) -> Result<f64, String> {
+        Ok(self.stage_times(chips)?.into_iter().fold(0.0, f64::max))
+    }
+
+    /// Every chip's stage time (compute plus outgoing links), in seconds.
+    pub fn stage_times(&self, chips: &[u32]) -> Result<Vec<f64>, String> {
         let (compute, links) = self.stages(chips)?;
-        Ok(compute.iter().zip(&links).map(|(a, b)| a + b).fold(0.0, f64::max))
+        Ok(compute.iter().zip(&links).map(|(a, b)| a + b).collect())
     }
 
     /// Total flops / total compute.

@@ -8,7 +8,15 @@
 //! when all its consumers are already there or beyond, down one when all its
 //! inputs are (weights used by it alone travel with it). Any other move on a
 //! pipelined placement closes a cycle or a shortcut in the chip flow, which
-//! the solver then repairs by moving many nodes, far from the state.
+//! the solver then repairs by moving many nodes, far from the state. Half
+//! the moves relieve a slowest chip instead: it passes nodes to the next
+//! chip until it is under a target, which passes on its excess in turn, a
+//! chain that ends where there is room (an unused chip, a light stage).
+//!
+//! Pipelines of repeated layers put several chips at the same slowest stage,
+//! where unloading one leaves the throughput as it was; the energy adds a
+//! small term for how many stages are near the slowest (from the analytical
+//! model's per-chip stage times), so such moves count as progress.
 //!
 //! By default the state starts sharpened on the greedy placement, so the
 //! search refines the baseline; from uniform distributions (the paper's
@@ -16,6 +24,7 @@
 //! greedy (see the book's strategies chapter).
 
 use super::{Search, Strategy};
+use crate::cost::CostModel;
 use crate::solver::Infeasible;
 use rand::Rng;
 
@@ -37,6 +46,13 @@ pub struct Anneal {
     pub warm: Option<f32>,
     /// Logit added to every node's sampled chip when a move is kept.
     pub pull: f32,
+    /// Weight of the plateau term in the energy (0 turns it off): when
+    /// several chips share the slowest stage, a move that unloads one of
+    /// them leaves the throughput as it was, so the energy also counts how
+    /// close the other stages are to the slowest (by the analytical model).
+    pub balance: f64,
+    /// Share of moves that relieve a slowest chip (see [`Neighbours::relieve`]).
+    pub ripple: f64,
 }
 
 impl Default for Anneal {
@@ -49,6 +65,8 @@ impl Default for Anneal {
             tries: 64,
             warm: Some(7.0),
             pull: 0.3,
+            balance: 0.05,
+            ripple: 0.5,
         }
     }
 }
@@ -85,6 +103,8 @@ impl Strategy for Anneal {
             }
         }
         let nb = Neighbours::new(search.problem);
+        let shape = CostModel::new(search.problem).ok().filter(|_| self.balance > 0.0);
+        let plateau = |chips: &[u32]| shape.as_ref().map_or(0.0, |m| self.balance * plateau(m, chips));
         let mut mode: Vec<u32> = state.iter().map(|r| argmax(r) as u32).collect();
         let mut energy: Option<f64> = None;
         while !search.done() {
@@ -95,13 +115,23 @@ impl Strategy for Anneal {
                 if energy.is_some() || search.samples() > 0 {
                     let mut moved = mode.clone();
                     for _ in 0..search.rng.random_range(1..=self.moves.max(1)) {
-                        let Some((group, to)) = nb.boundary_move(&moved, c as u32, self.tries, &mut search.rng) else {
-                            break;
+                        let stages = shape.as_ref().and_then(|m| m.stage_times(&moved).ok());
+                        let groups = if let Some(stages) = stages.filter(|_| search.rng.random_bool(self.ripple)) {
+                            nb.relieve(&moved, stages, &mut search.rng)
+                        } else {
+                            nb.boundary_move(&moved, c as u32, self.tries, &mut search.rng)
+                                .into_iter()
+                                .collect()
                         };
-                        for u in group {
-                            let row = &mut logits[u as usize];
-                            row[to as usize] = row[argmax(row)] + self.step;
-                            moved[u as usize] = to;
+                        if groups.is_empty() {
+                            break;
+                        }
+                        for (group, to) in groups {
+                            for u in group {
+                                let row = &mut logits[u as usize];
+                                row[to as usize] = row[argmax(row)] + self.step;
+                                moved[u as usize] = to;
+                            }
                         }
                     }
                 }
@@ -113,7 +143,10 @@ impl Strategy for Anneal {
             let best = cands
                 .into_iter()
                 .zip(verdicts)
-                .filter_map(|((l, ch), v)| Some((l, ch, -v?.throughput()?.ln())))
+                .filter_map(|((l, ch), v)| {
+                    let e = -v?.throughput()?.ln() + plateau(&ch);
+                    Some((l, ch, e))
+                })
                 .min_by(|a, b| a.2.total_cmp(&b.2));
             let Some((logits, chips, e)) = best else {
                 if energy.is_none() {
@@ -142,6 +175,21 @@ impl Strategy for Anneal {
     }
 }
 
+/// How crowded the top of the stage times is, in [0, ln(chips) / P]:
+/// ln(L_P norm / max) grows with the number of chips near the slowest.
+fn plateau(model: &CostModel, chips: &[u32]) -> f64 {
+    const P: i32 = 16;
+    let Ok(stages) = model.stage_times(chips) else {
+        return 0.0;
+    };
+    let max = stages.iter().copied().fold(0.0, f64::max);
+    if max <= 0.0 {
+        return 0.0;
+    }
+    let norm: f64 = stages.iter().map(|s| (s / max).powi(P)).sum();
+    norm.ln() / P as f64
+}
+
 fn argmax(row: &[f32]) -> usize {
     (0..row.len()).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap_or(0)
 }
@@ -152,6 +200,11 @@ struct Neighbours {
     succ: Vec<Vec<u32>>,
     pred: Vec<Vec<u32>>,
     tied: Vec<Vec<u32>>,
+    /// Each node's position along the graph's pipeline order.
+    rank: Vec<u32>,
+    flops: Vec<f64>,
+    /// Each chip's compute rate (1 where the package gives none).
+    rate: Vec<f64>,
 }
 
 impl Neighbours {
@@ -171,7 +224,83 @@ impl Neighbours {
                     .collect()
             })
             .collect();
-        Neighbours { succ, pred, tied }
+        let mut rank = vec![0; n];
+        for (i, &u) in problem.graph.pipeline_order().iter().enumerate() {
+            rank[u as usize] = i as u32;
+        }
+        let flops = (0..n as u32)
+            .map(|u| problem.graph.placed_node(u).flops as f64)
+            .collect();
+        let p = &problem.package;
+        let rate = (0..p.num_chips() as u32)
+            .map(|c| p.chip_number(c, "compute").filter(|&r| r > 0.0).unwrap_or(1.0))
+            .collect();
+        Neighbours {
+            succ,
+            pred,
+            tied,
+            rank,
+            flops,
+            rate,
+        }
+    }
+
+    /// Whether `u` may join chip `to`, one above or below its own, without
+    /// reversing an edge of `at` (its tied weights go along).
+    fn can_slide(&self, u: usize, to: u32, at: &[u32]) -> bool {
+        if to > at[u] {
+            self.succ[u].iter().all(|&s| at[s as usize] >= to)
+        } else {
+            let tied = &self.tied[u];
+            self.pred[u].iter().all(|&p| tied.contains(&p) || at[p as usize] <= to)
+        }
+    }
+
+    fn is_tied(&self, u: usize) -> bool {
+        self.pred[u].is_empty() && self.succ[u].len() == 1
+    }
+
+    /// Unloads a slowest chip along the pipeline: it passes its last nodes
+    /// (in pipeline order) to the next chip until its stage is below a target
+    /// a little under the slowest, the next chip passes on what it now has too
+    /// much, and so on until a chip has room (or the first nodes downwards).
+    /// A single slide only overloads the neighbour; this carries the load to
+    /// wherever there is room, such as an unused chip at the pipeline's end.
+    /// `stages`: each chip's stage time under `at`; compute moves with nodes.
+    fn relieve(&self, at: &[u32], mut stages: Vec<f64>, rng: &mut impl Rng) -> Vec<(Vec<u32>, u32)> {
+        let chips = stages.len() as u32;
+        let max = stages.iter().copied().fold(0.0, f64::max);
+        let slowest: Vec<u32> = (0..chips).filter(|&c| stages[c as usize] >= 0.999 * max).collect();
+        let Some(&start) = slowest.get(rng.random_range(0..slowest.len().max(1))) else {
+            return Vec::new();
+        };
+        let target = max * (1.0 - rng.random_range(0.0..0.1));
+        let up = rng.random_bool(0.5);
+        let mut at = at.to_vec();
+        let mut out = Vec::new();
+        let mut from = start;
+        while stages[from as usize] > target {
+            let to = if up { from + 1 } else { from.wrapping_sub(1) };
+            if to >= chips {
+                break;
+            }
+            let pick = (0..at.len())
+                .filter(|&u| at[u] == from && !self.is_tied(u) && self.can_slide(u, to, &at))
+                .max_by_key(|&u| if up { self.rank[u] } else { u32::MAX - self.rank[u] });
+            let Some(u) = pick else { break };
+            let mut group = vec![u as u32];
+            group.extend(&self.tied[u]);
+            for &v in &group {
+                at[v as usize] = to;
+                stages[from as usize] -= self.flops[v as usize] / self.rate[from as usize];
+                stages[to as usize] += self.flops[v as usize] / self.rate[to as usize];
+            }
+            out.push((group, to));
+            if stages[from as usize] <= target {
+                from = to;
+            }
+        }
+        out
     }
 
     /// A node (with its tied weights) and the neighbouring chip it can slide
@@ -180,24 +309,14 @@ impl Neighbours {
         let n = at.len();
         for _ in 0..tries {
             let u = rng.random_range(0..n);
-            if self.pred[u].is_empty() && self.succ[u].len() == 1 {
+            if self.is_tied(u) {
                 continue; // a tied weight moves with its consumer
             }
             let m = at[u];
-            let up = rng.random_bool(0.5);
-            let to = if up { m + 1 } else { m.wrapping_sub(1) };
-            if to >= chips {
-                continue;
-            }
-            let tied = &self.tied[u];
-            let ok = if up {
-                self.succ[u].iter().all(|&s| at[s as usize] >= to)
-            } else {
-                self.pred[u].iter().all(|&p| tied.contains(&p) || at[p as usize] <= to)
-            };
-            if ok {
+            let to = if rng.random_bool(0.5) { m + 1 } else { m.wrapping_sub(1) };
+            if to < chips && self.can_slide(u, to, at) {
                 let mut group = vec![u as u32];
-                group.extend(tied);
+                group.extend(&self.tied[u]);
                 return Some((group, to));
             }
         }

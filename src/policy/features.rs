@@ -11,7 +11,7 @@ use crate::package::Package;
 use candle_core::{DType, Device, Tensor};
 
 /// Version of the feature layout; checkpoints record it and refuse others.
-pub const FEATURE_SCHEMA: u32 = 2;
+pub const FEATURE_SCHEMA: u32 = 3;
 /// Numeric features per decision node (besides the operator bucket).
 pub const NODE_FEATURES: usize = 10;
 /// Features per chip.
@@ -59,6 +59,17 @@ pub struct GraphFeatures {
     pub(crate) chips: Tensor,
     /// Normalised chip id per chip [C, 1], what a node is told of its previous chip.
     pub(crate) chip_ids: Tensor,
+    /// Per node and chip, how far the node's place in the pipeline (the
+    /// share of all flops up to its middle) lies past the chip's middle, in
+    /// chips [N, C]: chips take consecutive spans of the pipeline in id
+    /// order, each as wide as its share of the compute. A pairwise feature
+    /// the policy head weighs per node: scoring embeddings alone, it has to
+    /// learn "node at 40% of the graph -> chip 14 of 36" for every chip count.
+    pub(crate) pipeline: Tensor,
+    /// Its square.
+    pub(crate) pipeline_sq: Tensor,
+    /// Chip ids 0..C as reals [1, C], to measure distances from a node's previous chip.
+    pub(crate) chip_index: Tensor,
     /// Placed edges src -> dst as u32 [E]; `None` when the graph has no edges.
     pub(crate) edges: Option<(Tensor, Tensor)>,
     /// 1 / max(1, in-degree) and 1 / max(1, out-degree), [N, 1].
@@ -182,6 +193,24 @@ impl GraphFeatures {
                 (n as f64 / c as f64).ln_1p() / NODES_PER_CHIP_SCALE,
             ]);
         }
+        let rates: Vec<f64> = compute.iter().map(|r| r.unwrap_or(mean_compute)).collect();
+        let total_rate: f64 = rates.iter().sum();
+        let mut middles = Vec::with_capacity(c);
+        let mut start = 0.0;
+        for r in &rates {
+            middles.push(start + 0.5 * r / total_rate);
+            start += r / total_rate;
+        }
+        let mut pipeline = Vec::with_capacity(n * c);
+        for d in 0..n {
+            let own = if total_flops > 0.0 {
+                graph.placed_node(d as u32).flops as f64 / total_flops
+            } else {
+                0.0
+            };
+            let at = prefix[d].0 + 0.5 * own;
+            pipeline.extend(middles.iter().map(|m| (at - m) * c as f64));
+        }
         let inv = |deg: &[u32]| -> Vec<f64> { deg.iter().map(|&k| 1.0 / k.max(1) as f64).collect() };
         let edge_tensors = if edges.is_empty() {
             None
@@ -203,6 +232,9 @@ impl GraphFeatures {
             nodes: real(feats, (n, NODE_FEATURES))?,
             chips: real(chips, (c, CHIP_FEATURES))?,
             chip_ids: real(chip_ids, (c, 1))?,
+            pipeline_sq: real(pipeline.iter().map(|d| d * d).collect(), (n, c))?,
+            pipeline: real(pipeline, (n, c))?,
+            chip_index: real((0..c).map(|i| i as f64).collect(), (1, c))?,
             edges: edge_tensors,
             inv_in: real(inv(&indeg), (n, 1))?,
             inv_out: real(inv(&outdeg), (n, 1))?,

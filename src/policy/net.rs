@@ -1,6 +1,8 @@
 //! The policy network: a GraphSAGE encoder over the decision nodes, a query
-//! per node scored against a key per chip (any chip count works), a value
-//! head, and T refinement iterations that each see the previous placement.
+//! per node scored against a key per chip (any chip count works) plus a
+//! per-node weighting of how far the chip is from the node's place in the
+//! pipeline, a value head, and T refinement iterations that each see the
+//! previous placement.
 
 use super::features::{GraphFeatures, CHIP_FEATURES, NODE_FEATURES};
 use super::sage::{Init, Linear, Mlp, SageLayer};
@@ -41,6 +43,12 @@ pub struct Policy {
     chip: Mlp,
     query: Mlp,
     value: Mlp,
+    /// Per node, the weights in its chip scores of the pipeline distance d,
+    /// of d², of the distance e from the node's previous chip and of e²
+    /// (e is 0 without a previous placement): a peak at d = -w1 / (2 w2), as
+    /// sharp as w2 is negative, so a node can prefer a chip before or after
+    /// its place, or stay near (or move from) where it was.
+    pipeline: Linear,
 }
 
 impl Policy {
@@ -59,6 +67,8 @@ impl Policy {
         let chip = Mlp::new(&mut init, "chip", CHIP_FEATURES, h, h)?;
         let query = Mlp::new(&mut init, "query", h, h, h)?;
         let value = Mlp::new(&mut init, "value", 2 * h, h, 1)?;
+        // Zero at first: a fresh policy is as uniform as without it.
+        let pipeline = Linear::zeros(&mut init, "pipeline", h, 4)?;
         Ok(Policy {
             config: config.clone(),
             varmap,
@@ -71,6 +81,7 @@ impl Policy {
             chip,
             query,
             value,
+            pipeline,
         })
     }
 
@@ -122,6 +133,7 @@ impl Policy {
             + 2 * linear(h, h)
             + linear(2 * h, h)
             + linear(h, 1)
+            + linear(h, 4)
     }
 
     /// Features of a graph on a package, on this policy's device and dtype.
@@ -168,6 +180,15 @@ impl Policy {
                 h = layer.forward(&h, f)?;
             }
             let logits = (self.query.forward(&h)?.matmul(&keys.t()?)? * scale)?;
+            let w = self.pipeline.forward(&h)?;
+            let mut logits = (logits
+                + w.narrow(1, 0, 1)?.broadcast_mul(&f.pipeline)?
+                + w.narrow(1, 1, 1)?.broadcast_mul(&f.pipeline_sq)?)?;
+            if let Some(p) = &placement {
+                let at = p.to_dtype(self.dtype)?.reshape((n, 1))?;
+                let e = f.chip_index.broadcast_sub(&at)?;
+                logits = (logits + w.narrow(1, 2, 1)?.broadcast_mul(&e)? + w.narrow(1, 3, 1)?.broadcast_mul(&e.sqr()?)?)?;
+            }
             let lp = log_softmax(&logits)?;
             // Non-autoregressive: every node sees the whole previous placement.
             placement = Some(lp.argmax(1)?);

@@ -71,6 +71,15 @@ impl Linear {
         })
     }
 
+    /// A layer that starts at zero output (its inputs still get gradients
+    /// through it once its weights move).
+    pub fn zeros(init: &mut Init, name: &str, inputs: usize, outputs: usize) -> Result<Linear, PolicyError> {
+        Ok(Linear {
+            weight: init.constant(&format!("{name}.weight"), &[outputs, inputs], 0.0)?,
+            bias: init.constant(&format!("{name}.bias"), &[outputs], 0.0)?,
+        })
+    }
+
     pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         x.matmul(&self.weight.t()?)?.broadcast_add(&self.bias)
     }

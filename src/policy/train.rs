@@ -163,7 +163,8 @@ pub fn collect(
     k: usize,
     seed: u64,
 ) -> Result<Vec<Rollout>, PolicyError> {
-    let (probs, value) = policy.act(f, None)?;
+    // The policy refines greedy's partition (its first iteration's `prev`).
+    let (probs, value) = policy.act(f, Some(&task.fallback))?;
     let props: Vec<_> = (0..k)
         .into_par_iter()
         .map_init(
@@ -214,7 +215,7 @@ pub fn collect(
         .zip(verdicts)
         .map(|(p, t)| Rollout {
             graph,
-            prev: None,
+            prev: Some(task.fallback.clone()),
             actions: p.actions,
             old_log_probs: p.log_probs,
             reward: reward(t, task.greedy),
@@ -325,7 +326,7 @@ pub fn train(
                 queue.shuffle(&mut rng);
             }
             let g = queue.pop().unwrap_or(0);
-            let (loss, accuracy) = imitate_step(&policy, &mut opt, &features[g], &train[g].demo)?;
+            let (loss, accuracy) = imitate_step(&policy, &mut opt, &features[g], &train[g].fallback, &train[g].demo)?;
             let log = ImitateLog {
                 step,
                 task: train[g].name.clone(),
@@ -440,13 +441,15 @@ fn keep_if_best(
     Ok(())
 }
 
-/// One supervised step towards `demo`: the mean over nodes and refinement
+/// One supervised step towards `demo` from `prev` (the placement the
+/// policy refines, greedy's): the mean over nodes and refinement
 /// iterations of -log p(demo chip). Returns the last iteration's loss and
 /// how many nodes it already puts on the demonstration's chip.
 pub fn imitate_step(
     policy: &Policy,
     opt: &mut candle_nn::AdamW,
     f: &GraphFeatures,
+    prev: &[u32],
     demo: &[u32],
 ) -> Result<(f64, f64), PolicyError> {
     use candle_core::Tensor;
@@ -458,7 +461,7 @@ pub fn imitate_step(
             f.num_nodes
         )));
     }
-    let out = policy.forward(f, None)?;
+    let out = policy.forward(f, Some(prev))?;
     let target = Tensor::from_slice(demo, (f.num_nodes, 1), policy.device())?;
     let mut terms = Vec::new();
     for lp in &out.log_probs {

@@ -244,7 +244,7 @@ fn draw_any(p: Option<&Vec<f32>>, chips: u32, rng: &mut impl Rng) -> u32 {
 }
 
 /// FIX: keep each node's proposed chip while it is still allowed, then
-/// assign the rest by drawing from their domains. Returns the placement and
+/// assign the rest by drawing from their domains, near their proposals. Returns the placement and
 /// how many nodes moved away from the proposal.
 pub fn fix(
     solver: &mut Solver,
@@ -321,7 +321,31 @@ fn fix_pass(
         }
     }
     let left = limit.map(|l| l.saturating_sub(solver.stats.failures));
-    sample_rest(solver, order, probs, rng, left)
+    let near = near_proposal(solver, proposal, probs);
+    sample_rest(solver, order, Some(&near), rng, left)
+}
+
+/// The second pass's distribution: a node whose proposal is no longer
+/// allowed draws from its weights (uniform without them) times a kernel
+/// that halves with each chip id between the chip and the proposal, so it
+/// lands next to where it was proposed. Drawn from the whole remaining
+/// domain, nodes pushed past their proposal (under `acyclic_flow`, by one
+/// node proposed too late) spread over all later chips, and their
+/// successors after them, until the last chip holds most of the graph.
+fn near_proposal(solver: &Solver, proposal: &[Option<u32>], probs: Probs) -> Vec<Vec<f32>> {
+    let chips = solver.num_chips();
+    (0..solver.num_nodes())
+        .map(|u| {
+            let p = probs.and_then(|p| p.get(u));
+            let weight = |c: usize| p.map_or(1.0, |p| p.get(c).copied().unwrap_or(0.0).max(1e-6));
+            match proposal.get(u).copied().flatten() {
+                Some(y) => (0..chips)
+                    .map(|c| weight(c) * 0.5f32.powi((c as i32 - y as i32).abs()))
+                    .collect(),
+                None => (0..chips).map(weight).collect(),
+            }
+        })
+        .collect()
 }
 
 fn finish(solver: &Solver) -> Result<Placement, Infeasible> {

@@ -92,7 +92,8 @@ impl Rl {
         greedy: f64,
         fallback: &[u32],
     ) -> Result<(), Stop> {
-        let (probs, value) = self.policy.act(f, None)?;
+        // The policy refines greedy's partition, as in training.
+        let (probs, value) = self.policy.act(f, Some(fallback))?;
         let k = search.batch().max(self.opts.ppo.rollouts).min(search.remaining());
         let mut props = Vec::with_capacity(k);
         for i in 0..k {
@@ -136,7 +137,7 @@ impl Rl {
             .filter_map(|(p, v)| {
                 Some(Rollout {
                     graph: 0,
-                    prev: None,
+                    prev: Some(fallback.to_vec()),
                     actions: p.actions,
                     old_log_probs: p.log_probs,
                     reward: reward(v?.throughput(), greedy),

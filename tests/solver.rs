@@ -231,3 +231,36 @@ fn the_same_seed_gives_the_same_partition() {
     assert_ne!(a, run(2));
     assert!(valid(p, &a));
 }
+
+/// FIX moves a node whose proposal is no longer allowed as little as the
+/// rules allow: on a chain where one node is proposed two chips too late,
+/// the nodes after it stay next to it instead of drifting to the last chip.
+#[test]
+fn fix_repairs_near_the_proposal() {
+    let mut g = String::new();
+    for i in 1..40 {
+        g += &format!("  n{} -> n{i}\n", i - 1);
+    }
+    let p = problem(&format!(
+        "use std::placement::acyclic_flow\nuse std::topologies::ring\n\
+         let t = ring(n = 8, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{\n{g}}}\n\
+         partition g onto t {{ require acyclic_flow }}\n"
+    ));
+    let mut s = Solver::new(&p, Options::default()).unwrap();
+    let at = |name: &str| p.graph.decision_of(p.graph.node_index(name).unwrap()).unwrap() as usize;
+    let mut proposal = vec![Some(2u32); p.graph.num_placed()];
+    proposal[at("n5")] = Some(4);
+    let mut beyond = 0;
+    for seed in 0..20 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let order = node_order(&s, Order::Topological, &mut rng);
+        let (fixed, moved) = fix(&mut s, &order, &proposal, None, &mut rng).unwrap();
+        assert!(valid(&p, &fixed));
+        // n6..n39 must leave chip 2; the nearest they can go is chip 4.
+        assert!(moved >= 34, "seed {seed}: {moved} moved");
+        beyond += (6..40).filter(|i| fixed.chips[at(&format!("n{i}"))] > 4).count();
+    }
+    // Uniform redraws would put most of the 680 beyond chip 4.
+    assert!(beyond < 60, "{beyond} of 680 repaired nodes went past chip 4");
+}

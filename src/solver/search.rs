@@ -102,13 +102,47 @@ pub fn draw(solver: &Solver, u: u32, probs: Probs, rng: &mut impl Rng) -> u32 {
     c
 }
 
+/// Draws among the chips of `u`'s domain nearest (in chip id) to `y`, its
+/// proposal, weighted by `probs`: the repair moves a node as little as the
+/// rules allow. Drawn from the whole remaining domain instead, a node pushed
+/// past its proposal (under `acyclic_flow`, by one node proposed too late)
+/// lands anywhere later, its successors after it, and along a chain the
+/// drift compounds until the last chip holds most of the graph.
+pub fn draw_near(solver: &Solver, u: u32, y: u32, probs: Probs, rng: &mut impl Rng) -> u32 {
+    let dom = solver.dom(u);
+    let gap = |c: u32| c.abs_diff(y);
+    let best = dom.iter().map(gap).min().unwrap_or(0);
+    let near: Vec<u32> = dom.iter().filter(|&c| gap(c) == best).collect();
+    let weight = |c: u32| {
+        probs
+            .and_then(|p| p.get(u as usize))
+            .map_or(1.0, |p| p.get(c as usize).copied().unwrap_or(0.0).max(0.0) as f64)
+    };
+    let total: f64 = near.iter().map(|&c| weight(c)).sum();
+    if total > 0.0 {
+        let mut t = rng.random::<f64>() * total;
+        for &c in &near {
+            t -= weight(c);
+            if t <= 0.0 {
+                return c;
+            }
+        }
+    }
+    near.get(rng.random_range(0..near.len().max(1)))
+        .copied()
+        .unwrap_or(dom.min)
+}
+
 /// Decides every unfixed node of `order` by drawing from its domain;
 /// resumes where backtracking leaves off.
 /// Returns false when more than `budget` failures happened (the pass gave up).
+/// With `near` (FIX's second pass), a node with a proposal draws among the
+/// chips of its domain nearest to it (see [`draw_near`]).
 fn sample_rest(
     solver: &mut Solver,
     order: &[u32],
     probs: Probs,
+    near: Option<&[Option<u32>]>,
     rng: &mut impl Rng,
     budget: Option<u64>,
 ) -> Result<bool, Infeasible> {
@@ -127,7 +161,10 @@ fn sample_rest(
                 pos += 1;
                 continue;
             }
-            let c = draw(solver, u, probs, rng);
+            let c = match near.and_then(|p| p.get(u as usize).copied().flatten()) {
+                Some(y) => draw_near(solver, u, y, probs, rng),
+                None => draw(solver, u, probs, rng),
+            };
             let before = solver.num_decisions();
             at.push(pos);
             let after = solver.set_domain(u, &[c]);
@@ -164,7 +201,7 @@ pub fn sample(solver: &mut Solver, order: &[u32], probs: Probs, rng: &mut impl R
     solver.reset();
     let budget = pass_budget(order);
     solver.set_backjump(budget.is_none());
-    let done = sample_rest(solver, order, probs, rng, budget);
+    let done = sample_rest(solver, order, probs, None, rng, budget);
     solver.set_backjump(true);
     if !done? {
         solver.stats.restarts += 1;
@@ -321,31 +358,7 @@ fn fix_pass(
         }
     }
     let left = limit.map(|l| l.saturating_sub(solver.stats.failures));
-    let near = near_proposal(solver, proposal, probs);
-    sample_rest(solver, order, Some(&near), rng, left)
-}
-
-/// The second pass's distribution: a node whose proposal is no longer
-/// allowed draws from its weights (uniform without them) times a kernel
-/// that halves with each chip id between the chip and the proposal, so it
-/// lands next to where it was proposed. Drawn from the whole remaining
-/// domain, nodes pushed past their proposal (under `acyclic_flow`, by one
-/// node proposed too late) spread over all later chips, and their
-/// successors after them, until the last chip holds most of the graph.
-fn near_proposal(solver: &Solver, proposal: &[Option<u32>], probs: Probs) -> Vec<Vec<f32>> {
-    let chips = solver.num_chips();
-    (0..solver.num_nodes())
-        .map(|u| {
-            let p = probs.and_then(|p| p.get(u));
-            let weight = |c: usize| p.map_or(1.0, |p| p.get(c).copied().unwrap_or(0.0).max(1e-6));
-            match proposal.get(u).copied().flatten() {
-                Some(y) => (0..chips)
-                    .map(|c| weight(c) * 0.5f32.powi((c as i32 - y as i32).abs()))
-                    .collect(),
-                None => (0..chips).map(weight).collect(),
-            }
-        })
-        .collect()
+    sample_rest(solver, order, probs, Some(proposal), rng, left)
 }
 
 fn finish(solver: &Solver) -> Result<Placement, Infeasible> {

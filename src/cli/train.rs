@@ -74,13 +74,16 @@ pub struct TrainArgs {
     /// Fine-tuning updates per validation graph.
     #[arg(long, default_value_t = 2)]
     pub val_updates: usize,
-    /// Imitation steps before PPO: each teaches one graph the better of
-    /// greedy's and the DP's partitions (0: PPO from random weights).
+    /// Imitation steps before PPO: each teaches one graph greedy's partition,
+    /// the one the policy refines (0: PPO from random weights).
     #[arg(long, default_value_t = 0)]
     pub imitate: usize,
     /// Learning rate of the imitation steps.
     #[arg(long, default_value_t = 1e-3)]
     pub imitate_lr: f64,
+    /// Imitate the better of greedy's and the DP's partitions instead.
+    #[arg(long)]
+    pub imitate_best: bool,
     /// Start from this checkpoint (stem or file) instead of fresh weights;
     /// its network shape is kept (`--layers`, `--hidden`, `--iterations` are ignored).
     #[arg(long, value_name = "PATH")]
@@ -112,6 +115,7 @@ impl TrainArgs {
             val_updates: self.val_updates,
             imitate: self.imitate,
             imitate_lr: self.imitate_lr,
+            imitate_best: self.imitate_best,
             init: self.init.as_deref().map(super::search::strip_checkpoint_ext),
         }
     }

@@ -202,13 +202,13 @@ impl GraphFeatures {
             start += r / total_rate;
         }
         let mut pipeline = Vec::with_capacity(n * c);
-        for d in 0..n {
+        for (d, &(before, _)) in prefix.iter().enumerate() {
             let own = if total_flops > 0.0 {
                 graph.placed_node(d as u32).flops as f64 / total_flops
             } else {
                 0.0
             };
-            let at = prefix[d].0 + 0.5 * own;
+            let at = before + 0.5 * own;
             pipeline.extend(middles.iter().map(|m| (at - m) * c as f64));
         }
         let inv = |deg: &[u32]| -> Vec<f64> { deg.iter().map(|&k| 1.0 / k.max(1) as f64).collect() };

@@ -44,10 +44,10 @@ pub struct Policy {
     query: Mlp,
     value: Mlp,
     /// Per node, the weights in its chip scores of the pipeline distance d,
-    /// of d², of the distance e from the node's previous chip and of e²
-    /// (e is 0 without a previous placement): a peak at d = -w1 / (2 w2), as
-    /// sharp as w2 is negative, so a node can prefer a chip before or after
-    /// its place, or stay near (or move from) where it was.
+    /// of d², of the distance e from the node's chip in the given placement
+    /// (`prev`, the same for every iteration; no term without one) and of
+    /// e²: a peak at d = -w1 / (2 w2), as sharp as w2 is negative, so a node
+    /// can prefer a chip before or after its place, or near where it was.
     pipeline: Linear,
 }
 
@@ -163,6 +163,16 @@ impl Policy {
                 Some(Tensor::from_slice(p, n, &self.device)?)
             }
         };
+        // Distances in chip ids from the given placement (the anchor every
+        // iteration's scores are measured from), and their squares.
+        let anchor = match &placement {
+            Some(p) => {
+                let at = p.to_dtype(self.dtype)?.reshape((n, 1))?;
+                let e = f.chip_index.broadcast_sub(&at)?;
+                Some((e.sqr()?, e))
+            }
+            None => None,
+        };
         let keys = self.chip.forward(&f.chips)?;
         // What a node is told of its previous chip (its key and normalised id),
         // projected once per chip and then selected per node: C rows, not N.
@@ -184,10 +194,8 @@ impl Policy {
             let mut logits = (logits
                 + w.narrow(1, 0, 1)?.broadcast_mul(&f.pipeline)?
                 + w.narrow(1, 1, 1)?.broadcast_mul(&f.pipeline_sq)?)?;
-            if let Some(p) = &placement {
-                let at = p.to_dtype(self.dtype)?.reshape((n, 1))?;
-                let e = f.chip_index.broadcast_sub(&at)?;
-                logits = (logits + w.narrow(1, 2, 1)?.broadcast_mul(&e)? + w.narrow(1, 3, 1)?.broadcast_mul(&e.sqr()?)?)?;
+            if let Some((e2, e)) = &anchor {
+                logits = (logits + w.narrow(1, 2, 1)?.broadcast_mul(e)? + w.narrow(1, 3, 1)?.broadcast_mul(e2)?)?;
             }
             let lp = log_softmax(&logits)?;
             // Non-autoregressive: every node sees the whole previous placement.

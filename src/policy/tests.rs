@@ -137,6 +137,8 @@ fn check_grads(policy: &Policy, names: &[&str], loss: &dyn Fn() -> Tensor) {
 const CHECKED: &[&str] = &[
     "op_embedding",
     "input.weight",
+    "pipeline.weight",
+    "pipeline.bias",
     "previous.weight",
     "sage.0.linear.weight",
     "sage.1.linear.bias",
@@ -153,6 +155,12 @@ fn encoder_and_heads_match_finite_differences() {
     let g = tiny();
     let f = policy.features(&g, &ring(3, 1e6)).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(11);
+    // The pipeline weights start at zero; off zero, the gradient also flows
+    // through them into the encoder.
+    let w = policy.var("pipeline.weight").unwrap();
+    let values: Vec<f64> = (0..w.elem_count()).map(|_| rng.random_range(-0.3..0.3)).collect();
+    w.set(&Tensor::from_vec(values, w.shape(), &Device::Cpu).unwrap())
+        .unwrap();
     let weights: Vec<Tensor> = (0..2)
         .map(|_| {
             let w: Vec<f64> = (0..f.num_nodes * 3).map(|_| rng.random_range(-1.0..1.0)).collect();
@@ -265,6 +273,31 @@ fn features_are_finite_and_of_order_one() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("previous placement"), "{err}");
+}
+
+/// The pairwise pipeline distance: one chip apart on a package of equal
+/// chips, and the nearest chip never goes back along the pipeline.
+#[test]
+fn pipeline_distance_follows_the_pipeline() {
+    let g = real("lstm_lm_small");
+    let c = 8;
+    let f = GraphFeatures::new(&g, &ring(c, 128.0 * 1024.0 * 1024.0), 64, &Device::Cpu, DType::F64).unwrap();
+    let d = f.pipeline.to_vec2::<f64>().unwrap();
+    let sq = f.pipeline_sq.to_vec2::<f64>().unwrap();
+    for (row, row_sq) in d.iter().zip(&sq) {
+        for k in 1..c {
+            assert!((row[k - 1] - row[k] - 1.0).abs() < 1e-9, "{row:?}");
+        }
+        assert!(row.iter().zip(row_sq).all(|(a, b)| (a * a - b).abs() < 1e-9));
+    }
+    let nearest = |u: u32| {
+        let row = &d[u as usize];
+        (0..c).min_by(|&a, &b| row[a].abs().total_cmp(&row[b].abs())).unwrap()
+    };
+    let order = g.pipeline_order();
+    assert!(order.windows(2).all(|w| nearest(w[0]) <= nearest(w[1])));
+    assert_eq!(nearest(order[0]), 0);
+    assert_eq!(nearest(*order.last().unwrap()), c - 1);
 }
 
 #[test]

@@ -35,6 +35,16 @@ pub struct Task {
 }
 
 impl Task {
+    /// What imitation teaches: greedy's partition, or the better of
+    /// greedy's and the DP's.
+    pub fn target(&self, best: bool) -> &[u32] {
+        if best {
+            &self.demo
+        } else {
+            &self.fallback
+        }
+    }
+
     /// Judges greedy's partition once; a problem greedy cannot make valid
     /// (or whose greedy partition is invalid at evaluation) is refused, since
     /// it gives no reward scale.
@@ -77,9 +87,11 @@ pub struct TrainConfig {
     /// Fine-tuning updates per validation graph.
     pub val_updates: usize,
     /// Imitation steps before PPO (one graph each): cross-entropy towards
-    /// the baseline's partition.
+    /// greedy's partition (the one the policy refines), or with
+    /// `imitate_best` the better of greedy's and the DP's.
     pub imitate: usize,
     pub imitate_lr: f64,
+    pub imitate_best: bool,
     /// Start from this checkpoint (its network shape wins over `policy`).
     pub init: Option<PathBuf>,
 }
@@ -97,6 +109,7 @@ impl Default for TrainConfig {
             val_updates: 2,
             imitate: 0,
             imitate_lr: 1e-3,
+            imitate_best: false,
             init: None,
         }
     }
@@ -326,7 +339,13 @@ pub fn train(
                 queue.shuffle(&mut rng);
             }
             let g = queue.pop().unwrap_or(0);
-            let (loss, accuracy) = imitate_step(&policy, &mut opt, &features[g], &train[g].fallback, &train[g].demo)?;
+            let (loss, accuracy) = imitate_step(
+                &policy,
+                &mut opt,
+                &features[g],
+                &train[g].fallback,
+                train[g].target(cfg.imitate_best),
+            )?;
             let log = ImitateLog {
                 step,
                 task: train[g].name.clone(),

@@ -226,8 +226,10 @@ pub fn sample(solver: &mut Solver, order: &[u32], probs: Probs, rng: &mut impl R
 
 /// The pass that always ends: FIX towards a valid target, which meets no
 /// dead end, since propagation never removes a value of a solution that
-/// agrees with the decisions so far. The target is `fallback` when given
-/// (counted in `fallbacks`), else a SAT witness searched from the proposal;
+/// agrees with the decisions so far. The target is, when `fallback` is
+/// given, the proposal merged into it as far as it goes ([`merge_towards`];
+/// counted in `fallbacks` when none of it could be kept), else a SAT
+/// witness searched from the proposal;
 /// without SAT, the complete (unbudgeted) FIX pass in topological order.
 fn last_resort(
     solver: &mut Solver,
@@ -239,8 +241,11 @@ fn last_resort(
     let topo = node_order(solver, Order::Topological, rng);
     solver.set_backjump(true);
     if let Some(valid) = fallback.filter(|v| v.len() == solver.num_nodes()) {
-        solver.stats.fallbacks += 1;
-        let target: Vec<Option<u32>> = valid.iter().copied().map(Some).collect();
+        let merged = merge_towards(solver, &topo, valid, proposal, probs, rng)?;
+        if merged == valid {
+            solver.stats.fallbacks += 1;
+        }
+        let target: Vec<Option<u32>> = merged.into_iter().map(Some).collect();
         fix_pass(solver, &topo, &target, probs, rng, None)?;
         return Ok(());
     }
@@ -261,6 +266,58 @@ fn last_resort(
         }
     }
     Ok(())
+}
+
+/// Failures a trial of [`merge_towards`] may take.
+const MERGE_TRIAL_BUDGET: u64 = 16;
+
+/// A valid partition as close to `proposal` as one found by applying the
+/// proposal's changes to the valid partition `valid` a group at a time: a
+/// group that FIX cannot keep (a quick pass with a small failure budget)
+/// is split in two and each half tried again, down to single nodes, which
+/// are dropped (delta debugging). Every kept group leaves a valid partition,
+/// the start of the next trial. FIX gives up on a proposal when a few of
+/// its choices lead into dead ends found only much later (a shortcut under
+/// `triangle_dependency` from one node moved across a residual connection);
+/// this keeps all the others. At most about twice as many trials as changed
+/// nodes, each cheap when it succeeds.
+fn merge_towards(
+    solver: &mut Solver,
+    order: &[u32],
+    valid: &[u32],
+    proposal: &[Option<u32>],
+    probs: Probs,
+    rng: &mut impl Rng,
+) -> Result<Vec<u32>, Infeasible> {
+    let chips = solver.num_chips() as u32;
+    let changed: Vec<u32> = order
+        .iter()
+        .copied()
+        .filter(
+            |&u| matches!(proposal.get(u as usize).copied().flatten(), Some(y) if y < chips && y != valid[u as usize]),
+        )
+        .collect();
+    let mut base = valid.to_vec();
+    let mut todo = vec![changed];
+    while let Some(group) = todo.pop() {
+        if group.is_empty() {
+            continue;
+        }
+        let mut target: Vec<Option<u32>> = base.iter().copied().map(Some).collect();
+        for &u in &group {
+            target[u as usize] = proposal[u as usize];
+        }
+        if fix_pass(solver, order, &target, probs, rng, Some(MERGE_TRIAL_BUDGET))? {
+            if let Some(p) = solver.placement() {
+                base = p.chips;
+            }
+        } else if group.len() > 1 {
+            let (a, b) = group.split_at(group.len() / 2);
+            todo.push(b.to_vec());
+            todo.push(a.to_vec());
+        }
+    }
+    Ok(base)
 }
 
 /// A chip drawn from a node's weights over all chips (uniform without them).
@@ -308,7 +365,9 @@ pub fn fix_or(
     let budget = pass_budget(order);
     solver.set_backjump(false);
     let mut done = fix_pass(solver, order, proposal, probs, rng, budget)?;
-    if !done {
+    // With a valid partition at hand, merging into it (the last resort)
+    // keeps more of the proposal than a second pass from scratch.
+    if !done && fallback.is_none() {
         // A proposal that leads the given order into dead ends often does
         // not in a random topological order, which decides each node close
         // to its inputs.

@@ -371,7 +371,7 @@ fn sources(files: &[PathBuf], args: &CompareArgs) -> Result<Vec<Source>, (String
     };
     let picked: Vec<(String, PathBuf)> = crate::graph::manifest::entries(dir, args.split.as_deref())?
         .into_iter()
-        .filter(|e| args.max_nodes.is_none_or(|m| e.nodes.is_none_or(|n| n <= m)))
+        .filter(|e| e.fits(args.max_nodes))
         .map(|e| (e.name, e.path))
         .collect();
     if picked.is_empty() {

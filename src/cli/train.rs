@@ -133,7 +133,7 @@ fn tasks(out: &Output, args: &TrainArgs, split: &str) -> Result<Vec<Task>, i32> 
     };
     let mut tasks = Vec::new();
     for e in entries {
-        if args.max_nodes.is_some_and(|m| e.nodes.is_some_and(|n| n > m)) {
+        if !e.fits(args.max_nodes) {
             continue;
         }
         let graph = match load_graph_file(&e.path) {

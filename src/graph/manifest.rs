@@ -14,6 +14,14 @@ pub struct Entry {
     pub nodes: Option<u64>,
 }
 
+impl Entry {
+    /// Whether the graph has at most `max` nodes (`--max-nodes`); a graph
+    /// whose manifest entry does not say fits.
+    pub fn fits(&self, max: Option<u64>) -> bool {
+        max.is_none_or(|m| self.nodes.is_none_or(|n| n <= m))
+    }
+}
+
 /// Why a manifest could not be used: a message and, where it helps, a hint.
 pub type ManifestError = (String, Option<String>);
 

@@ -271,6 +271,11 @@ fn last_resort(
 /// Failures a trial of [`merge_towards`] may take.
 const MERGE_TRIAL_BUDGET: u64 = 16;
 
+/// Trials a merge may make: enough to keep the working part of a proposal
+/// near the valid partition; one far from it (a fresh policy's draw) would
+/// otherwise cost two trials per node, each a pass over the graph.
+const MERGE_TRIALS: usize = 64;
+
 /// A valid partition as close to `proposal` as one found by applying the
 /// proposal's changes to the valid partition `valid` a group at a time: a
 /// group that FIX cannot keep (a quick pass with a small failure budget)
@@ -279,8 +284,8 @@ const MERGE_TRIAL_BUDGET: u64 = 16;
 /// the start of the next trial. FIX gives up on a proposal when a few of
 /// its choices lead into dead ends found only much later (a shortcut under
 /// `triangle_dependency` from one node moved across a residual connection);
-/// this keeps all the others. At most about twice as many trials as changed
-/// nodes, each cheap when it succeeds.
+/// this keeps all the others. At most [`MERGE_TRIALS`] trials, each cheap
+/// when it succeeds; the groups not tried by then are dropped.
 fn merge_towards(
     solver: &mut Solver,
     order: &[u32],
@@ -299,9 +304,14 @@ fn merge_towards(
         .collect();
     let mut base = valid.to_vec();
     let mut todo = vec![changed];
+    let mut trials = 0;
     while let Some(group) = todo.pop() {
         if group.is_empty() {
             continue;
+        }
+        trials += 1;
+        if trials > MERGE_TRIALS {
+            break;
         }
         let mut target: Vec<Option<u32>> = base.iter().copied().map(Some).collect();
         for &u in &group {

@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// The policy draws a chip per node; FIX keeps every draw still allowed
-    /// and redraws the rest from the policy's distributions. Always valid.
+    /// and puts the rest on the nearest allowed chip (or, when it gives up,
+    /// merges the draw into greedy's partition). Always valid.
     #[default]
     Fix,
     /// SAMPLE draws each node from the policy's distribution restricted to
@@ -32,8 +33,9 @@ pub struct Proposal {
     pub log_probs: Vec<f32>,
     /// The partition to evaluate.
     pub chips: Vec<u32>,
-    /// FIX gave up on the proposal and returned the fallback partition: not
-    /// the policy's work, so it earns no reward and is not evaluated.
+    /// FIX gave up on the proposal and could merge none of it into the
+    /// fallback partition, which it returned: not the policy's work, so it
+    /// earns no reward and is not evaluated.
     pub fell_back: bool,
 }
 
@@ -107,7 +109,7 @@ fn settle(
 }
 
 /// The reason recorded for a rollout whose proposal FIX gave up on.
-pub const FELL_BACK: &str = "FIX gave up on the policy's proposal (its fallback is not evaluated)";
+pub const FELL_BACK: &str = "FIX gave up on the policy's proposal and kept none of it (its fallback is not evaluated)";
 
 /// The reward of a throughput: its ratio to the greedy baseline's on the
 /// same problem (0 for an invalid partition), so graphs of very different

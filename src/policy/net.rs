@@ -1,8 +1,9 @@
 //! The policy network: a GraphSAGE encoder over the decision nodes, a query
 //! per node scored against a key per chip (any chip count works) plus a
 //! per-node weighting of how far the chip is from the node's place in the
-//! pipeline, a value head, and T refinement iterations that each see the
-//! previous placement.
+//! pipeline and from its chip in the given placement (greedy's, which the
+//! policy refines), a value head, and T refinement iterations that each see
+//! the previous placement.
 
 use super::features::{GraphFeatures, CHIP_FEATURES, NODE_FEATURES};
 use super::sage::{Init, Linear, Mlp, SageLayer};

@@ -348,8 +348,8 @@ fn draw_any(p: Option<&Vec<f32>>, chips: u32, rng: &mut impl Rng) -> u32 {
 }
 
 /// FIX: keep each node's proposed chip while it is still allowed, then
-/// assign the rest by drawing from their domains, near their proposals. Returns the placement and
-/// how many nodes moved away from the proposal.
+/// assign the rest by drawing from their domains, near their proposals.
+/// Returns the placement and how many nodes moved away from the proposal.
 pub fn fix(
     solver: &mut Solver,
     order: &[u32],
@@ -360,10 +360,11 @@ pub fn fix(
     fix_or(solver, order, proposal, probs, rng, None)
 }
 
-/// [`fix`] with a known valid partition that the last resort FIXes towards
-/// when both budgeted passes give up, instead of a SAT witness (which can
-/// take minutes on a large graph). Callers that draw many proposals (the
-/// policy's rollouts) pass the baseline's partition.
+/// [`fix`] with a known valid partition: when the budgeted pass gives up,
+/// the proposal is merged into it ([`merge_towards`]) instead of a second
+/// pass and a SAT witness (which can take minutes on a large graph).
+/// Callers that draw many proposals (the policy's rollouts) pass the
+/// baseline's partition.
 pub fn fix_or(
     solver: &mut Solver,
     order: &[u32],

@@ -361,7 +361,7 @@ pub fn fix(
 }
 
 /// [`fix`] with a known valid partition: when the budgeted pass gives up,
-/// the proposal is merged into it ([`merge_towards`]) instead of a second
+/// the proposal is merged into it (`merge_towards`) instead of a second
 /// pass and a SAT witness (which can take minutes on a large graph).
 /// Callers that draw many proposals (the policy's rollouts) pass the
 /// baseline's partition.

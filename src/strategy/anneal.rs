@@ -51,7 +51,7 @@ pub struct Anneal {
     /// them leaves the throughput as it was, so the energy also counts how
     /// close the other stages are to the slowest (by the analytical model).
     pub balance: f64,
-    /// Share of moves that relieve a slowest chip (see [`Neighbours::relieve`]).
+    /// Share of moves that relieve a slowest chip (see `Neighbours::relieve`).
     pub ripple: f64,
 }
 

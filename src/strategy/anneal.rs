@@ -52,7 +52,7 @@ pub struct Anneal {
     /// close the other stages are to the slowest (by the analytical model).
     pub balance: f64,
     /// Share of moves that relieve a slowest chip (see `Neighbours::relieve`).
-    pub ripple: f64,
+    pub relief: f64,
 }
 
 impl Default for Anneal {
@@ -66,7 +66,7 @@ impl Default for Anneal {
             warm: Some(7.0),
             pull: 0.3,
             balance: 0.05,
-            ripple: 0.5,
+            relief: 0.5,
         }
     }
 }
@@ -116,7 +116,7 @@ impl Strategy for Anneal {
                     let mut moved = mode.clone();
                     for _ in 0..search.rng.random_range(1..=self.moves.max(1)) {
                         let stages = shape.as_ref().and_then(|m| m.stage_times(&moved).ok());
-                        let groups = if let Some(stages) = stages.filter(|_| search.rng.random_bool(self.ripple)) {
+                        let groups = if let Some(stages) = stages.filter(|_| search.rng.random_bool(self.relief)) {
                             nb.relieve(&moved, stages, &mut search.rng)
                         } else {
                             nb.boundary_move(&moved, c as u32, self.tries, &mut search.rng)

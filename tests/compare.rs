@@ -360,3 +360,43 @@ fn a_problem_compiles_with_another_graph() {
     let plain = common::compile_in(&dir, &src);
     assert_eq!(plain.problem(None).unwrap().graph.num_placed(), 3);
 }
+
+/// Runs go in parallel, each on its own seed and judge: the curves are the
+/// same run after run, in the same order (only the timings differ).
+#[test]
+fn parallel_runs_give_the_same_curves() {
+    let dir = common::scratch("compare-parallel");
+    let (a, b) = tiny_problems(&dir);
+    let curves = |name: &str| {
+        let out = dir.join(name);
+        let o = mcmpart(&[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--strategies",
+            "random,anneal,dp",
+            "--budget",
+            "25",
+            "--repeats",
+            "3",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o).1);
+        let (head, rows) = read_csv(&out.join("curves.csv"));
+        let elapsed = head.iter().position(|h| h == "elapsed_s").unwrap();
+        rows.into_iter()
+            .map(|mut r| {
+                r.remove(elapsed);
+                r
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = curves("one");
+    // Every strategy and seed of both problems, random's runs in full.
+    for strategy in ["greedy", "random", "anneal", "dp"] {
+        assert!(first.iter().any(|r| r[1] == strategy), "{strategy}");
+    }
+    assert_eq!(first.iter().filter(|r| r[1] == "random").count(), 2 * 3 * 25);
+    assert_eq!(first, curves("two"));
+}

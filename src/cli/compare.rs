@@ -17,6 +17,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// The strategies compared when none are named.
@@ -100,6 +101,14 @@ impl ProblemRuns {
     }
 }
 
+/// A problem ready to run.
+struct Prepared {
+    label: String,
+    file: PathBuf,
+    problem: Problem,
+    graph: String,
+}
+
 /// Where a problem comes from: a file, and a graph of the manifest.
 struct Source {
     file: PathBuf,
@@ -145,13 +154,10 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
     }
 
     let show_progress = !out.json && std::io::stderr().is_terminal();
-    let per_problem = 1 + (names.len() - 1) * args.repeats;
-    let total_runs = sources.len() * per_problem;
-    let mut problems: Vec<ProblemRuns> = Vec::new();
+    let mut prepared: Vec<Prepared> = Vec::new();
     let mut skipped: Vec<(String, String)> = Vec::new();
     let multi_file = files.len() > 1;
-    for (i, src) in sources.iter().enumerate() {
-        let mut done_runs = i * per_problem;
+    for src in &sources {
         let stem = src.file.file_stem().and_then(|s| s.to_str()).unwrap_or("problem");
         let compiled = match &src.graph {
             None => compile_file(&src.file),
@@ -199,45 +205,131 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
                 return 1;
             }
         };
-        let label = unique(&problems, &skipped, label_for(p));
+        let taken: Vec<&str> = prepared.iter().map(|q| q.label.as_str()).collect();
+        let label = unique(&taken, &skipped, label_for(p));
         let graph = match &src.graph {
             Some((g, _)) => g.clone(),
             None => p.graph.name.clone(),
         };
-        match run_problem(p, args, &names, |o: &Outcome, greedy: Option<f64>| {
-            done_runs += 1;
-            if show_progress {
-                let best = match (o.best.as_ref(), greedy) {
-                    (Some(b), Some(g)) => format!("{:.3}x over greedy", b.throughput / g),
-                    (Some(b), None) => format!("best {:.4} /s", b.throughput),
-                    (None, _) => "no valid partition".into(),
-                };
-                eprintln!(
-                    "[{done_runs}/{total_runs}] {label} {} seed {}: {best}, {} samples in {}",
-                    o.strategy,
-                    o.seed,
-                    o.records.len(),
-                    secs(o.elapsed_s)
-                );
-            }
-        }) {
-            Ok((judge, greedy, runs)) => problems.push(ProblemRuns {
-                label,
-                file: src.file.clone(),
-                problem: p.name.clone(),
-                graph,
-                nodes: p.graph.num_placed(),
-                chips: p.package.num_chips(),
-                judge,
-                greedy,
-                bound: CostModel::new(p)
-                    .ok()
-                    .map(|m| 1.0 / m.bound_latency())
-                    .filter(|b| b.is_finite()),
-                runs,
-            }),
-            Err(why) => skip(&mut skipped, &label, why),
+        prepared.push(Prepared {
+            label,
+            file: src.file.clone(),
+            problem: p.clone(),
+            graph,
+        });
+    }
+
+    // Greedy first, the baseline of the progress lines; then every run of
+    // every problem at once, each on its own judge and seed, so the results
+    // do not depend on how many run together.
+    // Every run, until a problem greedy cannot run on is skipped.
+    let total_runs = AtomicUsize::new(prepared.len() * (1 + (names.len() - 1) * args.repeats));
+    let done_runs = std::sync::Mutex::new(0usize);
+    let report = |label: &str, o: &Outcome, greedy: Option<f64>| {
+        let mut done = done_runs.lock().unwrap_or_else(|e| e.into_inner());
+        *done += 1;
+        if show_progress {
+            let best = match (o.best.as_ref(), greedy) {
+                (Some(b), Some(g)) => format!("{:.3}x over greedy", b.throughput / g),
+                (Some(b), None) => format!("best {:.4} /s", b.throughput),
+                (None, _) => "no valid partition".into(),
+            };
+            eprintln!(
+                "[{done}/{}] {label} {} seed {}: {best}, {} samples in {}",
+                total_runs.load(Ordering::Relaxed),
+                o.strategy,
+                o.seed,
+                o.records.len(),
+                secs(o.elapsed_s)
+            );
         }
+    };
+    let mut baselines: Vec<Option<(String, Option<f64>, Outcome)>> = Vec::with_capacity(prepared.len());
+    for q in &prepared {
+        match run_greedy(&q.problem, args) {
+            Ok((judge, greedy, o)) => {
+                report(&q.label, &o, greedy);
+                baselines.push(Some((judge, greedy, o)));
+            }
+            Err(why) => {
+                skip(&mut skipped, &q.label, why);
+                baselines.push(None);
+            }
+        }
+    }
+    let jobs: Vec<(usize, &str, u64)> = (0..prepared.len())
+        .filter(|&i| baselines[i].is_some())
+        .flat_map(|i| {
+            names
+                .iter()
+                .filter(|n| *n != "greedy")
+                .flat_map(move |n| (0..args.repeats).map(move |r| (i, n.as_str(), args.seed.wrapping_add(r as u64))))
+        })
+        .collect();
+    total_runs.store(baselines.iter().flatten().count() + jobs.len(), Ordering::Relaxed);
+    // Plain threads, not rayon's: a rayon worker waiting for the judge's
+    // evaluations would start other runs meanwhile, nesting them, so that
+    // each run's clock would count the others'.
+    let next = AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<Outcome, String>>>> =
+        jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(i, name, seed)) = jobs.get(k) else { break };
+                let r = run_one(&prepared[i].problem, args, name, seed);
+                if let Ok(o) = &r {
+                    report(&prepared[i].label, o, baselines[i].as_ref().and_then(|b| b.1));
+                }
+                *slots[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            });
+        }
+    });
+    let results: Vec<Result<Outcome, String>> = slots
+        .into_iter()
+        .map(|s| {
+            s.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| Err("the run did not finish".into()))
+        })
+        .collect();
+    let mut problems: Vec<ProblemRuns> = Vec::new();
+    let mut results = jobs.iter().map(|j| j.0).zip(results).peekable();
+    for (i, (q, base)) in prepared.into_iter().zip(baselines).enumerate() {
+        let Some((judge, greedy, g)) = base else { continue };
+        let mut runs = vec![g];
+        let mut failed: Option<String> = None;
+        while let Some((_, r)) = results.next_if(|(j, _)| *j == i) {
+            match r {
+                Ok(o) => runs.push(o),
+                Err(why) => {
+                    failed.get_or_insert(why);
+                }
+            }
+        }
+        if let Some(why) = failed {
+            skip(&mut skipped, &q.label, why);
+            continue;
+        }
+        problems.push(ProblemRuns {
+            bound: CostModel::new(&q.problem)
+                .ok()
+                .map(|m| 1.0 / m.bound_latency())
+                .filter(|b| b.is_finite()),
+            nodes: q.problem.graph.num_placed(),
+            chips: q.problem.package.num_chips(),
+            problem: q.problem.name.clone(),
+            label: q.label,
+            file: q.file,
+            graph: q.graph,
+            judge,
+            greedy,
+            runs,
+        });
     }
     if problems.is_empty() {
         out.error(
@@ -404,8 +496,8 @@ fn graph_label(multi_file: bool, stem: &str, graph: &str) -> String {
 }
 
 /// A label no other problem has.
-fn unique(problems: &[ProblemRuns], skipped: &[(String, String)], label: String) -> String {
-    let taken = |l: &str| problems.iter().any(|p| p.label == l) || skipped.iter().any(|s| s.0 == l);
+fn unique(labels: &[&str], skipped: &[(String, String)], label: String) -> String {
+    let taken = |l: &str| labels.contains(&l) || skipped.iter().any(|s| s.0 == l);
     if !taken(&label) {
         return label;
     }
@@ -433,42 +525,26 @@ fn infeasible(p: &Problem, inf: &Infeasible) -> String {
     }
 }
 
-type Runs = (String, Option<f64>, Vec<Outcome>);
-
 /// A curve: its name and its (samples, value) points.
 type Line = (String, Vec<(f64, f64)>);
 
-/// Greedy once, then every strategy with every seed; `Err` says why the
-/// problem is skipped.
-fn run_problem(
-    p: &Problem,
-    args: &CompareArgs,
-    names: &[String],
-    mut done: impl FnMut(&Outcome, Option<f64>),
-) -> Result<Runs, String> {
-    let opts = args.eval.options();
-    // A judge per run: its cache must not carry one run's work to another.
-    let judge = || Judge::new(p, &opts).map_err(|e| e.message);
-    let j = judge()?;
-    let describe = j.describe.clone();
+/// Greedy's run: the judge's description, greedy's throughput (`None`
+/// when its partition is invalid at evaluation) and the run; `Err` says why
+/// the problem is skipped.
+fn run_greedy(p: &Problem, args: &CompareArgs) -> Result<(String, Option<f64>, Outcome), String> {
+    let j = Judge::new(p, &args.eval.options()).map_err(|e| e.message)?;
     let g = strategy::run(p, &j, &mut Greedy, Budget::Samples(1), args.seed, None).map_err(|i| infeasible(p, &i))?;
-    let greedy = g.best.as_ref().map(|b| b.throughput);
-    done(&g, greedy);
-    let mut runs = vec![g];
-    for name in names.iter().filter(|n| *n != "greedy") {
-        for r in 0..args.repeats {
-            let seed = args.seed.wrapping_add(r as u64);
-            let mut s = strategy::by_name(name, &args.rl.options())
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("unknown strategy `{name}`"))?;
-            let j = judge()?;
-            let o = strategy::run(p, &j, s.as_mut(), Budget::Samples(args.budget), seed, None)
-                .map_err(|i| infeasible(p, &i))?;
-            done(&o, greedy);
-            runs.push(o);
-        }
-    }
-    Ok((describe, greedy, runs))
+    Ok((j.describe.clone(), g.best.as_ref().map(|b| b.throughput), g))
+}
+
+/// One run of a strategy, on a judge of its own: its cache must not carry
+/// one run's work to another.
+fn run_one(p: &Problem, args: &CompareArgs, name: &str, seed: u64) -> Result<Outcome, String> {
+    let mut s = strategy::by_name(name, &args.rl.options())
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("unknown strategy `{name}`"))?;
+    let j = Judge::new(p, &args.eval.options()).map_err(|e| e.message)?;
+    strategy::run(p, &j, s.as_mut(), Budget::Samples(args.budget), seed, None).map_err(|i| infeasible(p, &i))
 }
 
 fn geomean(xs: &[f64]) -> Option<f64> {

@@ -374,6 +374,7 @@ pub fn fix_or(
     fallback: Option<&[u32]>,
 ) -> Result<(Placement, usize), Infeasible> {
     let budget = pass_budget(order);
+    let fallback = fallback.filter(|v| near_enough(v, proposal));
     solver.set_backjump(false);
     let mut done = fix_pass(solver, order, proposal, probs, rng, budget)?;
     // With a valid partition at hand, merging into it (the last resort)
@@ -399,6 +400,18 @@ pub fn fix_or(
         .filter(|(u, c)| proposal.get(*u).copied().flatten() != Some(**c))
         .count();
     Ok((p, moved))
+}
+
+/// Whether a merge into `valid` is worth its trials: a proposal that
+/// changes more than an eighth of the nodes (a fresh policy's draw) would
+/// spend them all and keep little; the second pass serves it better.
+fn near_enough(valid: &[u32], proposal: &[Option<u32>]) -> bool {
+    let changed = valid
+        .iter()
+        .zip(proposal)
+        .filter(|(v, p)| p.is_some_and(|p| p != **v))
+        .count();
+    changed <= (valid.len() / 8).max(8)
 }
 
 fn fix_pass(

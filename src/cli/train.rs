@@ -12,6 +12,7 @@ use crate::policy::rollout::Mode;
 use crate::policy::train::{self, ImitateLog, Score, Task, TrainConfig, TrainReport, UpdateLog};
 use crate::policy::PolicyConfig;
 use crate::strategy::Budget;
+use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -81,9 +82,14 @@ pub struct TrainArgs {
     /// Learning rate of the imitation steps.
     #[arg(long, default_value_t = 1e-3)]
     pub imitate_lr: f64,
-    /// Imitate the better of greedy's and the DP's partitions instead.
+    /// Imitate, instead, the best partition a short anneal finds from
+    /// greedy's on each training graph (a refinement of the partition the
+    /// policy is given).
     #[arg(long)]
     pub imitate_best: bool,
+    /// Samples of each demonstration's anneal (with `--imitate-best`).
+    #[arg(long, default_value_t = 200)]
+    pub demo_samples: usize,
     /// Start from this checkpoint (stem or file) instead of fresh weights;
     /// its network shape is kept (`--layers`, `--hidden`, `--iterations` are ignored).
     #[arg(long, value_name = "PATH")]
@@ -192,10 +198,32 @@ pub fn run(out: &Output, args: &TrainArgs) -> i32 {
         out.error("nothing to do: --samples and --imitate are both 0", None);
         return 2;
     }
-    let train_tasks = match tasks(out, args, &args.split) {
+    let mut train_tasks = match tasks(out, args, &args.split) {
         Ok(t) => t,
         Err(code) => return code,
     };
+    if args.imitate_best && args.imitate > 0 {
+        if !out.json {
+            eprintln!(
+                "demonstrations: anneal, {} samples on each of {} graphs",
+                args.demo_samples,
+                train_tasks.len()
+            );
+        }
+        let found: Vec<(usize, f64)> = train_tasks
+            .par_iter_mut()
+            .map(|t| t.demonstrate(args.demo_samples, args.seed))
+            .collect();
+        if !out.json {
+            for (t, (moved, gain)) in train_tasks.iter().zip(&found) {
+                eprintln!(
+                    "  {}: {gain:.3}x over greedy, {moved} of {} nodes moved",
+                    t.name,
+                    t.fallback.len()
+                );
+            }
+        }
+    }
     if train_tasks.is_empty() {
         out.error(&format!("no usable graph in the split `{}`", args.split), None);
         return 1;

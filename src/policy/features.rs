@@ -11,7 +11,7 @@ use crate::package::Package;
 use candle_core::{DType, Device, Tensor};
 
 /// Version of the feature layout; checkpoints record it and refuse others.
-pub const FEATURE_SCHEMA: u32 = 3;
+pub const FEATURE_SCHEMA: u32 = 4;
 /// Numeric features per decision node (besides the operator bucket).
 pub const NODE_FEATURES: usize = 10;
 /// Features per chip.
@@ -75,6 +75,14 @@ pub struct GraphFeatures {
     /// 1 / max(1, in-degree) and 1 / max(1, out-degree), [N, 1].
     pub(crate) inv_in: Tensor,
     pub(crate) inv_out: Tensor,
+    /// What [`GraphFeatures::anchor_terms`] reads: each node's share of all
+    /// flops, each chip's share of all compute, placed edges as lists, and
+    /// which nodes are weights used by one node alone (they move with it).
+    flops_share: Vec<f64>,
+    rate_share: Vec<f64>,
+    inputs: Vec<Vec<u32>>,
+    outputs: Vec<Vec<u32>>,
+    travels: Vec<bool>,
 }
 
 fn chip_number(package: &Package, chip: u32, name: &str) -> Option<f64> {
@@ -104,9 +112,13 @@ impl GraphFeatures {
         let edges = graph.placed_edges();
         let mut indeg = vec![0u32; n];
         let mut outdeg = vec![0u32; n];
+        let mut inputs: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let mut outputs: Vec<Vec<u32>> = vec![Vec::new(); n];
         for e in edges {
             outdeg[e.src as usize] += 1;
             indeg[e.dst as usize] += 1;
+            inputs[e.dst as usize].push(e.src);
+            outputs[e.src as usize].push(e.dst);
         }
         let depth = depths(graph);
         // Where a node sits in the pipeline: the shares of all flops and of
@@ -238,7 +250,129 @@ impl GraphFeatures {
             edges: edge_tensors,
             inv_in: real(inv(&indeg), (n, 1))?,
             inv_out: real(inv(&outdeg), (n, 1))?,
+            flops_share: (0..n)
+                .map(|d| {
+                    if total_flops > 0.0 {
+                        graph.placed_node(d as u32).flops as f64 / total_flops
+                    } else {
+                        0.0
+                    }
+                })
+                .collect(),
+            rate_share: rates.iter().map(|r| r / total_rate).collect(),
+            travels: (0..n)
+                .map(|d| {
+                    let node = graph.placed_node(d as u32);
+                    inputs[d].is_empty() && outputs[d].len() == 1 && node.flops == 0 && node.params > 0
+                })
+                .collect(),
+            inputs,
+            outputs,
         })
+    }
+
+    /// Two [N, C] terms of a placement `anchor` (the one the policy refines):
+    /// `slide` is 1 on the neighbouring chip a node can move to without
+    /// turning the chip flow back (up one when all its consumers are past
+    /// its chip, down one when all its inputs are before it, a weight used by
+    /// it alone moving along), 0 elsewhere; `relief` is `slide` times how
+    /// much lighter in compute time that chip is than the node's own, over
+    /// the slowest chip's. These are the moves that balance a pipeline (the
+    /// anneal strategy's slides and reliefs), which per-node scores cannot
+    /// see: they depend on the whole placement.
+    pub(crate) fn anchor_terms(&self, anchor: &[u32]) -> Result<(Tensor, Tensor), PolicyError> {
+        let (n, c) = (self.num_nodes, self.num_chips);
+        let (slide, relief) = self.slides(anchor)?;
+        let device = self.chip_index.device();
+        let dtype = self.chip_index.dtype();
+        Ok((
+            Tensor::from_vec(slide, (n, c), device)?.to_dtype(dtype)?,
+            Tensor::from_vec(relief, (n, c), device)?.to_dtype(dtype)?,
+        ))
+    }
+
+    /// [`GraphFeatures::anchor_terms`] as row-major [N * C] vectors.
+    fn slides(&self, anchor: &[u32]) -> Result<(Vec<f64>, Vec<f64>), PolicyError> {
+        let (n, c) = (self.num_nodes, self.num_chips);
+        if anchor.len() != n || anchor.iter().any(|&a| a as usize >= c) {
+            return Err(PolicyError::Input(format!(
+                "the anchor placement must give one chip below {c} for each of the {n} nodes"
+            )));
+        }
+        let mut load = vec![0.0f64; c];
+        for (u, &a) in anchor.iter().enumerate() {
+            load[a as usize] += self.flops_share[u];
+        }
+        for (l, r) in load.iter_mut().zip(&self.rate_share) {
+            *l /= r.max(f64::MIN_POSITIVE);
+        }
+        let max = load.iter().copied().fold(0.0, f64::max);
+        if max > 0.0 {
+            load.iter_mut().for_each(|l| *l /= max);
+        }
+        let mut slide = vec![0.0f64; n * c];
+        let mut relief = vec![0.0f64; n * c];
+        for u in 0..n {
+            if self.travels[u] {
+                continue;
+            }
+            let a = anchor[u] as usize;
+            let up = a + 1 < c && self.outputs[u].iter().all(|&v| anchor[v as usize] as usize > a);
+            let down = a > 0
+                && self.inputs[u].iter().all(|&w| {
+                    let at = anchor[w as usize] as usize;
+                    at < a || (at == a && self.travels[w as usize])
+                });
+            for (ok, to) in [(up, a + 1), (down, a.wrapping_sub(1))] {
+                if ok {
+                    slide[u * c + to] = 1.0;
+                    relief[u * c + to] = load[a] - load[to];
+                }
+            }
+        }
+        // A weight on its consumer's chip moves as the consumer does; one
+        // left before it may move up towards it.
+        for u in (0..n).filter(|&u| self.travels[u]) {
+            let (a, v) = (anchor[u] as usize, self.outputs[u][0] as usize);
+            if anchor[v] as usize == a {
+                for to in [a.wrapping_sub(1), a + 1].into_iter().filter(|&t| t < c) {
+                    slide[u * c + to] = slide[v * c + to];
+                    relief[u * c + to] = relief[v * c + to];
+                }
+            } else if a + 1 < c && anchor[v] as usize > a {
+                slide[u * c + a + 1] = 1.0;
+            }
+        }
+        Ok((slide, relief))
+    }
+
+    /// What a one-step refinement of `anchor` towards `better` keeps: the
+    /// chip of `better` for each node whose move there is a slide from
+    /// `anchor` (see [`GraphFeatures::anchor_terms`]), the anchor's chip for
+    /// every other node. What the imitation of a demonstration teaches: the
+    /// moves the policy can see, not the ones only later slides made possible.
+    pub fn slide_target(&self, anchor: &[u32], better: &[u32]) -> Result<Vec<u32>, PolicyError> {
+        if better.len() != anchor.len() {
+            return Err(PolicyError::Input(format!(
+                "a demonstration of {} chips for a graph of {} nodes",
+                better.len(),
+                anchor.len()
+            )));
+        }
+        let c = self.num_chips;
+        let (slide, _) = self.slides(anchor)?;
+        Ok(anchor
+            .iter()
+            .zip(better)
+            .enumerate()
+            .map(|(u, (&a, &b))| {
+                if (b as usize) < c && slide[u * c + b as usize] > 0.0 {
+                    b
+                } else {
+                    a
+                }
+            })
+            .collect())
     }
 }
 

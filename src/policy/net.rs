@@ -1,8 +1,9 @@
 //! The policy network: a GraphSAGE encoder over the decision nodes, a query
 //! per node scored against a key per chip (any chip count works) plus a
 //! per-node weighting of how far the chip is from the node's place in the
-//! pipeline and from its chip in the given placement (greedy's, which the
-//! policy refines), a value head, and T refinement iterations that each see
+//! pipeline and from its chip in the given placement (the one the policy
+//! refines, greedy's or the best so far), of which neighbouring chip it can
+//! slide to there and how much lighter that chip is, a value head, and T refinement iterations that each see
 //! the previous placement.
 
 use super::features::{GraphFeatures, CHIP_FEATURES, NODE_FEATURES};
@@ -12,6 +13,10 @@ use crate::graph::Graph;
 use crate::package::Package;
 use candle_core::{DType, Device, Tensor, Var, D};
 use candle_nn::VarMap;
+
+/// The pairwise terms the head weighs per node: d, d², and with a given
+/// placement e, e², slide and relief (see [`Policy::forward`]).
+const PIPELINE_TERMS: usize = 6;
 
 /// What one forward pass gives for training.
 #[derive(Clone, Debug)]
@@ -47,9 +52,16 @@ pub struct Policy {
     /// Per node, the weights in its chip scores of the pipeline distance d,
     /// of d², of the distance e from the node's chip in the given placement
     /// (`prev`, the same for every iteration; no term without one) and of
-    /// e²: a peak at d = -w1 / (2 w2), as sharp as w2 is negative, so a node
-    /// can prefer a chip before or after its place, or near where it was.
+    /// e² (a peak at d = -w1 / (2 w2), as sharp as w2 is negative, so a node
+    /// can prefer a chip before or after its place, or near where it was),
+    /// and of the given placement's slide and relief terms
+    /// ([`GraphFeatures::anchor_terms`]: which nodes can move to a
+    /// neighbouring chip, and how much lighter it is).
     pipeline: Linear,
+    /// Divides the last iteration's logits (1 in training); below 1 it
+    /// sharpens the policy, which keeps a rollout's moves to the few the
+    /// policy is surest of (see [`Policy::set_temperature`]).
+    temperature: f64,
 }
 
 impl Policy {
@@ -69,7 +81,7 @@ impl Policy {
         let query = Mlp::new(&mut init, "query", h, h, h)?;
         let value = Mlp::new(&mut init, "value", 2 * h, h, 1)?;
         // Zero at first: a fresh policy is as uniform as without it.
-        let pipeline = Linear::zeros(&mut init, "pipeline", h, 4)?;
+        let pipeline = Linear::zeros(&mut init, "pipeline", h, PIPELINE_TERMS)?;
         Ok(Policy {
             config: config.clone(),
             varmap,
@@ -83,6 +95,7 @@ impl Policy {
             query,
             value,
             pipeline,
+            temperature: 1.0,
         })
     }
 
@@ -116,6 +129,17 @@ impl Policy {
         self.varmap.data().lock().expect("varmap lock").get(name).cloned()
     }
 
+    /// Sets the temperature of the distribution the policy gives (its
+    /// last iteration's, which rollouts draw from and PPO updates), a
+    /// setting of its use, not a weight: checkpoints do not keep it.
+    pub fn set_temperature(&mut self, t: f64) -> Result<(), PolicyError> {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(PolicyError::Input(format!("a temperature must be positive, not {t}")));
+        }
+        self.temperature = t;
+        Ok(())
+    }
+
     pub fn num_parameters(&self) -> usize {
         self.vars().iter().map(|(_, v)| v.elem_count()).sum()
     }
@@ -134,7 +158,7 @@ impl Policy {
             + 2 * linear(h, h)
             + linear(2 * h, h)
             + linear(h, 1)
-            + linear(h, 4)
+            + linear(h, PIPELINE_TERMS as u128)
     }
 
     /// Features of a graph on a package, on this policy's device and dtype.
@@ -166,13 +190,14 @@ impl Policy {
         };
         // Distances in chip ids from the given placement (the anchor every
         // iteration's scores are measured from), and their squares.
-        let anchor = match &placement {
-            Some(p) => {
+        let anchor = match (&placement, prev) {
+            (Some(p), Some(prev)) => {
                 let at = p.to_dtype(self.dtype)?.reshape((n, 1))?;
                 let e = f.chip_index.broadcast_sub(&at)?;
-                Some((e.sqr()?, e))
+                let (slide, relief) = f.anchor_terms(prev)?;
+                Some([e.clone(), e.sqr()?, slide, relief])
             }
-            None => None,
+            _ => None,
         };
         let keys = self.chip.forward(&f.chips)?;
         // What a node is told of its previous chip (its key and normalised id),
@@ -195,8 +220,14 @@ impl Policy {
             let mut logits = (logits
                 + w.narrow(1, 0, 1)?.broadcast_mul(&f.pipeline)?
                 + w.narrow(1, 1, 1)?.broadcast_mul(&f.pipeline_sq)?)?;
-            if let Some((e2, e)) = &anchor {
-                logits = (logits + w.narrow(1, 2, 1)?.broadcast_mul(e)? + w.narrow(1, 3, 1)?.broadcast_mul(e2)?)?;
+            if let Some(terms) = &anchor {
+                for (i, t) in terms.iter().enumerate() {
+                    logits = (logits + w.narrow(1, 2 + i, 1)?.broadcast_mul(t)?)?;
+                }
+            }
+            let last = log_probs.len() + 1 == self.config.iterations;
+            if last && self.temperature != 1.0 {
+                logits = (logits / self.temperature)?;
             }
             let lp = log_softmax(&logits)?;
             // Non-autoregressive: every node sees the whole previous placement.

@@ -536,3 +536,91 @@ fn policy_and_features_are_send_and_sync() {
     check::<Policy>();
     check::<GraphFeatures>();
 }
+
+/// x -> y (with its own weight w) -> z -> t, and x -> t: on three chips
+/// with x on 0, w, y, z on 1 and t on 2.
+fn slide_case() -> (Graph, GraphFeatures, [u32; 5]) {
+    let mk = |id: &str, flops: u64, params: u64| {
+        let mut n = Node::new(id);
+        n.flops = flops;
+        n.params = params;
+        n.output_bytes = 1024;
+        n
+    };
+    let nodes = vec![
+        mk("x", 100, 0),
+        mk("w", 0, 4096),
+        mk("y", 10_000, 0),
+        mk("z", 100, 0),
+        mk("t", 100, 0),
+    ];
+    let edges = vec![(0, 2, None), (1, 2, None), (2, 3, None), (3, 4, None), (0, 4, None)];
+    let g = Graph::new("slides", nodes, edges).unwrap();
+    let f = GraphFeatures::new(&g, &ring(3, 1e9), 16, &Device::Cpu, DType::F64).unwrap();
+    (g, f, [0, 1, 1, 1, 2])
+}
+
+/// A slide is a move to a neighbouring chip that keeps the chip flow going
+/// forward, the weight of one node moves with it, and relief is positive
+/// exactly towards a lighter chip.
+#[test]
+fn slides_keep_the_chip_flow_forward() {
+    let (_, f, anchor) = slide_case();
+    let (slide, relief) = f.anchor_terms(&anchor).unwrap();
+    let (slide, relief) = (slide.to_vec2::<f64>().unwrap(), relief.to_vec2::<f64>().unwrap());
+    let expect: [[f64; 3]; 5] = [
+        [0.0, 1.0, 0.0], // x: its consumers are all past chip 0
+        [1.0, 0.0, 0.0], // w: goes where y goes
+        [1.0, 0.0, 0.0], // y: down with its weight; z holds it on chip 1
+        [0.0, 0.0, 1.0], // z: up to t's chip
+        [0.0, 1.0, 0.0], // t: down, all its inputs are before chip 2
+    ];
+    assert_eq!(slide, expect.map(|r| r.to_vec()).to_vec());
+    for (u, row) in relief.iter().enumerate() {
+        for (c, r) in row.iter().enumerate() {
+            // Chip 1 (y) is by far the heaviest.
+            let want = if slide[u][c] == 0.0 {
+                0.0
+            } else if c == 1 {
+                -1.0
+            } else if anchor[u] == 1 {
+                1.0
+            } else {
+                0.0
+            };
+            assert!((r - want).abs() < 0.02, "relief[{u}][{c}] = {r}, about {want} expected");
+        }
+    }
+    assert!(f.anchor_terms(&[0, 1, 1, 1]).is_err());
+    assert!(f.anchor_terms(&[0, 1, 1, 1, 3]).is_err());
+}
+
+/// A demonstration teaches only the moves that are slides from the anchor.
+#[test]
+fn a_demonstration_teaches_its_slides() {
+    let (_, f, anchor) = slide_case();
+    // x two chips up is no slide; y and its weight down are; z stays.
+    let target = f.slide_target(&anchor, &[2, 0, 0, 1, 2]).unwrap();
+    assert_eq!(target, vec![0, 0, 0, 1, 2]);
+    assert!(f.slide_target(&anchor, &[0, 1]).is_err());
+}
+
+/// A lower temperature sharpens the policy towards its likeliest chips;
+/// a temperature that is not positive is refused.
+#[test]
+fn temperature_sharpens_the_policy() {
+    let mut policy = Policy::new(&small_config(), &Device::Cpu, DType::F64).unwrap();
+    let f = policy.features(&tiny(), &ring(3, 1e6)).unwrap();
+    let top = |p: &[Vec<f32>]| -> f32 { p.iter().map(|r| r.iter().copied().fold(0.0, f32::max)).sum() };
+    let base = policy.probs(&f, None).unwrap();
+    policy.set_temperature(0.25).unwrap();
+    let sharp = policy.probs(&f, None).unwrap();
+    assert!(top(&sharp) > top(&base) + 1e-3, "{sharp:?} vs {base:?}");
+    for (a, b) in base.iter().zip(&sharp) {
+        let arg = |r: &[f32]| (0..r.len()).max_by(|&i, &j| r[i].total_cmp(&r[j])).unwrap();
+        assert_eq!(arg(a), arg(b));
+    }
+    for t in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert!(policy.set_temperature(t).is_err(), "{t}");
+    }
+}

@@ -10,7 +10,7 @@ use super::{GraphFeatures, Policy, PolicyConfig, PolicyError};
 use crate::cost::Judge;
 use crate::problem::{Placement, Problem};
 use crate::solver::{Options, Solver};
-use crate::strategy::{self, Budget, Dp, Greedy, Strategy};
+use crate::strategy::{self, Anneal, Budget, Greedy, Strategy};
 use candle_core::{DType, Device};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -27,24 +27,14 @@ pub struct Task {
     pub judge: Judge,
     /// Greedy's throughput, the reward's unit.
     pub greedy: f64,
-    /// The better of greedy's and the DP's partitions: what the imitation
-    /// warm-up teaches.
+    /// A better partition than greedy's when [`Task::demonstrate`] found
+    /// one (else greedy's): what `imitate_best` teaches.
     pub demo: Vec<u32>,
     /// Greedy's valid partition: where FIX falls back (see [`crate::solver::fix_or`]).
     pub fallback: Vec<u32>,
 }
 
 impl Task {
-    /// What imitation teaches: greedy's partition, or the better of
-    /// greedy's and the DP's.
-    pub fn target(&self, best: bool) -> &[u32] {
-        if best {
-            &self.demo
-        } else {
-            &self.fallback
-        }
-    }
-
     /// Judges greedy's partition once; a problem greedy cannot make valid
     /// (or whose greedy partition is invalid at evaluation) is refused, since
     /// it gives no reward scale.
@@ -56,19 +46,39 @@ impl Task {
         let greedy = run(&mut Greedy, 1)?
             .best
             .ok_or_else(|| "greedy's partition is invalid at evaluation".to_string())?;
-        let dp = run(&mut Dp, 64)
-            .ok()
-            .and_then(|o| o.best)
-            .filter(|b| b.throughput > greedy.throughput);
-        let demo = dp.map_or_else(|| greedy.chips.clone(), |b| b.chips);
         Ok(Task {
             name: name.to_string(),
             problem,
             judge,
             greedy: greedy.throughput,
-            demo,
+            demo: greedy.chips.clone(),
             fallback: greedy.chips,
         })
+    }
+
+    /// Sets the demonstration to the best partition an anneal of `samples`
+    /// samples finds from greedy's (kept when no better one turns up): a
+    /// refinement of the partition the policy is given, made of the slides
+    /// and reliefs its anchor terms describe, so it can be learned.
+    /// Returns how many nodes the demonstration moves and its throughput
+    /// over greedy's.
+    pub fn demonstrate(&mut self, samples: usize, seed: u64) -> (usize, f64) {
+        let found = strategy::run(
+            &self.problem,
+            &self.judge,
+            &mut Anneal::default(),
+            Budget::Samples(samples),
+            seed,
+            None,
+        );
+        match found.ok().and_then(|o| o.best).filter(|b| b.throughput > self.greedy) {
+            Some(b) => {
+                self.demo = b.chips;
+                let moved = self.demo.iter().zip(&self.fallback).filter(|(a, b)| a != b).count();
+                (moved, b.throughput / self.greedy)
+            }
+            None => (0, 1.0),
+        }
     }
 }
 
@@ -88,7 +98,7 @@ pub struct TrainConfig {
     pub val_updates: usize,
     /// Imitation steps before PPO (one graph each): cross-entropy towards
     /// greedy's partition (the one the policy refines), or with
-    /// `imitate_best` the better of greedy's and the DP's.
+    /// `imitate_best` each task's demonstration ([`Task::demonstrate`]).
     pub imitate: usize,
     pub imitate_lr: f64,
     pub imitate_best: bool,
@@ -333,19 +343,23 @@ pub fn train(
                 ..cfg.ppo.clone()
             },
         )?;
+        // A demonstration teaches its slides from greedy's partition.
+        let targets: Vec<Vec<u32>> = if cfg.imitate_best {
+            features
+                .iter()
+                .zip(train)
+                .map(|(f, t)| f.slide_target(&t.fallback, &t.demo))
+                .collect::<Result<_, _>>()?
+        } else {
+            train.iter().map(|t| t.fallback.clone()).collect()
+        };
         for step in 1..=cfg.imitate {
             if queue.is_empty() {
                 queue = (0..train.len()).collect();
                 queue.shuffle(&mut rng);
             }
             let g = queue.pop().unwrap_or(0);
-            let (loss, accuracy) = imitate_step(
-                &policy,
-                &mut opt,
-                &features[g],
-                &train[g].fallback,
-                train[g].target(cfg.imitate_best),
-            )?;
+            let (loss, accuracy) = imitate_step(&policy, &mut opt, &features[g], &train[g].fallback, &targets[g])?;
             let log = ImitateLog {
                 step,
                 task: train[g].name.clone(),

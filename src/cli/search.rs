@@ -57,6 +57,17 @@ pub struct RlArgs {
     /// no-solver (as `rl-nosolver`).
     #[arg(long, value_enum, default_value_t = crate::policy::rollout::Mode::Fix)]
     pub rl_mode: crate::policy::rollout::Mode,
+    /// The policy's temperature: below 1 each rollout makes fewer moves,
+    /// those the policy is surest of; above 1, more.
+    #[arg(long, default_value_t = 1.0, value_parser = positive)]
+    pub temperature: f64,
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t > 0.0 => Ok(t),
+        _ => Err(format!("`{s}` is not a positive number")),
+    }
 }
 
 impl RlArgs {
@@ -66,6 +77,7 @@ impl RlArgs {
             zero_shot: self.zero_shot,
             from_scratch: self.from_scratch,
             mode: self.rl_mode,
+            temperature: self.temperature,
             ..strategy::RlOptions::default()
         }
     }

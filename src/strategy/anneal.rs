@@ -177,7 +177,7 @@ impl Strategy for Anneal {
 
 /// How crowded the top of the stage times is, in [0, ln(chips) / P]:
 /// ln(L_P norm / max) grows with the number of chips near the slowest.
-fn plateau(model: &CostModel, chips: &[u32]) -> f64 {
+pub(super) fn plateau(model: &CostModel, chips: &[u32]) -> f64 {
     const P: i32 = 16;
     let Ok(stages) = model.stage_times(chips) else {
         return 0.0;

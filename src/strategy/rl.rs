@@ -2,11 +2,16 @@
 //! the policy gives every node a distribution over chips, a batch of
 //! rollouts asks the solver for partitions (FIX by default), the judge
 //! scores them, and unless zero-shot a PPO update fine-tunes the policy on
-//! the rewards (throughput over greedy's) before the next round.
+//! the rewards (throughput over greedy's, shaped by the anneal strategy's
+//! plateau term) before the next round. Each round refines the best-scored
+//! partition so far, greedy's at first.
 
+use super::anneal::plateau;
+use super::Anneal;
 use super::{greedy_proposal, Search, Strategy};
+use crate::cost::CostModel;
 use crate::policy::ppo::{self, Batch, PpoConfig, Rollout};
-use crate::policy::rollout::{propose, propose_likeliest, reward, Mode, FELL_BACK};
+use crate::policy::rollout::{propose, propose_likeliest, Mode, FELL_BACK};
 use crate::policy::{checkpoint, Policy, PolicyConfig, PolicyError};
 use crate::solver::Infeasible;
 use candle_core::{DType, Device};
@@ -25,6 +30,9 @@ pub struct RlOptions {
     /// Start from fresh weights instead of a checkpoint.
     pub from_scratch: bool,
     pub mode: Mode,
+    /// The policy's temperature in deployment (see `Policy::set_temperature`;
+    /// 1 samples it as trained).
+    pub temperature: f64,
     /// The fine-tuning update; fewer epochs than training by default, so a
     /// round costs little next to the samples it buys, and no entropy bonus
     /// (it would flatten a pretrained policy when rewards are sparse) except
@@ -39,6 +47,7 @@ impl Default for RlOptions {
             zero_shot: false,
             from_scratch: false,
             mode: Mode::Fix,
+            temperature: 1.0,
             ppo: PpoConfig {
                 epochs: 4,
                 entropy: 0.0,
@@ -71,6 +80,8 @@ impl Rl {
             let stem = opts.policy.clone().unwrap_or_else(|| PathBuf::from(SHIPPED));
             load_stem(&stem, &device)?
         };
+        let mut policy = policy;
+        policy.set_temperature(opts.temperature)?;
         Ok(Rl {
             name: name.to_string(),
             policy,
@@ -89,10 +100,14 @@ impl Rl {
         &mut self,
         search: &mut Search,
         f: &crate::policy::GraphFeatures,
-        greedy: f64,
-        fallback: &[u32],
+        score: &Score,
+        anchor: &mut (Vec<u32>, f64),
     ) -> Result<(), Stop> {
-        // The policy refines greedy's partition, as in training.
+        // The policy refines the best-scored partition so far (greedy's at
+        // first, as in training), so that what one round finds the next
+        // builds on; FIX merges into it when it gives up.
+        let fallback = anchor.0.clone();
+        let fallback = fallback.as_slice();
         let (probs, value) = self.policy.act(f, Some(fallback))?;
         let k = search.batch().max(self.opts.ppo.rollouts).min(search.remaining());
         let mut props = Vec::with_capacity(k);
@@ -128,19 +143,33 @@ impl Rl {
                 search.submit_except(chips, refused)
             }
         };
+        let scores: Vec<Option<f64>> = props
+            .iter()
+            .zip(&verdicts)
+            .map(|(p, v)| v.as_ref()?.throughput().and_then(|t| score.of(&p.chips, t)))
+            .collect();
+        for (p, s) in props.iter().zip(&scores) {
+            if let Some(s) = *s {
+                if s > anchor.1 {
+                    *anchor = (p.chips.clone(), s);
+                }
+            }
+        }
         if self.opts.zero_shot {
             return Ok(());
         }
         let rollouts: Vec<Rollout> = props
             .into_iter()
             .zip(verdicts)
-            .filter_map(|(p, v)| {
+            .zip(scores)
+            .filter_map(|((p, v), s)| {
+                v?;
                 Some(Rollout {
                     graph: 0,
                     prev: Some(fallback.to_vec()),
                     actions: p.actions,
                     old_log_probs: p.log_probs,
-                    reward: reward(v?.throughput(), greedy),
+                    reward: s.map_or(0.0, |s| (s - score.greedy).exp() as f32),
                     value,
                 })
             })
@@ -159,6 +188,25 @@ impl Rl {
             ppo::update(&self.policy, opt, &batch, &self.opts.ppo, &mut search.rng)?;
         }
         Ok(())
+    }
+}
+
+/// What ranks partitions for the anchor and the reward: log throughput,
+/// less the anneal strategy's plateau term (by the analytical model's
+/// stage times), so that relieving one of several equally slow chips
+/// counts, as it must for the next round to relieve the others.
+struct Score {
+    model: Option<CostModel>,
+    /// Greedy's score, the reward's unit (a reward is exp(score - greedy)).
+    greedy: f64,
+}
+
+impl Score {
+    fn of(&self, chips: &[u32], throughput: f64) -> Option<f64> {
+        // The plateau term weighs as much as in the anneal strategy's energy.
+        let balance = Anneal::default().balance;
+        (throughput > 0.0 && throughput.is_finite())
+            .then(|| throughput.ln() - self.model.as_ref().map_or(0.0, |m| balance * plateau(m, chips)))
     }
 }
 
@@ -204,6 +252,12 @@ impl Strategy for Rl {
         let proposal: Vec<Option<u32>> = greedy_proposal(p).into_iter().map(Some).collect();
         let g = search.fix(&proposal, None)?;
         let greedy = search.reference(&g).throughput().unwrap_or(0.0);
+        let mut score = Score {
+            model: CostModel::new(p).ok(),
+            greedy: f64::NEG_INFINITY,
+        };
+        score.greedy = score.of(&g, greedy).unwrap_or(f64::NEG_INFINITY);
+        let mut anchor = (g, score.greedy);
         let f = match self.policy.features(&p.graph, &p.package) {
             Ok(f) => f,
             Err(e) => {
@@ -212,7 +266,7 @@ impl Strategy for Rl {
             }
         };
         while !search.done() {
-            match self.round(search, &f, greedy, &g) {
+            match self.round(search, &f, &score, &mut anchor) {
                 Ok(()) => {}
                 Err(Stop::Infeasible(i)) => return Err(i),
                 Err(Stop::Policy(e)) => {

@@ -222,35 +222,10 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
     // Greedy first, the baseline of the progress lines; then every run of
     // every problem at once, each on its own judge and seed, so the results
     // do not depend on how many run together.
-    // Every run, until a problem greedy cannot run on is skipped.
-    let total_runs = AtomicUsize::new(prepared.len() * (1 + (names.len() - 1) * args.repeats));
-    let done_runs = std::sync::Mutex::new(0usize);
-    let report = |label: &str, o: &Outcome, greedy: Option<f64>| {
-        let mut done = done_runs.lock().unwrap_or_else(|e| e.into_inner());
-        *done += 1;
-        if show_progress {
-            let best = match (o.best.as_ref(), greedy) {
-                (Some(b), Some(g)) => format!("{:.3}x over greedy", b.throughput / g),
-                (Some(b), None) => format!("best {:.4} /s", b.throughput),
-                (None, _) => "no valid partition".into(),
-            };
-            eprintln!(
-                "[{done}/{}] {label} {} seed {}: {best}, {} samples in {}",
-                total_runs.load(Ordering::Relaxed),
-                o.strategy,
-                o.seed,
-                o.records.len(),
-                secs(o.elapsed_s)
-            );
-        }
-    };
     let mut baselines: Vec<Option<(String, Option<f64>, Outcome)>> = Vec::with_capacity(prepared.len());
     for q in &prepared {
         match run_greedy(&q.problem, args) {
-            Ok((judge, greedy, o)) => {
-                report(&q.label, &o, greedy);
-                baselines.push(Some((judge, greedy, o)));
-            }
+            Ok(b) => baselines.push(Some(b)),
             Err(why) => {
                 skip(&mut skipped, &q.label, why);
                 baselines.push(None);
@@ -266,7 +241,29 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
                 .flat_map(move |n| (0..args.repeats).map(move |r| (i, n.as_str(), args.seed.wrapping_add(r as u64))))
         })
         .collect();
-    total_runs.store(baselines.iter().flatten().count() + jobs.len(), Ordering::Relaxed);
+    let total_runs = baselines.iter().flatten().count() + jobs.len();
+    let done_runs = std::sync::Mutex::new(0usize);
+    let report = |label: &str, strategy: &str, seed: u64, what: String| {
+        let mut done = done_runs.lock().unwrap_or_else(|e| e.into_inner());
+        *done += 1;
+        if show_progress {
+            eprintln!("[{done}/{total_runs}] {label} {strategy} seed {seed}: {what}");
+        }
+    };
+    let report_run = |label: &str, o: &Outcome, greedy: Option<f64>| {
+        let best = match (o.best.as_ref(), greedy) {
+            (Some(b), Some(g)) => format!("{:.3}x over greedy", b.throughput / g),
+            (Some(b), None) => format!("best {:.4} /s", b.throughput),
+            (None, _) => "no valid partition".into(),
+        };
+        let what = format!("{best}, {} samples in {}", o.records.len(), secs(o.elapsed_s));
+        report(label, &o.strategy, o.seed, what);
+    };
+    for (q, b) in prepared.iter().zip(&baselines) {
+        if let Some((_, greedy, o)) = b {
+            report_run(&q.label, o, *greedy);
+        }
+    }
     // Plain threads, not rayon's: a rayon worker waiting for the judge's
     // evaluations would start other runs meanwhile, nesting them, so that
     // each run's clock would count the others'.
@@ -282,8 +279,9 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&(i, name, seed)) = jobs.get(k) else { break };
                 let r = run_one(&prepared[i].problem, args, name, seed);
-                if let Ok(o) = &r {
-                    report(&prepared[i].label, o, baselines[i].as_ref().and_then(|b| b.1));
+                match &r {
+                    Ok(o) => report_run(&prepared[i].label, o, baselines[i].as_ref().and_then(|b| b.1)),
+                    Err(why) => report(&prepared[i].label, name, seed, format!("failed: {why}")),
                 }
                 *slots[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             });

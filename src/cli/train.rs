@@ -122,6 +122,7 @@ impl TrainArgs {
             imitate: self.imitate,
             imitate_lr: self.imitate_lr,
             imitate_best: self.imitate_best,
+            demo_samples: self.demo_samples,
             init: self.init.as_deref().map(super::search::strip_checkpoint_ext),
         }
     }

@@ -277,7 +277,8 @@ impl GraphFeatures {
     /// its chip, down one when all its inputs are before it, a weight used by
     /// it alone moving along), 0 elsewhere; `relief` is `slide` times how
     /// much lighter in compute time that chip is than the node's own, over
-    /// the slowest chip's. These are the moves that balance a pipeline (the
+    /// the slowest chip's (a weight shares its consumer's, and one left on a
+    /// chip before its consumer has none: it carries no compute). These are the moves that balance a pipeline (the
     /// anneal strategy's slides and reliefs), which per-node scores cannot
     /// see: they depend on the whole placement.
     pub(crate) fn anchor_terms(&self, anchor: &[u32]) -> Result<(Tensor, Tensor), PolicyError> {

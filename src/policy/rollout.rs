@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// The policy draws a chip per node; FIX keeps every draw still allowed
-    /// and puts the rest on the nearest allowed chip (or, when it gives up,
-    /// merges the draw into greedy's partition). Always valid.
+    /// and puts the rest on the nearest allowed chip (or, when it gives up on
+    /// a draw near the partition the policy refines, merges the draw into
+    /// it). Always valid.
     #[default]
     Fix,
     /// SAMPLE draws each node from the policy's distribution restricted to

@@ -102,6 +102,9 @@ pub struct TrainConfig {
     pub imitate: usize,
     pub imitate_lr: f64,
     pub imitate_best: bool,
+    /// Samples of each demonstration's anneal ([`Task::demonstrate`]), run
+    /// by the caller: recorded here with the rest of the configuration.
+    pub demo_samples: usize,
     /// Start from this checkpoint (its network shape wins over `policy`).
     pub init: Option<PathBuf>,
 }
@@ -120,6 +123,7 @@ impl Default for TrainConfig {
             imitate: 0,
             imitate_lr: 1e-3,
             imitate_best: false,
+            demo_samples: 200,
             init: None,
         }
     }

@@ -360,11 +360,12 @@ pub fn fix(
     fix_or(solver, order, proposal, probs, rng, None)
 }
 
-/// [`fix`] with a known valid partition: when the budgeted pass gives up,
-/// the proposal is merged into it (`merge_towards`) instead of a second
-/// pass and a SAT witness (which can take minutes on a large graph).
-/// Callers that draw many proposals (the policy's rollouts) pass the
-/// baseline's partition.
+/// [`fix`] with a known valid partition: when the budgeted pass gives up on
+/// a proposal near it (at most an eighth of the nodes changed), the
+/// proposal is merged into it (`merge_towards`) instead of a second pass
+/// and a SAT witness (which can take minutes on a large graph); a proposal
+/// far from it takes the second pass. Callers that draw many proposals (the
+/// policy's rollouts) pass the partition they refine.
 pub fn fix_or(
     solver: &mut Solver,
     order: &[u32],

@@ -100,12 +100,12 @@ impl Rl {
         &mut self,
         search: &mut Search,
         f: &crate::policy::GraphFeatures,
-        score: &Score,
+        score: &mut Score,
         anchor: &mut (Vec<u32>, f64),
     ) -> Result<(), Stop> {
         // The policy refines the best-scored partition so far (greedy's at
         // first, as in training), so that what one round finds the next
-        // builds on; FIX merges into it when it gives up.
+        // builds on; FIX merges a draw near it into it when it gives up.
         let fallback = anchor.0.clone();
         let fallback = fallback.as_slice();
         let (probs, value) = self.policy.act(f, Some(fallback))?;
@@ -148,6 +148,13 @@ impl Rl {
             .zip(&verdicts)
             .map(|(p, v)| v.as_ref()?.throughput().and_then(|t| score.of(&p.chips, t)))
             .collect();
+        // Without greedy's score (its partition invalid at evaluation) the
+        // first valid partition is the reward's unit.
+        if !score.greedy.is_finite() {
+            if let Some(s) = scores.iter().flatten().copied().reduce(f64::max) {
+                score.greedy = s;
+            }
+        }
         for (p, s) in props.iter().zip(&scores) {
             if let Some(s) = *s {
                 if s > anchor.1 {
@@ -169,7 +176,7 @@ impl Rl {
                     prev: Some(fallback.to_vec()),
                     actions: p.actions,
                     old_log_probs: p.log_probs,
-                    reward: s.map_or(0.0, |s| (s - score.greedy).exp() as f32),
+                    reward: s.map_or(0.0, |s| score.reward(s)),
                     value,
                 })
             })
@@ -207,6 +214,16 @@ impl Score {
         let balance = Anneal::default().balance;
         (throughput > 0.0 && throughput.is_finite())
             .then(|| throughput.ln() - self.model.as_ref().map_or(0.0, |m| balance * plateau(m, chips)))
+    }
+
+    /// A score's reward: exp(score - greedy's), 0 while there is no unit.
+    fn reward(&self, s: f64) -> f32 {
+        let r = (s - self.greedy).exp();
+        if r.is_finite() {
+            r as f32
+        } else {
+            0.0
+        }
     }
 }
 
@@ -266,7 +283,7 @@ impl Strategy for Rl {
             }
         };
         while !search.done() {
-            match self.round(search, &f, &score, &mut anchor) {
+            match self.round(search, &f, &mut score, &mut anchor) {
                 Ok(()) => {}
                 Err(Stop::Infeasible(i)) => return Err(i),
                 Err(Stop::Policy(e)) => {
@@ -276,5 +293,27 @@ impl Strategy for Rl {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Score;
+
+    /// Rewards are finite: 1 at greedy's score, 0 before there is a unit
+    /// (greedy's partition invalid at evaluation and no valid rollout yet).
+    #[test]
+    fn rewards_are_finite() {
+        let mut s = Score {
+            model: None,
+            greedy: f64::NEG_INFINITY,
+        };
+        assert_eq!(s.reward(3.0), 0.0);
+        assert_eq!(s.of(&[0], 0.0), None);
+        assert_eq!(s.of(&[0], f64::INFINITY), None);
+        s.greedy = s.of(&[0], 100.0).unwrap();
+        assert!((s.reward(s.of(&[0], 100.0).unwrap()) - 1.0).abs() < 1e-6);
+        assert!((s.reward(s.of(&[0], 150.0).unwrap()) - 1.5).abs() < 1e-6);
+        assert_eq!(s.reward(f64::INFINITY), 0.0);
     }
 }

@@ -73,14 +73,13 @@ impl Rl {
     pub fn new(name: &str, opts: RlOptions) -> Result<Rl, PolicyError> {
         let device = Device::Cpu;
         let mut opts = opts;
-        let policy = if opts.from_scratch {
+        let mut policy = if opts.from_scratch {
             opts.ppo.entropy = PpoConfig::default().entropy;
             Policy::new(&PolicyConfig::default(), &device, DType::F32)?
         } else {
             let stem = opts.policy.clone().unwrap_or_else(|| PathBuf::from(SHIPPED));
             load_stem(&stem, &device)?
         };
-        let mut policy = policy;
         policy.set_temperature(opts.temperature)?;
         Ok(Rl {
             name: name.to_string(),
@@ -204,16 +203,16 @@ impl Rl {
 /// counts, as it must for the next round to relieve the others.
 struct Score {
     model: Option<CostModel>,
+    /// Weight of the plateau term: as much as in the anneal strategy's energy.
+    balance: f64,
     /// Greedy's score, the reward's unit (a reward is exp(score - greedy)).
     greedy: f64,
 }
 
 impl Score {
     fn of(&self, chips: &[u32], throughput: f64) -> Option<f64> {
-        // The plateau term weighs as much as in the anneal strategy's energy.
-        let balance = Anneal::default().balance;
         (throughput > 0.0 && throughput.is_finite())
-            .then(|| throughput.ln() - self.model.as_ref().map_or(0.0, |m| balance * plateau(m, chips)))
+            .then(|| throughput.ln() - self.model.as_ref().map_or(0.0, |m| self.balance * plateau(m, chips)))
     }
 
     /// A score's reward: exp(score - greedy's), 0 while there is no unit.
@@ -271,6 +270,7 @@ impl Strategy for Rl {
         let greedy = search.reference(&g).throughput().unwrap_or(0.0);
         let mut score = Score {
             model: CostModel::new(p).ok(),
+            balance: Anneal::default().balance,
             greedy: f64::NEG_INFINITY,
         };
         score.greedy = score.of(&g, greedy).unwrap_or(f64::NEG_INFINITY);
@@ -306,6 +306,7 @@ mod tests {
     fn rewards_are_finite() {
         let mut s = Score {
             model: None,
+            balance: 0.05,
             greedy: f64::NEG_INFINITY,
         };
         assert_eq!(s.reward(3.0), 0.0);

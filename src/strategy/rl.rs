@@ -110,38 +110,46 @@ impl Rl {
         let (probs, value) = self.policy.act(f, Some(fallback))?;
         let k = search.batch().max(self.opts.ppo.rollouts).min(search.remaining());
         let mut props = Vec::with_capacity(k);
-        for i in 0..k {
-            // Each round's first rollout is the policy's most likely placement.
-            let p = if i == 0 {
-                propose_likeliest(
-                    &probs,
-                    self.opts.mode,
-                    &mut search.solver,
-                    &mut search.rng,
-                    Some(fallback),
-                )
-            } else {
-                propose(
-                    &probs,
-                    self.opts.mode,
-                    &mut search.solver,
-                    &mut search.rng,
-                    Some(fallback),
-                )
-            };
-            props.push(p.map_err(Stop::Infeasible)?);
-        }
-        let chips: Vec<Vec<u32>> = props.iter().map(|p| p.chips.clone()).collect();
-        let verdicts = match self.opts.mode {
-            Mode::NoSolver => search.submit_unchecked(chips),
-            _ => {
-                let refused = props
-                    .iter()
-                    .map(|p| p.fell_back.then(|| FELL_BACK.to_string()))
-                    .collect();
-                search.submit_except(chips, refused)
+        let mut verdicts = Vec::with_capacity(k);
+        // Judged as they are made, as many at once as the judge runs, so a
+        // time budget ends the round where it runs out.
+        while props.len() < k && !search.done() {
+            let n = search.batch().min(k - props.len());
+            let mut chunk = Vec::with_capacity(n);
+            for i in props.len()..props.len() + n {
+                // Each round's first rollout is the policy's most likely placement.
+                let p = if i == 0 {
+                    propose_likeliest(
+                        &probs,
+                        self.opts.mode,
+                        &mut search.solver,
+                        &mut search.rng,
+                        Some(fallback),
+                    )
+                } else {
+                    propose(
+                        &probs,
+                        self.opts.mode,
+                        &mut search.solver,
+                        &mut search.rng,
+                        Some(fallback),
+                    )
+                };
+                chunk.push(p.map_err(Stop::Infeasible)?);
             }
-        };
+            let chips: Vec<Vec<u32>> = chunk.iter().map(|p| p.chips.clone()).collect();
+            verdicts.extend(match self.opts.mode {
+                Mode::NoSolver => search.submit_unchecked(chips),
+                _ => {
+                    let refused = chunk
+                        .iter()
+                        .map(|p| p.fell_back.then(|| FELL_BACK.to_string()))
+                        .collect();
+                    search.submit_except(chips, refused)
+                }
+            });
+            props.extend(chunk);
+        }
         let scores: Vec<Option<f64>> = props
             .iter()
             .zip(&verdicts)

@@ -213,13 +213,17 @@ impl GraphFeatures {
             middles.push(start + 0.5 * r / total_rate);
             start += r / total_rate;
         }
+        let flops_share: Vec<f64> = (0..n)
+            .map(|d| {
+                if total_flops > 0.0 {
+                    graph.placed_node(d as u32).flops as f64 / total_flops
+                } else {
+                    0.0
+                }
+            })
+            .collect();
         let mut pipeline = Vec::with_capacity(n * c);
-        for (d, &(before, _)) in prefix.iter().enumerate() {
-            let own = if total_flops > 0.0 {
-                graph.placed_node(d as u32).flops as f64 / total_flops
-            } else {
-                0.0
-            };
+        for (&(before, _), own) in prefix.iter().zip(&flops_share) {
             let at = before + 0.5 * own;
             pipeline.extend(middles.iter().map(|m| (at - m) * c as f64));
         }
@@ -250,15 +254,7 @@ impl GraphFeatures {
             edges: edge_tensors,
             inv_in: real(inv(&indeg), (n, 1))?,
             inv_out: real(inv(&outdeg), (n, 1))?,
-            flops_share: (0..n)
-                .map(|d| {
-                    if total_flops > 0.0 {
-                        graph.placed_node(d as u32).flops as f64 / total_flops
-                    } else {
-                        0.0
-                    }
-                })
-                .collect(),
+            flops_share,
             rate_share: rates.iter().map(|r| r / total_rate).collect(),
             travels: (0..n)
                 .map(|d| {
@@ -278,9 +274,10 @@ impl GraphFeatures {
     /// it alone moving along), 0 elsewhere; `relief` is `slide` times how
     /// much lighter in compute time that chip is than the node's own, over
     /// the slowest chip's (a weight shares its consumer's, and one left on a
-    /// chip before its consumer has none: it carries no compute). These are the moves that balance a pipeline (the
-    /// anneal strategy's slides and reliefs), which per-node scores cannot
-    /// see: they depend on the whole placement.
+    /// chip before its consumer has none: it carries no compute). These are
+    /// the moves that balance a pipeline (the anneal strategy's slides and
+    /// reliefs), which per-node scores cannot see: they depend on the whole
+    /// placement.
     pub(crate) fn anchor_terms(&self, anchor: &[u32]) -> Result<(Tensor, Tensor), PolicyError> {
         let (n, c) = (self.num_nodes, self.num_chips);
         let (slide, relief) = self.slides(anchor)?;

@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod cost;
+pub mod digest;
 pub mod graph;
 pub mod lang;
 pub mod package;

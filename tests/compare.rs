@@ -400,3 +400,80 @@ fn parallel_runs_give_the_same_curves() {
     assert_eq!(first.iter().filter(|r| r[1] == "random").count(), 2 * 3 * 25);
     assert_eq!(first, curves("two"));
 }
+
+#[test]
+fn resume_takes_the_finished_runs_made_with_the_same_settings() {
+    let dir = common::scratch("compare-resume");
+    let (a, b) = tiny_problems(&dir);
+    let out = dir.join("out");
+    let compare = |budget: &str, resume: bool| {
+        let mut argv = vec![
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--strategies",
+            "random,anneal",
+            "--budget",
+            budget,
+            "--repeats",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if resume {
+            argv.push("--resume");
+        }
+        let o = mcmpart(&argv);
+        let (stdout, stderr) = text(&o);
+        assert!(o.status.success(), "{stdout}\n{stderr}");
+        let (head, rows) = read_csv(&out.join("curves.csv"));
+        let elapsed = head.iter().position(|h| h == "elapsed_s").unwrap();
+        let curves: Vec<Vec<String>> = rows
+            .into_iter()
+            .map(|mut r| {
+                r.remove(elapsed);
+                r
+            })
+            .collect();
+        (stdout, stderr, curves)
+    };
+    let (_, _, first) = compare("20", false);
+    // Every finished run is on disk, one file per strategy and seed.
+    let runs = out.join("runs");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&runs)
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|f| f.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2 * 2 * 2, "{files:?}");
+    assert!(
+        files.iter().all(|f| f.extension().is_some_and(|e| e == "json")),
+        "{files:?}"
+    );
+
+    // A cut-short file is run again, with a warning; a missing one is run;
+    // the rest are taken, and the curves are the same.
+    std::fs::write(&files[0], "{\"format\": 1, \"fing").unwrap();
+    std::fs::remove_file(&files[5]).unwrap();
+    let (stdout, stderr, again) = compare("20", true);
+    assert!(stdout.contains("6 of 8 runs taken from"), "{stdout}");
+    assert!(
+        stderr.contains("again") && stderr.contains("is not a run file"),
+        "{stderr}"
+    );
+    // Exactly: a run read back must not lose a bit of its figures.
+    let differ: Vec<_> = first.iter().zip(&again).filter(|(x, y)| x != y).take(3).collect();
+    assert!(first.len() == again.len() && differ.is_empty(), "{differ:?}");
+
+    // Another budget, or an edited problem, is not the same run.
+    let (stdout, _, _) = compare("21", true);
+    assert!(!stdout.contains("runs taken"), "{stdout}");
+    let edited = std::fs::read_to_string(&a).unwrap().replace("10 GB/s", "20 GB/s");
+    std::fs::write(&a, edited).unwrap();
+    let (stdout, _, _) = compare("21", true);
+    assert!(stdout.contains("4 of 8 runs taken from"), "{stdout}");
+    // Without --resume every run is made anew.
+    let (stdout, _, _) = compare("21", false);
+    assert!(!stdout.contains("runs taken"), "{stdout}");
+}

@@ -69,6 +69,10 @@ impl SourceMap {
         (self.files.len() - 1) as FileId
     }
 
+    pub fn files(&self) -> &[SourceFile] {
+        &self.files
+    }
+
     pub fn get(&self, id: FileId) -> &SourceFile {
         &self.files[id as usize]
     }

@@ -9,6 +9,7 @@
 use super::features::FEATURE_SCHEMA;
 use super::net::Policy;
 use super::{PolicyConfig, PolicyError};
+use crate::digest::fnv1a;
 use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -36,15 +37,6 @@ pub fn paths(stem: &Path) -> (PathBuf, PathBuf) {
         PathBuf::from(s)
     };
     (with(".safetensors"), with(".json"))
-}
-
-pub(crate) fn fnv1a(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
 }
 
 fn io(path: &Path, e: impl std::fmt::Display) -> PolicyError {

@@ -401,7 +401,7 @@ fn bad_checkpoints_are_refused_with_reasons() {
     let garbage = b"this is not safetensors".to_vec();
     std::fs::write(&weights, &garbage).unwrap();
     let mut meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&sidecar).unwrap()).unwrap();
-    meta["checksum"] = checkpoint::fnv1a(&garbage).into();
+    meta["checksum"] = crate::digest::fnv1a(&garbage).into();
     std::fs::write(&sidecar, meta.to_string()).unwrap();
     let corrupt = err(&stem, None);
     assert!(corrupt.contains("not a valid safetensors"), "{corrupt}");
@@ -420,7 +420,7 @@ fn bad_checkpoints_are_refused_with_reasons() {
     checkpoint::save(&other, &other_stem).unwrap();
     let other_bytes = std::fs::read(checkpoint::paths(&other_stem).0).unwrap();
     std::fs::write(&weights, &other_bytes).unwrap();
-    meta["checksum"] = checkpoint::fnv1a(&other_bytes).into();
+    meta["checksum"] = crate::digest::fnv1a(&other_bytes).into();
     std::fs::write(&sidecar, meta.to_string()).unwrap();
     let listed = err(&stem, None);
     assert!(listed.contains("differ from those in the weights file"), "{listed}");
@@ -441,7 +441,7 @@ fn bad_checkpoints_are_refused_with_reasons() {
     tensors.insert("input.weight".into(), w);
     candle_core::safetensors::save(&tensors, &weights).unwrap();
     let bytes = std::fs::read(&weights).unwrap();
-    meta["checksum"] = checkpoint::fnv1a(&bytes).into();
+    meta["checksum"] = crate::digest::fnv1a(&bytes).into();
     meta["tensors"] = tensors
         .iter()
         .map(|(k, t)| (k.clone(), t.dims().into()))

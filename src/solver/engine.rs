@@ -28,7 +28,7 @@ impl Default for Options {
     }
 }
 
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     pub decisions: u64,
     pub failures: u64,

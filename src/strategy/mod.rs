@@ -32,7 +32,7 @@ pub enum Budget {
 }
 
 /// One evaluated partition, as the best-so-far curve records it.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SampleRecord {
     /// 1-based sample number.
     pub sample: usize,
@@ -44,7 +44,7 @@ pub struct SampleRecord {
 }
 
 /// The best partition found.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Best {
     pub chips: Vec<u32>,
     pub throughput: f64,
@@ -53,7 +53,7 @@ pub struct Best {
 }
 
 /// What a run of a strategy leaves.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Outcome {
     pub strategy: String,
     pub seed: u64,

@@ -2,16 +2,20 @@
 //! greedy and the lower bound, and write the curves, the summary tables (the
 //! MCM paper's Tables 2 and 3) and the figures (its Figures 5 and 6).
 
+mod journal;
+
 use super::eval::{secs, EvalArgs};
 use super::search::strategy_named;
 use super::Output;
 use crate::cost::{CostModel, Judge};
+use crate::digest::Fnv1a;
 use crate::graph::load_graph_file;
 use crate::lang::diag::render_text;
 use crate::lang::{compile_file, compile_file_with_graph};
 use crate::problem::Problem;
 use crate::solver::Infeasible;
 use crate::strategy::{self, Budget, Greedy, Outcome};
+use journal::{Journal, Stale};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -61,6 +65,11 @@ pub struct CompareArgs {
     /// The problem, when a file declares several.
     #[arg(long)]
     pub problem: Option<String>,
+    /// Take the runs a previous compare into the same `--out` finished
+    /// (kept in `OUT/runs/`) when they were made with the same problem,
+    /// budget, judge and policy; run only the others.
+    #[arg(long)]
+    pub resume: bool,
     #[command(flatten)]
     pub eval: EvalArgs,
     #[command(flatten)]
@@ -107,6 +116,8 @@ struct Prepared {
     file: PathBuf,
     problem: Problem,
     graph: String,
+    /// What decides its runs' results ([`Journal::problem_basis`]).
+    basis: Fnv1a,
 }
 
 /// Where a problem comes from: a file, and a graph of the manifest.
@@ -211,9 +222,11 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
             Some((g, _)) => g.clone(),
             None => p.graph.name.clone(),
         };
+        let texts: Vec<&str> = compiled.program.sources.files().iter().map(|f| &*f.text).collect();
         prepared.push(Prepared {
             label,
             file: src.file.clone(),
+            basis: Journal::problem_basis(p, &texts),
             problem: p.clone(),
             graph,
         });
@@ -241,6 +254,13 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
                 .flat_map(move |n| (0..args.repeats).map(move |r| (i, n.as_str(), args.seed.wrapping_add(r as u64))))
         })
         .collect();
+    // The largest graphs first, so that the last runs to finish are short
+    // ones and no core idles long at the end.
+    let mut schedule: Vec<usize> = (0..jobs.len()).collect();
+    schedule.sort_by_key(|&k| std::cmp::Reverse(prepared[jobs[k].0].problem.graph.num_placed()));
+    let journal = Journal::new(&args.out, args.resume);
+    let judge_settings = format!("{:?}", args.eval);
+    let reused = AtomicUsize::new(0);
     let total_runs = baselines.iter().flatten().count() + jobs.len();
     let done_runs = std::sync::Mutex::new(0usize);
     let report = |label: &str, strategy: &str, seed: u64, what: String| {
@@ -264,6 +284,26 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
             report_run(&q.label, o, *greedy);
         }
     }
+    // A job's run: taken from the journal when resuming and it matches,
+    // else made, and kept there.
+    let run_or_resume = |k: usize| -> Result<Outcome, String> {
+        let (i, name, seed) = jobs[k];
+        let q = &prepared[i];
+        let print = Journal::fingerprint(&q.basis, name, seed, args.budget, &judge_settings, &args.rl);
+        match journal.load(&q.label, name, seed, &print) {
+            Ok(o) => {
+                reused.fetch_add(1, Ordering::Relaxed);
+                return Ok(o);
+            }
+            Err(Stale::Unreadable(why)) => eprintln!("warning: running `{}` {name} seed {seed} again: {why}", q.label),
+            Err(Stale::Missing | Stale::Other) => {}
+        }
+        let r = run_one(&q.problem, args, name, seed)?;
+        if let Err(why) = journal.save(&q.label, &q.problem.name, &print, &r) {
+            eprintln!("warning: the run is not kept for --resume: {why}");
+        }
+        Ok(r)
+    };
     // Plain threads, not rayon's: a rayon worker waiting for the judge's
     // evaluations would start other runs meanwhile, nesting them, so that
     // each run's clock would count the others'.
@@ -275,18 +315,20 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
         .min(jobs.len());
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(i, name, seed)) = jobs.get(k) else { break };
-                let r = run_one(&prepared[i].problem, args, name, seed);
-                match &r {
-                    Ok(o) => report_run(&prepared[i].label, o, baselines[i].as_ref().and_then(|b| b.1)),
-                    Err(why) => report(&prepared[i].label, name, seed, format!("failed: {why}")),
+            scope.spawn(|| {
+                while let Some(&k) = schedule.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let (i, name, seed) = jobs[k];
+                    let r = run_or_resume(k);
+                    match &r {
+                        Ok(o) => report_run(&prepared[i].label, o, baselines[i].as_ref().and_then(|b| b.1)),
+                        Err(why) => report(&prepared[i].label, name, seed, format!("failed: {why}")),
+                    }
+                    *slots[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                 }
-                *slots[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             });
         }
     });
+    let reused = reused.into_inner();
     let results: Vec<Result<Outcome, String>> = slots
         .into_iter()
         .map(|s| {
@@ -397,6 +439,13 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
     } else {
         print!("{markdown}");
         println!();
+        if reused > 0 {
+            println!(
+                "{reused} of {} runs taken from {} (--resume)",
+                jobs.len(),
+                args.out.join("runs").display()
+            );
+        }
         println!(
             "written to {}: {}",
             args.out.display(),

@@ -82,6 +82,7 @@ fn main() {
             .map(|k| {
                 let (actions, lp) = ppo::sample_actions(&probs, &mut rng);
                 Rollout {
+                    credit: None,
                     graph: 0,
                     prev: None,
                     actions,

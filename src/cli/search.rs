@@ -57,6 +57,11 @@ pub struct RlArgs {
     /// no-solver (as `rl-nosolver`).
     #[arg(long, value_enum, default_value_t = crate::policy::rollout::Mode::Fix)]
     pub rl_mode: crate::policy::rollout::Mode,
+    /// Each rollout moves at most this many nodes (and what must follow
+    /// them) from the best partition so far; 0 draws every node from the
+    /// policy, as in the paper. Default 3; 0 for rl-nosolver.
+    #[arg(long, value_name = "K")]
+    pub moves: Option<usize>,
     /// The policy's temperature: below 1 each rollout makes fewer moves,
     /// those the policy is surest of; above 1, more.
     #[arg(long, default_value_t = 1.0, value_parser = positive)]
@@ -77,6 +82,7 @@ impl RlArgs {
             zero_shot: self.zero_shot,
             from_scratch: self.from_scratch,
             mode: self.rl_mode,
+            moves: self.moves,
             temperature: self.temperature,
             ..strategy::RlOptions::default()
         }

@@ -8,7 +8,7 @@ use crate::graph::load_graph_file;
 use crate::graph::manifest;
 use crate::lang::compile_file_with_graph;
 use crate::policy::ppo::PpoConfig;
-use crate::policy::rollout::Mode;
+use crate::policy::rollout::{Draw, Mode};
 use crate::policy::train::{self, ImitateLog, Score, Task, TrainConfig, TrainReport, UpdateLog};
 use crate::policy::PolicyConfig;
 use crate::strategy::Budget;
@@ -48,6 +48,11 @@ pub struct TrainArgs {
     /// How rollouts meet the solver.
     #[arg(long, value_enum, default_value_t = Mode::Fix)]
     pub mode: Mode,
+    /// PPO rollouts make at most this many moves from greedy's partition
+    /// (as `solve --strategy rl` deploys); 0 (the default) draws every
+    /// node, as in the paper.
+    #[arg(long, default_value_t = 0)]
+    pub moves: usize,
     /// Rollouts per update.
     #[arg(long, default_value_t = 20)]
     pub rollouts: usize,
@@ -114,6 +119,10 @@ impl TrainArgs {
                 ..PpoConfig::default()
             },
             mode: self.mode,
+            draw: match self.moves {
+                0 => Draw::Dense,
+                k => Draw::Moves(k),
+            },
             samples: self.samples,
             checkpoint_every: self.checkpoint_every.max(1),
             seed: self.seed,

@@ -250,6 +250,26 @@ impl Graph {
         order
     }
 
+    /// Per decision, the one node that uses it when it is a weight only that
+    /// node uses (no inputs, no flops, some params, one consumer): placing
+    /// it elsewhere only streams its bytes over a link at every inference,
+    /// so a placement move takes it along with its user.
+    pub fn weight_users(&self) -> Vec<Option<u32>> {
+        let n = self.num_placed();
+        let (mut indeg, mut users) = (vec![0usize; n], vec![Vec::new(); n]);
+        for e in self.placed_edges() {
+            indeg[e.dst as usize] += 1;
+            users[e.src as usize].push(e.dst);
+        }
+        (0..n)
+            .map(|d| {
+                let node = self.placed_node(d as u32);
+                let weight = indeg[d] == 0 && node.flops == 0 && node.params > 0;
+                (weight && users[d].len() == 1).then(|| users[d][0])
+            })
+            .collect()
+    }
+
     /// Edges between placed nodes, parallel edges merged (largest bytes kept).
     pub fn placed_edges(&self) -> &[PlacedEdge] {
         &self.placed_edges

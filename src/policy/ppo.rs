@@ -69,15 +69,27 @@ pub struct Rollout {
     pub actions: Vec<u32>,
     /// Log-probability of each proposed chip under the policy that proposed.
     pub old_log_probs: Vec<f32>,
+    /// The nodes whose chips were the rollout's decisions (sorted); `None`
+    /// when every node's was. Only these nodes' ratios enter the policy
+    /// loss: a rollout that moves a few nodes from the placement it refines
+    /// says nothing about the others.
+    pub credit: Option<Vec<u32>>,
     pub reward: f32,
     /// The value the policy predicted when it proposed.
     pub value: f32,
 }
 
 impl Rollout {
-    /// The log-probability of the whole proposal.
+    /// The log-probability of the whole proposal (its credited nodes).
     pub fn old_log_prob(&self) -> f64 {
-        self.old_log_probs.iter().map(|&x| x as f64).sum()
+        match &self.credit {
+            None => self.old_log_probs.iter().map(|&x| x as f64).sum(),
+            Some(c) => c
+                .iter()
+                .filter_map(|&u| self.old_log_probs.get(u as usize))
+                .map(|&x| x as f64)
+                .sum(),
+        }
     }
 }
 
@@ -211,9 +223,28 @@ pub fn loss(
                 )));
             }
             let actions = Tensor::from_slice(&r.actions, (f.num_nodes, 1), dev)?;
-            let new = lp.gather(&actions, 1)?.squeeze(1)?;
-            let old: Vec<f64> = r.old_log_probs.iter().map(|&x| x as f64).collect();
-            let old = Tensor::from_vec(old, f.num_nodes, dev)?.to_dtype(dtype)?;
+            let mut new = lp.gather(&actions, 1)?.squeeze(1)?;
+            let mut old: Vec<f64> = r.old_log_probs.iter().map(|&x| x as f64).collect();
+            if let Some(credit) = &r.credit {
+                if let Some(&u) = credit.iter().find(|&&u| u as usize >= f.num_nodes) {
+                    return Err(PolicyError::Input(format!(
+                        "rollout {i} credits node {u} of a graph of {} nodes",
+                        f.num_nodes
+                    )));
+                }
+                if credit.is_empty() {
+                    // No decision to credit: only the value head learns.
+                    let value_loss = (&out.value - r.reward as f64)?.sqr()?;
+                    terms.push(((&value_loss * cfg.value_coef)? - (&entropy * cfg.entropy)?)?);
+                    stats.value_loss += value_loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+                    stats.entropy += entropy_value;
+                    continue;
+                }
+                new = new.index_select(&Tensor::from_slice(credit, credit.len(), dev)?, 0)?;
+                old = credit.iter().map(|&u| old[u as usize]).collect();
+            }
+            let k = old.len();
+            let old = Tensor::from_vec(old, k, dev)?.to_dtype(dtype)?;
             let log_ratio = match cfg.ratio {
                 Ratio::PerNode => (new - old)?,
                 Ratio::Joint => (new.sum_keepdim(0)? - old.sum_keepdim(0)?)?,

@@ -192,6 +192,12 @@ fn ppo_loss_matches_finite_differences() {
             // Old log-probs off the current ones, so ratios differ from 1 (some clipped).
             let old = lp.iter().map(|x| x + rng.random_range(-0.3f32..0.3)).collect();
             Rollout {
+                // Whole draws, a draw of a few moves, and one with none.
+                credit: match k {
+                    1 => Some(vec![0, 2]),
+                    2 => Some(vec![]),
+                    _ => None,
+                },
                 graph: 0,
                 prev: None,
                 actions,
@@ -224,6 +230,59 @@ fn ppo_loss_matches_finite_differences() {
             &loss,
         );
     }
+}
+
+/// A rollout that credits some nodes is judged on those nodes alone.
+#[test]
+fn only_credited_nodes_enter_the_policy_loss() {
+    let policy = Policy::new(&small_config(), &Device::Cpu, DType::F64).unwrap();
+    let g = tiny();
+    let features = vec![policy.features(&g, &ring(3, 1e6)).unwrap()];
+    let probs = policy.probs(&features[0], None).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let (actions, lp) = ppo::sample_actions(&probs, &mut rng);
+    let rollout = |old: Vec<f32>, credit: Option<Vec<u32>>, reward: f32| Rollout {
+        credit,
+        graph: 0,
+        prev: None,
+        actions: actions.clone(),
+        old_log_probs: old,
+        reward,
+        value: 0.1,
+    };
+    let shifted: Vec<f32> = lp
+        .iter()
+        .enumerate()
+        .map(|(u, &x)| if u == 1 { x } else { x - 0.5 })
+        .collect();
+    let cfg = PpoConfig::default();
+    let policy_loss = |rs: Vec<Rollout>| {
+        let batch = Batch {
+            features: &features,
+            rollouts: rs,
+        };
+        let adv = ppo::advantages(&batch.rollouts);
+        ppo::loss(&policy, &batch, &[0, 1], &adv, &cfg)
+            .unwrap()
+            .stats
+            .policy_loss
+    };
+    let credited = |old: &[f32]| {
+        policy_loss(vec![
+            rollout(old.to_vec(), Some(vec![1]), 1.0),
+            rollout(lp.clone(), Some(vec![1]), 0.0),
+        ])
+    };
+    // Node 1's log-prob is the same in both: the others do not count.
+    assert_eq!(credited(&lp), credited(&shifted));
+    let whole = |old: &[f32]| policy_loss(vec![rollout(old.to_vec(), None, 1.0), rollout(lp.clone(), None, 0.0)]);
+    assert_ne!(whole(&lp), whole(&shifted));
+    // A node the graph does not have is refused.
+    let batch = Batch {
+        features: &features,
+        rollouts: vec![rollout(lp.clone(), Some(vec![99]), 1.0)],
+    };
+    assert!(ppo::loss(&policy, &batch, &[0], &[1.0], &cfg).is_err());
 }
 
 fn assert_distribution(p: &[Vec<f32>], n: usize, c: usize) {
@@ -504,6 +563,7 @@ fn ppo_learns_a_toy_placement() {
                 let (actions, lp) = ppo::sample_actions(&probs, &mut rng);
                 let hits = actions.iter().zip(&target).filter(|(a, t)| a == t).count();
                 Rollout {
+                    credit: None,
                     graph: 0,
                     prev: None,
                     reward: hits as f32 / actions.len() as f32,

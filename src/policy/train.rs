@@ -5,7 +5,7 @@
 
 use super::checkpoint;
 use super::ppo::{self, Batch, PpoConfig, Rollout, UpdateStats};
-use super::rollout::{propose, reward, Mode};
+use super::rollout::{propose, reward, Draw, Mode, Style};
 use super::{GraphFeatures, Policy, PolicyConfig, PolicyError};
 use crate::cost::Judge;
 use crate::problem::{Placement, Problem};
@@ -87,6 +87,9 @@ pub struct TrainConfig {
     pub policy: PolicyConfig,
     pub ppo: PpoConfig,
     pub mode: Mode,
+    /// How PPO's rollouts are drawn: dense by default (every node draws,
+    /// as in the paper); the `rl` strategy deploys with moves.
+    pub draw: Draw,
     /// Samples (evaluated rollouts) to train for.
     pub samples: usize,
     /// Updates between checkpoints.
@@ -109,12 +112,22 @@ pub struct TrainConfig {
     pub init: Option<PathBuf>,
 }
 
+impl TrainConfig {
+    pub fn style(&self) -> Style {
+        Style {
+            mode: self.mode,
+            draw: self.draw,
+        }
+    }
+}
+
 impl Default for TrainConfig {
     fn default() -> Self {
         TrainConfig {
             policy: PolicyConfig::default(),
             ppo: PpoConfig::default(),
             mode: Mode::Fix,
+            draw: Draw::Dense,
             samples: 20_000,
             checkpoint_every: 25,
             seed: 0,
@@ -186,10 +199,11 @@ pub fn collect(
     f: &GraphFeatures,
     graph: usize,
     task: &Task,
-    mode: Mode,
+    style: Style,
     k: usize,
     seed: u64,
 ) -> Result<Vec<Rollout>, PolicyError> {
+    let mode = style.mode;
     // The policy refines greedy's partition (its first iteration's `prev`).
     let (probs, value) = policy.act(f, Some(&task.fallback))?;
     let props: Vec<_> = (0..k)
@@ -200,7 +214,7 @@ pub fn collect(
                 let solver = solver.as_mut()?;
                 let mut rng =
                     ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64));
-                propose(&probs, mode, solver, &mut rng, Some(&task.fallback)).ok()
+                propose(&probs, style, solver, &mut rng, Some(&task.fallback)).ok()
             },
         )
         .collect();
@@ -241,6 +255,7 @@ pub fn collect(
         .into_iter()
         .zip(verdicts)
         .map(|(p, t)| Rollout {
+            credit: p.credit,
             graph,
             prev: Some(task.fallback.clone()),
             actions: p.actions,
@@ -270,7 +285,7 @@ pub fn validate(stem: &Path, val: &[Task], cfg: &TrainConfig) -> Result<(f64, f6
         let f = policy.features(&task.problem.graph, &task.problem.package)?;
         let feats = std::slice::from_ref(&f);
         let seed = cfg.seed ^ 0x5eed ^ ((i as u64) << 20);
-        let first = collect(&policy, &f, 0, task, cfg.mode, cfg.val_samples, seed)?;
+        let first = collect(&policy, &f, 0, task, cfg.style(), cfg.val_samples, seed)?;
         let mut best = first.iter().map(|r| r.reward as f64).fold(0.0, f64::max);
         zero.push(best);
         let mut opt = ppo::optimizer(&policy, &cfg.ppo)?;
@@ -282,7 +297,7 @@ pub fn validate(stem: &Path, val: &[Task], cfg: &TrainConfig) -> Result<(f64, f6
                 rollouts,
             };
             ppo::update(&policy, &mut opt, &batch, &cfg.ppo, &mut rng)?;
-            rollouts = collect(&policy, &f, 0, task, cfg.mode, cfg.val_samples, seed + 1 + u as u64)?;
+            rollouts = collect(&policy, &f, 0, task, cfg.style(), cfg.val_samples, seed + 1 + u as u64)?;
             best = rollouts.iter().map(|r| r.reward as f64).fold(best, f64::max);
         }
         tuned.push(best);
@@ -392,7 +407,7 @@ pub fn train(
         let task = &train[g];
         let k = cfg.ppo.rollouts.min(cfg.samples - samples).max(1);
         let seed = cfg.seed.wrapping_add(1 + update as u64);
-        let rollouts = collect(&policy, &features[g], g, task, cfg.mode, k, seed)?;
+        let rollouts = collect(&policy, &features[g], g, task, cfg.style(), k, seed)?;
         samples += rollouts.len();
         update += 1;
         let rewards: Vec<f64> = rollouts.iter().map(|r| r.reward as f64).collect();

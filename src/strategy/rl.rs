@@ -11,7 +11,7 @@ use super::Anneal;
 use super::{greedy_proposal, Search, Strategy};
 use crate::cost::CostModel;
 use crate::policy::ppo::{self, Batch, PpoConfig, Rollout};
-use crate::policy::rollout::{propose, propose_likeliest, Mode, FELL_BACK};
+use crate::policy::rollout::{propose, propose_likeliest, Draw, Mode, Style, FELL_BACK};
 use crate::policy::{checkpoint, Policy, PolicyConfig, PolicyError};
 use crate::solver::Infeasible;
 use candle_core::{DType, Device};
@@ -30,6 +30,11 @@ pub struct RlOptions {
     /// Start from fresh weights instead of a checkpoint.
     pub from_scratch: bool,
     pub mode: Mode,
+    /// Moves per rollout ([`Draw::Moves`], at most this many); 0 draws
+    /// every node ([`Draw::Dense`], the paper's rollout). `None`: 3 moves,
+    /// except without the solver, which samples the policy straight as the
+    /// paper's ablation does.
+    pub moves: Option<usize>,
     /// The policy's temperature in deployment (see `Policy::set_temperature`;
     /// 1 samples it as trained).
     pub temperature: f64,
@@ -47,6 +52,7 @@ impl Default for RlOptions {
             zero_shot: false,
             from_scratch: false,
             mode: Mode::Fix,
+            moves: None,
             temperature: 1.0,
             ppo: PpoConfig {
                 epochs: 4,
@@ -57,9 +63,13 @@ impl Default for RlOptions {
     }
 }
 
+/// Moves per rollout unless told otherwise (anneal's move makes one to three changes too).
+pub const DEFAULT_MOVES: usize = 3;
+
 pub struct Rl {
     name: String,
     policy: Policy,
+    style: Style,
     /// Kept across rounds: Adam's moments are part of fine-tuning.
     opt: Option<candle_nn::AdamW>,
     opts: RlOptions,
@@ -81,9 +91,16 @@ impl Rl {
             load_stem(&stem, &device)?
         };
         policy.set_temperature(opts.temperature)?;
+        let draw = match opts.moves {
+            Some(0) => Draw::Dense,
+            Some(k) => Draw::Moves(k),
+            None if opts.mode == Mode::NoSolver => Draw::Dense,
+            None => Draw::Moves(DEFAULT_MOVES),
+        };
         Ok(Rl {
             name: name.to_string(),
             policy,
+            style: Style { mode: opts.mode, draw },
             opt: None,
             opts,
             error: None,
@@ -117,8 +134,9 @@ impl Rl {
             let n = search.batch().min(k - props.len());
             let mut chunk = Vec::with_capacity(n);
             for i in props.len()..props.len() + n {
-                // Each round's first rollout is the policy's most likely placement.
-                let p = if i == 0 {
+                // A dense round's first rollout is the policy's most likely
+                // placement (under moves, that is the anchor itself).
+                let p = if i == 0 && self.style.draw == Draw::Dense {
                     propose_likeliest(
                         &probs,
                         self.opts.mode,
@@ -127,13 +145,7 @@ impl Rl {
                         Some(fallback),
                     )
                 } else {
-                    propose(
-                        &probs,
-                        self.opts.mode,
-                        &mut search.solver,
-                        &mut search.rng,
-                        Some(fallback),
-                    )
+                    propose(&probs, self.style, &mut search.solver, &mut search.rng, Some(fallback))
                 };
                 chunk.push(p.map_err(Stop::Infeasible)?);
             }
@@ -179,6 +191,7 @@ impl Rl {
             .filter_map(|((p, v), s)| {
                 v?;
                 Some(Rollout {
+                    credit: p.credit,
                     graph: 0,
                     prev: Some(fallback.to_vec()),
                     actions: p.actions,

@@ -189,8 +189,8 @@ fn without_the_solver_rules_break_and_with_it_they_hold() {
     };
     let (code, out, err) = run("rl-nosolver");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}\n{err}"));
-    // Draws break the rules; the judge never sees them. (Each round's first,
-    // most likely placement may be valid by luck.)
+    // Draws break the rules; the judge never sees them. (Every rollout is a
+    // draw; one may be valid by luck.)
     let reasons = v["invalid_reasons"].as_array().expect("a search report");
     let broken: u64 = reasons
         .iter()

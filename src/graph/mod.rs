@@ -332,6 +332,33 @@ mod tests {
     }
 
     #[test]
+    fn weight_users_are_single_consumers_of_weights() {
+        let weight = |id: &str| {
+            let mut w = n(id);
+            w.params = 64;
+            w
+        };
+        let mut op = n("op");
+        op.flops = 10;
+        let mut busy = weight("busy");
+        busy.flops = 1;
+        // w: a weight of `op`; shared: feeds two nodes; busy: computes;
+        // input: no params; fed: has an input.
+        let nodes = vec![
+            weight("w"),
+            weight("shared"),
+            busy,
+            n("input"),
+            op,
+            n("tail"),
+            weight("fed"),
+        ];
+        let edges = vec![(0, 4), (1, 4), (1, 5), (2, 4), (3, 4), (4, 5), (4, 6), (6, 5)];
+        let g = Graph::new("g", nodes, edges.into_iter().map(|(a, b)| (a, b, None)).collect()).unwrap();
+        assert_eq!(g.weight_users(), vec![Some(4), None, None, None, None, None, None]);
+    }
+
+    #[test]
     fn rejects_duplicates_and_self_loops() {
         let e = Graph::new("g", vec![n("a"), n("a")], vec![]).unwrap_err();
         assert!(e.message.contains("duplicate node id `a`"));

@@ -256,12 +256,7 @@ impl GraphFeatures {
             inv_out: real(inv(&outdeg), (n, 1))?,
             flops_share,
             rate_share: rates.iter().map(|r| r / total_rate).collect(),
-            travels: (0..n)
-                .map(|d| {
-                    let node = graph.placed_node(d as u32);
-                    inputs[d].is_empty() && outputs[d].len() == 1 && node.flops == 0 && node.params > 0
-                })
-                .collect(),
+            travels: graph.weight_users().iter().map(Option::is_some).collect(),
             inputs,
             outputs,
         })

@@ -456,12 +456,18 @@ fn resume_takes_the_finished_runs_made_with_the_same_settings() {
     // the rest are taken, and the curves are the same.
     std::fs::write(&files[0], "{\"format\": 1, \"fing").unwrap();
     std::fs::remove_file(&files[5]).unwrap();
+    // A whole file whose run cannot be (more samples than the budget).
+    let mut run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files[2]).unwrap()).unwrap();
+    let records = run["outcome"]["records"].as_array_mut().unwrap();
+    records.push(records[0].clone());
+    std::fs::write(&files[2], run.to_string()).unwrap();
     let (stdout, stderr, again) = compare("20", true);
-    assert!(stdout.contains("6 of 8 runs taken from"), "{stdout}");
+    assert!(stdout.contains("5 of 8 runs taken from"), "{stdout}");
     assert!(
         stderr.contains("again") && stderr.contains("is not a run file"),
         "{stderr}"
     );
+    assert!(stderr.contains("does not hold a run of"), "{stderr}");
     // Exactly: a run read back must not lose a bit of its figures.
     let differ: Vec<_> = first.iter().zip(&again).filter(|(x, y)| x != y).take(3).collect();
     assert!(first.len() == again.len() && differ.is_empty(), "{differ:?}");

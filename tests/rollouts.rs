@@ -19,9 +19,10 @@ fn n(i: usize) -> usize {
     2 + i
 }
 
-/// A six-node chain (n0 with its weight) on a ring of `chips` dies.
-fn chain(chips: usize) -> Problem {
-    let dir = common::scratch(&format!("rollouts-{chips}"));
+/// A six-node chain (n0 with its weight) on a ring of `chips` dies, in a
+/// scratch folder of its own (`name`: tests run at once).
+fn chain(name: &str, chips: usize) -> Problem {
+    let dir = common::scratch(&format!("rollouts-{name}"));
     std::fs::write(dir.join("chain.json"), common::chain_graph("chain", 6, 4096)).unwrap();
     let c = common::compile_in(&dir, &common::ring_problem("chain.json", chips));
     assert!(c.ok(), "{:?}", c.diags);
@@ -52,7 +53,7 @@ fn run(p: &Problem, probs: &[Vec<f32>], draw: Draw, anchor: &[u32], seed: u64) -
 
 #[test]
 fn a_move_down_takes_the_ancestors_the_chip_flow_needs() {
-    let p = chain(3);
+    let p = chain("down", 3);
     //               input w  n0 n1 n2 n3 n4 n5
     let anchor = [0, 0, 0, 0, 1, 1, 2, 2];
     assert!(check(&p.graph, &p.package, &p.constraints, &Placement::new(anchor.to_vec())).is_empty());
@@ -73,7 +74,7 @@ fn a_move_down_takes_the_ancestors_the_chip_flow_needs() {
 
 #[test]
 fn a_weight_goes_with_its_only_user() {
-    let p = chain(3);
+    let p = chain("follow", 3);
     //               input w  n0 n1 n2 n3 n4 n5
     let anchor = [0, 0, 0, 1, 1, 1, 2, 2];
     // n0 moves up to its consumer's chip: its weight follows, the input stays.
@@ -91,7 +92,7 @@ fn a_weight_goes_with_its_only_user() {
 
 #[test]
 fn a_weight_kept_away_from_its_user_joins_it() {
-    let p = chain(3);
+    let p = chain("join", 3);
     //               input w  n0 n1 n2 n3 n4 n5
     let anchor = [0, 0, 1, 1, 1, 2, 2, 2];
     assert!(check(&p.graph, &p.package, &p.constraints, &Placement::new(anchor.to_vec())).is_empty());

@@ -59,7 +59,8 @@ pub struct RlArgs {
     pub rl_mode: crate::policy::rollout::Mode,
     /// Each rollout moves at most this many nodes (and what must follow
     /// them) from the best partition so far; 0 draws every node from the
-    /// policy, as in the paper. Default 3; 0 for rl-nosolver.
+    /// policy, as in the paper. Default 3; 0 for rl-nosolver. (Under
+    /// `--rl-mode sample`, SAMPLE draws every node and this is unused.)
     #[arg(long, value_name = "K")]
     pub moves: Option<usize>,
     /// The policy's temperature: below 1 each rollout makes fewer moves,

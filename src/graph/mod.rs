@@ -65,6 +65,7 @@ pub struct Graph {
     placed: Vec<usize>,
     decision_of: Vec<Option<u32>>,
     placed_edges: Vec<PlacedEdge>,
+    weight_users: Vec<Option<u32>>,
 }
 
 /// Why a graph is not valid, naming the offending ids.
@@ -176,7 +177,7 @@ impl Graph {
                 bytes: pe[&(a, b)],
             })
             .collect();
-        Ok(Graph {
+        let mut g = Graph {
             name: name.into(),
             nodes,
             edges: es,
@@ -185,7 +186,10 @@ impl Graph {
             placed,
             decision_of,
             placed_edges,
-        })
+            weight_users: Vec::new(),
+        };
+        g.weight_users = g.find_weight_users();
+        Ok(g)
     }
 
     pub fn node_index(&self, id: &str) -> Option<usize> {
@@ -254,7 +258,11 @@ impl Graph {
     /// node uses (no inputs, no flops, some params, one consumer): placing
     /// it elsewhere only streams its bytes over a link at every inference,
     /// so a placement move takes it along with its user.
-    pub fn weight_users(&self) -> Vec<Option<u32>> {
+    pub fn weight_users(&self) -> &[Option<u32>] {
+        &self.weight_users
+    }
+
+    fn find_weight_users(&self) -> Vec<Option<u32>> {
         let n = self.num_placed();
         let (mut indeg, mut users) = (vec![0usize; n], vec![Vec::new(); n]);
         for e in self.placed_edges() {
@@ -355,7 +363,7 @@ mod tests {
         ];
         let edges = vec![(0, 4), (1, 4), (1, 5), (2, 4), (3, 4), (4, 5), (4, 6), (6, 5)];
         let g = Graph::new("g", nodes, edges.into_iter().map(|(a, b)| (a, b, None)).collect()).unwrap();
-        assert_eq!(g.weight_users(), vec![Some(4), None, None, None, None, None, None]);
+        assert_eq!(g.weight_users(), [Some(4), None, None, None, None, None, None]);
     }
 
     #[test]

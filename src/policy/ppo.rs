@@ -79,20 +79,6 @@ pub struct Rollout {
     pub value: f32,
 }
 
-impl Rollout {
-    /// The log-probability of the whole proposal (its credited nodes).
-    pub fn old_log_prob(&self) -> f64 {
-        match &self.credit {
-            None => self.old_log_probs.iter().map(|&x| x as f64).sum(),
-            Some(c) => c
-                .iter()
-                .filter_map(|&u| self.old_log_probs.get(u as usize))
-                .map(|&x| x as f64)
-                .sum(),
-        }
-    }
-}
-
 /// Rollouts and the features of the graphs they were drawn on.
 pub struct Batch<'a> {
     pub features: &'a [GraphFeatures],
@@ -232,40 +218,36 @@ pub fn loss(
                         f.num_nodes
                     )));
                 }
-                if credit.is_empty() {
-                    // No decision to credit: only the value head learns.
-                    let value_loss = (&out.value - r.reward as f64)?.sqr()?;
-                    terms.push(((&value_loss * cfg.value_coef)? - (&entropy * cfg.entropy)?)?);
-                    stats.value_loss += value_loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
-                    stats.entropy += entropy_value;
-                    continue;
-                }
                 new = new.index_select(&Tensor::from_slice(credit, credit.len(), dev)?, 0)?;
                 old = credit.iter().map(|&u| old[u as usize]).collect();
             }
-            let k = old.len();
-            let old = Tensor::from_vec(old, k, dev)?.to_dtype(dtype)?;
-            let log_ratio = match cfg.ratio {
-                Ratio::PerNode => (new - old)?,
-                Ratio::Joint => (new.sum_keepdim(0)? - old.sum_keepdim(0)?)?,
-            };
-            // Keeps exp finite when a joint ratio is far outside the clip range.
-            let ratio = log_ratio.clamp(-20.0, 20.0)?.exp()?;
-            let a = advantages[i];
-            let unclipped = (&ratio * a)?;
-            let clipped = (ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip)? * a)?;
-            let policy_loss = unclipped.minimum(&clipped)?.mean(0)?.neg()?;
             let value_loss = (&out.value - r.reward as f64)?.sqr()?;
-            let term = ((&policy_loss + (&value_loss * cfg.value_coef)?)? - (&entropy * cfg.entropy)?)?;
-            terms.push(term);
-
-            let rs = ratio.to_dtype(DType::F64)?.to_vec1::<f64>()?;
-            for &x in &rs {
-                stats.approx_kl += (x - 1.0) - x.ln();
-                stats.clip_frac += ((x - 1.0).abs() > cfg.clip) as u8 as f64;
+            let mut term = (&value_loss * cfg.value_coef)?;
+            // A rollout that credits no node (its moves all came to nothing)
+            // trains the value head only.
+            if !old.is_empty() {
+                let k = old.len();
+                let old = Tensor::from_vec(old, k, dev)?.to_dtype(dtype)?;
+                let log_ratio = match cfg.ratio {
+                    Ratio::PerNode => (new - old)?,
+                    Ratio::Joint => (new.sum_keepdim(0)? - old.sum_keepdim(0)?)?,
+                };
+                // Keeps exp finite when a joint ratio is far outside the clip range.
+                let ratio = log_ratio.clamp(-20.0, 20.0)?.exp()?;
+                let a = advantages[i];
+                let unclipped = (&ratio * a)?;
+                let clipped = (ratio.clamp(1.0 - cfg.clip, 1.0 + cfg.clip)? * a)?;
+                let policy_loss = unclipped.minimum(&clipped)?.mean(0)?.neg()?;
+                term = (&policy_loss + term)?;
+                stats.policy_loss += policy_loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+                let rs = ratio.to_dtype(DType::F64)?.to_vec1::<f64>()?;
+                for &x in &rs {
+                    stats.approx_kl += (x - 1.0) - x.ln();
+                    stats.clip_frac += ((x - 1.0).abs() > cfg.clip) as u8 as f64;
+                }
+                ratios_seen += rs.len();
             }
-            ratios_seen += rs.len();
-            stats.policy_loss += policy_loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+            terms.push((term - (&entropy * cfg.entropy)?)?);
             stats.value_loss += value_loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
             stats.entropy += entropy_value;
         }

@@ -94,7 +94,7 @@ pub fn propose(
     }
     match (draw, anchor) {
         (Draw::Moves(k), Some(anchor)) => {
-            let (actions, picked) = draw_moves(probs, anchor, k, &solver.problem.graph.weight_users(), rng);
+            let (actions, picked) = draw_moves(probs, anchor, k, solver.problem.graph.weight_users(), rng);
             let log_probs = log_probs_of(probs, &actions);
             let mut p = settle(probs, mode, (actions, log_probs), solver, rng, Some(anchor), true)?;
             p.credit = Some(picked);

@@ -135,8 +135,9 @@ impl Rl {
             let mut chunk = Vec::with_capacity(n);
             for i in props.len()..props.len() + n {
                 // A dense round's first rollout is the policy's most likely
-                // placement made valid (under moves, that is the anchor
-                // itself; without the solver, the ablation only samples).
+                // placement made valid; under moves every rollout is a draw
+                // of moves from the anchor, and without the solver the
+                // ablation only samples.
                 let p = if i == 0 && self.style.draw == Draw::Dense && self.style.mode != Mode::NoSolver {
                     propose_likeliest(
                         &probs,

@@ -5,7 +5,7 @@
 
 use super::super::search::RlArgs;
 use super::safe_name;
-use crate::digest::Fnv1a;
+use crate::digest::{fnv1a, Fnv1a};
 use crate::problem::Problem;
 use crate::strategy::{Outcome, SHIPPED};
 use serde::{Deserialize, Serialize};
@@ -48,13 +48,27 @@ impl Journal {
     }
 
     pub fn path(&self, label: &str, strategy: &str, seed: u64) -> PathBuf {
+        // Labels are unique, their safe names need not be (`a:b`, `a_b`).
+        let folder = match safe_name(label) {
+            s if s == label => s,
+            s => format!("{s}-{}", &fnv1a(label.as_bytes())[..8]),
+        };
         self.dir
-            .join(safe_name(label))
+            .join(folder)
             .join(format!("{}.seed{seed}.json", safe_name(strategy)))
     }
 
-    /// The run on disk, when resuming and it was made from `fingerprint`.
-    pub fn load(&self, label: &str, strategy: &str, seed: u64, fingerprint: &str) -> Result<Outcome, Stale> {
+    /// The run on disk, when resuming and it was made from `fingerprint`
+    /// (for a problem of `nodes` nodes and a budget of `budget` samples).
+    pub fn load(
+        &self,
+        label: &str,
+        key: (&str, u64),
+        fingerprint: &str,
+        nodes: usize,
+        budget: usize,
+    ) -> Result<Outcome, Stale> {
+        let (strategy, seed) = key;
         if !self.resume {
             return Err(Stale::Missing);
         }
@@ -69,14 +83,32 @@ impl Journal {
         if run.format != FORMAT || run.fingerprint != fingerprint {
             return Err(Stale::Other);
         }
-        if run.outcome.strategy != strategy || run.outcome.seed != seed {
-            return Err(Stale::Other);
+        let o = run.outcome;
+        let sane = o.strategy == strategy
+            && o.seed == seed
+            && o.records.len() <= budget
+            && o.best
+                .as_ref()
+                .is_none_or(|b| b.chips.len() == nodes && b.sample <= o.records.len());
+        if !sane {
+            return Err(Stale::Unreadable(format!(
+                "`{}` does not hold a run of {strategy} seed {seed} on {nodes} nodes within {budget} samples",
+                path.display()
+            )));
         }
-        Ok(run.outcome)
+        Ok(o)
     }
 
     /// Writes a finished run, atomically (a temporary renamed into place).
     pub fn save(&self, label: &str, problem: &str, fingerprint: &str, outcome: &Outcome) -> Result<(), String> {
+        // JSON has no infinity: such a run (a partition of zero latency) is
+        // not kept rather than kept wrong.
+        let finite = |t: Option<f64>| t.is_none_or(f64::is_finite);
+        if !finite(outcome.best.as_ref().map(|b| b.throughput))
+            || !outcome.records.iter().all(|r| finite(r.throughput) && finite(r.best))
+        {
+            return Err("its throughput is not finite".into());
+        }
         let path = self.path(label, &outcome.strategy, outcome.seed);
         let dir = path.parent().unwrap_or(&self.dir);
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
@@ -94,6 +126,7 @@ impl Journal {
 
     /// What decides a problem's runs: its name, graph, package, rules
     /// (by their source text) and objective. Computed once per problem.
+    /// Not the program: a run kept by an older `mcmpart` is taken as it is.
     pub fn problem_basis(problem: &Problem, sources: &[&str]) -> Fnv1a {
         let mut h = Fnv1a::new();
         h.field(problem.name.as_bytes());

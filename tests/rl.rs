@@ -189,16 +189,12 @@ fn without_the_solver_rules_break_and_with_it_they_hold() {
     };
     let (code, out, err) = run("rl-nosolver");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}\n{err}"));
-    // Draws break the rules; the judge never sees them. (Every rollout is a
-    // draw; one may be valid by luck.)
-    let reasons = v["invalid_reasons"].as_array().expect("a search report");
-    let broken: u64 = reasons
-        .iter()
-        .filter(|r| r["reason"].as_str().unwrap().starts_with("breaks `"))
-        .map(|r| r["count"].as_u64().unwrap())
-        .sum();
-    assert!(broken >= 30, "{v}");
-    assert_eq!(code, Some(0), "{v}");
+    // Every rollout is a draw, and the draws break the rules (the judge never
+    // sees them): no valid partition in 40 samples, said with the rule
+    // broken most often, and a non-zero exit.
+    assert_eq!(code, Some(1), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("no valid partition"), "{v}");
+    assert!(v["help"].as_str().unwrap().contains("breaks `"), "{v}");
 
     let (code, out, err) = run("rl-scratch");
     assert_eq!(code, Some(0), "{out}\n{err}");

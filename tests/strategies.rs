@@ -337,20 +337,30 @@ fn a_time_budget_stops_in_time() {
     assert!(o.records.is_empty() && o.best.is_none());
 }
 
-#[test]
-fn strategies_on_a_real_graph() {
-    let text = "use std::placement::{acyclic_flow, no_skip, triangle_dependency, memory_capacity}\n\
+/// A graph of `data/graphs` on `ring(RING)` under the four stdlib rules.
+fn shipped_graph_problem(graph: &str, ring: &str) -> Problem {
+    let text = format!(
+        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
          use std::topologies::ring\n\
-         let t = ring(n = 8, memory = 16 MiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s)\n\
-         let g = graph(\"data/graphs/squeezenet1_1.json.gz\")\n\
-         partition g onto t {\n    require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n    maximize throughput\n}\n";
-    let compiled = common::compile(text);
+         let t = ring({ring})\n\
+         let g = graph(\"data/graphs/{graph}.json.gz\")\n\
+         partition g onto t {{\n    require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n    maximize throughput\n}}\n"
+    );
+    let compiled = common::compile(&text);
     assert!(
         compiled.ok(),
         "{}",
         mcmpart::lang::diag::render_text(&compiled.program.sources, &compiled.diags)
     );
-    let p = compiled.problem(None).unwrap().clone();
+    compiled.problem(None).unwrap().clone()
+}
+
+#[test]
+fn strategies_on_a_real_graph() {
+    let p = shipped_graph_problem(
+        "squeezenet1_1",
+        "n = 8, memory = 16 MiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s",
+    );
     let model = CostModel::new(&p).unwrap();
     let bound = 1.0 / model.bound_latency();
     for name in strategy::NAMES {
@@ -391,14 +401,10 @@ fn strategies_on_a_real_graph() {
 /// leaves on a real graph of the test split (unseen in training).
 #[test]
 fn rl_moves_improve_on_greedy_on_an_unseen_graph() {
-    let text = "use std::placement::{acyclic_flow, no_skip, triangle_dependency, memory_capacity}\n\
-         use std::topologies::ring\n\
-         let t = ring(n = 36, memory = 128 MiB, compute = 4 TFLOP/s, bandwidth = 25 GB/s)\n\
-         let g = graph(\"data/graphs/lstm_seq2seq_attn.json.gz\")\n\
-         partition g onto t {\n    require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n    maximize throughput\n}\n";
-    let compiled = common::compile(text);
-    assert!(compiled.ok());
-    let p = compiled.problem(None).unwrap().clone();
+    let p = shipped_graph_problem(
+        "lstm_seq2seq_attn",
+        "n = 36, memory = 128 MiB, compute = 4 TFLOP/s, bandwidth = 25 GB/s",
+    );
     let (j, _) = recording_judge(&p, 1);
     let greedy = run(&p, &j, "greedy", Budget::Samples(1), 0)
         .unwrap()

@@ -33,6 +33,19 @@ fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
     (head, rows)
 }
 
+/// The rows of `OUT/curves.csv` without the `elapsed_s` column (each run's
+/// own clock, the one column that may differ between equal runs).
+fn curves_without_times(out: &Path) -> Vec<Vec<String>> {
+    let (head, rows) = read_csv(&out.join("curves.csv"));
+    let elapsed = head.iter().position(|h| h == "elapsed_s").unwrap();
+    rows.into_iter()
+        .map(|mut r| {
+            r.remove(elapsed);
+            r
+        })
+        .collect()
+}
+
 fn geomean(xs: &[f64]) -> f64 {
     if xs.iter().any(|&x| x <= 0.0) {
         return 0.0;
@@ -383,14 +396,7 @@ fn parallel_runs_give_the_same_curves() {
             out.to_str().unwrap(),
         ]);
         assert!(o.status.success(), "{}", text(&o).1);
-        let (head, rows) = read_csv(&out.join("curves.csv"));
-        let elapsed = head.iter().position(|h| h == "elapsed_s").unwrap();
-        rows.into_iter()
-            .map(|mut r| {
-                r.remove(elapsed);
-                r
-            })
-            .collect::<Vec<_>>()
+        curves_without_times(&out)
     };
     let first = curves("one");
     // Every strategy and seed of both problems, random's runs in full.
@@ -426,16 +432,7 @@ fn resume_takes_the_finished_runs_made_with_the_same_settings() {
         let o = mcmpart(&argv);
         let (stdout, stderr) = text(&o);
         assert!(o.status.success(), "{stdout}\n{stderr}");
-        let (head, rows) = read_csv(&out.join("curves.csv"));
-        let elapsed = head.iter().position(|h| h == "elapsed_s").unwrap();
-        let curves: Vec<Vec<String>> = rows
-            .into_iter()
-            .map(|mut r| {
-                r.remove(elapsed);
-                r
-            })
-            .collect();
-        (stdout, stderr, curves)
+        (stdout, stderr, curves_without_times(&out))
     };
     let (_, _, first) = compare("20", false);
     // Every finished run is on disk, one file per strategy and seed.

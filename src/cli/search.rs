@@ -67,6 +67,22 @@ pub struct RlArgs {
     /// those the policy is surest of; above 1, more.
     #[arg(long, default_value_t = 1.0, value_parser = positive)]
     pub temperature: f64,
+    /// Fine-tuning: PPO epochs over each round's rollouts (default 4).
+    #[arg(long, value_name = "N", value_parser = counting)]
+    pub epochs: Option<usize>,
+    /// Fine-tuning: minibatches per epoch, each an optimiser step (default 4).
+    #[arg(long, value_name = "N", value_parser = counting)]
+    pub minibatches: Option<usize>,
+    /// Fine-tuning: AdamW's learning rate (default 3e-4).
+    #[arg(long, value_parser = positive)]
+    pub lr: Option<f64>,
+}
+
+fn counting(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("`{s}` is not a whole number of at least 1")),
+    }
 }
 
 fn positive(s: &str) -> Result<f64, String> {
@@ -78,7 +94,7 @@ fn positive(s: &str) -> Result<f64, String> {
 
 impl RlArgs {
     pub fn options(&self) -> strategy::RlOptions {
-        strategy::RlOptions {
+        let mut o = strategy::RlOptions {
             policy: self.policy.as_deref().map(strip_checkpoint_ext),
             zero_shot: self.zero_shot,
             from_scratch: self.from_scratch,
@@ -86,7 +102,17 @@ impl RlArgs {
             moves: self.moves,
             temperature: self.temperature,
             ..strategy::RlOptions::default()
+        };
+        if let Some(e) = self.epochs {
+            o.ppo.epochs = e;
         }
+        if let Some(m) = self.minibatches {
+            o.ppo.minibatches = m;
+        }
+        if let Some(lr) = self.lr {
+            o.ppo.lr = lr;
+        }
+        o
     }
 }
 
@@ -275,4 +301,33 @@ fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, greedy: Option<
         println!("  {c:>6}  {r}");
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RlArgs;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Args {
+        #[command(flatten)]
+        rl: RlArgs,
+    }
+
+    fn options(args: &[&str]) -> Result<crate::strategy::RlOptions, clap::Error> {
+        Args::try_parse_from(std::iter::once("t").chain(args.iter().copied())).map(|a| a.rl.options())
+    }
+
+    /// The fine-tuning flags reach the update; left out, the deployment's
+    /// defaults stand (a journal's fingerprints depend on them).
+    #[test]
+    fn fine_tuning_flags_reach_the_update() {
+        let o = options(&["--epochs", "2", "--minibatches", "1", "--lr", "0.001"]).unwrap();
+        assert_eq!((o.ppo.epochs, o.ppo.minibatches, o.ppo.lr), (2, 1, 0.001));
+        assert_eq!(options(&[]).unwrap(), crate::strategy::RlOptions::default());
+        for bad in [["--epochs", "0"], ["--minibatches", "x"], ["--lr", "0"]] {
+            let e = options(&bad).unwrap_err().to_string();
+            assert!(e.contains(bad[0]) && e.contains(bad[1]), "{e}");
+        }
+    }
 }

@@ -201,6 +201,33 @@ fn graph_files_with_bad_content_name_the_id_or_line() {
     assert_has(&out, &["not valid gzip", "bad.json.gz"]);
 }
 
+/// Nothing to place is an error of the problem, not an empty partition at
+/// infinite throughput (anneal used to panic on it).
+#[test]
+fn a_problem_with_no_nodes_to_place_is_refused() {
+    let dir = scratch("nothing-to-place");
+    let replicable = r#"{"nodes": [{"id": "mask", "op": "placeholder", "replicable": true}], "edges": []}"#;
+    for (f, json, why) in [
+        ("empty.json", r#"{"nodes": [], "edges": []}"#, "this graph is empty"),
+        ("masks.json", replicable, "its 1 node(s) are all replicable"),
+    ] {
+        std::fs::write(dir.join(f), json).unwrap();
+        let text = format!(
+            "{HEADER}let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+             let g = graph(\"{f}\")\npartition g onto t {{ require no_skip }}\n"
+        );
+        let out = errors_in(&dir, &text);
+        assert_has(&out, &["mcm::graph", "has no nodes to place", why, "test.mcm:5:11"]);
+        std::fs::write(dir.join("p.mcm"), &text).unwrap();
+        for strategy in ["greedy", "anneal", "rl"] {
+            let o = common::mcmpart_in(&dir, &["solve", "p.mcm", "--strategy", strategy, "--budget", "3"]);
+            let (_, err) = common::text(&o);
+            assert_eq!(o.status.code(), Some(1), "{strategy}: {err}");
+            assert_has(&err, &["has no nodes to place"]);
+        }
+    }
+}
+
 #[test]
 fn a_duplicate_node_in_an_inline_graph_attribute_is_reported() {
     let out = errors("let g = graph { a { flops = 1 } -> b  a { flops = 2 } }\n");

@@ -243,6 +243,23 @@ fn build_problem(
             Err(d) => return Err(vec![d]),
         },
     };
+    // Every strategy, the cost model and the policy need a node to place;
+    // an empty partition would "run" at infinite throughput.
+    if graph.num_placed() == 0 {
+        let all = graph.nodes.len();
+        return Err(vec![Diag::error(
+            "mcm::graph",
+            format!("graph `{}` has no nodes to place", graph.name),
+        )
+        .label(
+            p.graph.span,
+            match all {
+                0 => "this graph is empty".to_string(),
+                n => format!("its {n} node(s) are all replicable"),
+            },
+        )
+        .help("a problem needs at least one node that is not replicable")]);
+    }
     let constraints = ground_all(ev, &[], &p.requires, &graph, &package)?;
     let name = match (&p.alias, &p.graph.kind) {
         (Some(a), _) => a.name.clone(),

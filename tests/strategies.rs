@@ -521,3 +521,39 @@ fn anneal_leaves_greedys_plateau() {
         );
     }
 }
+
+/// A strategy that fails after two samples: the run says why, and the
+/// samples before it (and their best, checked) stand.
+#[test]
+fn a_failed_strategy_keeps_its_samples_and_says_why() {
+    struct Failing(Option<String>);
+    impl strategy::Strategy for Failing {
+        fn name(&self) -> &str {
+            "failing"
+        }
+        fn run(&mut self, search: &mut strategy::Search) -> Result<(), mcmpart::solver::Infeasible> {
+            let g = strategy::greedy_proposal(search.problem);
+            search.submit_one(g.clone());
+            search.submit_one(g);
+            self.0 = Some("a tensor went missing".into());
+            Ok(())
+        }
+        fn failure(&self) -> Option<String> {
+            self.0.clone()
+        }
+    }
+    let c = Case {
+        topo: Topo::Ring(3),
+        memory_kib: 64,
+        nodes: vec![(1, 1, 1); 4],
+        edges: vec![(0, 1), (1, 2), (2, 3)],
+        rules: [true, true, true, true],
+    };
+    let p = compile(&c);
+    let o = strategy::run(&p, &judge(&p), &mut Failing(None), Budget::Samples(10), 0, None).unwrap();
+    assert_eq!(o.failure.as_deref(), Some("a tensor went missing"));
+    assert_eq!(o.records.len(), 2);
+    placement_ok(&p, &o.best.expect("greedy's partition is valid here").chips).unwrap();
+    let ok = strategy::run(&p, &judge(&p), &mut strategy::Greedy, Budget::Samples(1), 0, None).unwrap();
+    assert_eq!(ok.failure, None);
+}

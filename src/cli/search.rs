@@ -231,6 +231,25 @@ pub fn top_reasons(o: &Outcome, n: usize) -> Vec<(String, usize)> {
 }
 
 fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, greedy: Option<f64>, dest: &Path) -> i32 {
+    if let Some(why) = &o.failure {
+        // A failed run still keeps what it found (checked like any other).
+        let kept = match &o.best {
+            Some(b) => match write_partition(dest, &Placement::new(b.chips.clone()), &p.graph, p.package.num_chips()) {
+                Ok(()) => format!("the best partition found before it is written to `{}`", dest.display()),
+                Err(e) => format!("its best partition could not be written to `{}`: {e}", dest.display()),
+            },
+            None => "no valid partition was found before it".to_string(),
+        };
+        out.error(
+            &format!(
+                "strategy `{}` failed after {} sample(s): {why}",
+                o.strategy,
+                o.records.len()
+            ),
+            Some(&kept),
+        );
+        return 1;
+    }
     let Some(best) = &o.best else {
         let reasons = top_reasons(o, 3);
         let why = reasons
@@ -316,6 +335,31 @@ mod tests {
 
     fn options(args: &[&str]) -> Result<crate::strategy::RlOptions, clap::Error> {
         Args::try_parse_from(std::iter::once("t").chain(args.iter().copied())).map(|a| a.rl.options())
+    }
+
+    /// A run that failed exits 1, saying why, and still writes the best
+    /// partition it found before (no data is lost).
+    #[test]
+    fn a_failed_run_exits_1_and_keeps_its_best_partition() {
+        use crate::cost::{Judge, JudgeOptions};
+        use crate::strategy::{self, Budget, Greedy};
+        let text = "use std::placement::{acyclic_flow}\nuse std::topologies::ring\n\
+                    let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+                    let g = graph { a -> b -> c }\npartition g onto t { require acyclic_flow }\n";
+        let dir = std::env::temp_dir().join(format!("mcmpart-failed-run-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = crate::lang::compile_str("t.mcm", text, &dir);
+        let p = c.problem(None).unwrap();
+        let judge = Judge::new(p, &JudgeOptions::default()).unwrap();
+        let mut o = strategy::run(p, &judge, &mut Greedy, Budget::Samples(1), 0, None).unwrap();
+        let dest = dir.join("best.partition.json");
+        let out = crate::cli::Output { json: false };
+        assert_eq!(super::report(&out, p, &judge, &o, None, &dest), 0);
+        std::fs::remove_file(&dest).unwrap();
+        o.failure = Some("a tensor went missing".into());
+        assert_eq!(super::report(&out, p, &judge, &o, None, &dest), 1);
+        assert!(dest.exists(), "the best partition is kept");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The fine-tuning flags reach the update; left out, the deployment's

@@ -63,6 +63,10 @@ pub struct Outcome {
     pub invalid: BTreeMap<String, usize>,
     pub solver: Stats,
     pub elapsed_s: f64,
+    /// Why the strategy stopped before the budget, when it failed; the
+    /// samples before it stand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 impl Outcome {
@@ -86,6 +90,11 @@ pub trait Strategy {
     /// Runs until `search.done()`, or earlier when it has nothing more to
     /// try; `Err` only when the problem has no valid partition.
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible>;
+    /// Why the last run stopped before its budget when it failed (the
+    /// learned strategies' tensor errors); `None` when it did not.
+    fn failure(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The strategies `solve` and `compare` know by name. `rl` is the shipped
@@ -332,6 +341,7 @@ impl<'p> Search<'p> {
             records: self.records,
             invalid: self.invalid,
             solver: self.solver.stats.clone(),
+            failure: None,
         }
     }
 }
@@ -351,7 +361,8 @@ pub fn run(
         search.on_sample(f);
     }
     strategy.run(&mut search)?;
-    let out = search.finish(strategy.name(), seed);
+    let mut out = search.finish(strategy.name(), seed);
+    out.failure = strategy.failure();
     if let Some(b) = &out.best {
         let vs = crate::solver::check(
             &problem.graph,

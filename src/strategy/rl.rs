@@ -73,7 +73,7 @@ pub struct Rl {
     /// Kept across rounds: Adam's moments are part of fine-tuning.
     opt: Option<candle_nn::AdamW>,
     opts: RlOptions,
-    /// Kept until `run`, which has no other way to report it.
+    /// Why the last run stopped early (a tensor error), for [`Strategy::failure`].
     error: Option<String>,
 }
 
@@ -105,11 +105,6 @@ impl Rl {
             opts,
             error: None,
         })
-    }
-
-    /// Why the last run stopped early (a tensor error), if it did.
-    pub fn error(&self) -> Option<&str> {
-        self.error.as_deref()
     }
 
     fn round(
@@ -285,7 +280,12 @@ impl Strategy for Rl {
         &self.name
     }
 
+    fn failure(&self) -> Option<String> {
+        self.error.clone()
+    }
+
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
+        self.error = None;
         let p = search.problem;
         // Greedy's throughput, judged outside the budget, normalises rewards.
         let proposal: Vec<Option<u32>> = greedy_proposal(p).into_iter().map(Some).collect();

@@ -597,7 +597,13 @@ fn run_one(p: &Problem, args: &CompareArgs, name: &str, seed: u64) -> Result<Out
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("unknown strategy `{name}`"))?;
     let j = Judge::new(p, &args.eval.options()).map_err(|e| e.message)?;
-    strategy::run(p, &j, s.as_mut(), Budget::Samples(args.budget), seed, None).map_err(|i| infeasible(p, &i))
+    let o =
+        strategy::run(p, &j, s.as_mut(), Budget::Samples(args.budget), seed, None).map_err(|i| infeasible(p, &i))?;
+    match &o.failure {
+        // Its curve would end early and read as a plateau.
+        Some(why) => Err(format!("stopped after {} sample(s): {why}", o.records.len())),
+        None => Ok(o),
+    }
 }
 
 fn geomean(xs: &[f64]) -> Option<f64> {

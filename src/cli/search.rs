@@ -93,6 +93,26 @@ fn positive(s: &str) -> Result<f64, String> {
 }
 
 impl RlArgs {
+    /// The settings as text, for a journal's fingerprint: the six first
+    /// fields as `Debug` prints them, then each later one only when it is
+    /// set, so that adding a flag leaves the runs kept before it valid.
+    pub fn settings(&self) -> String {
+        let mut s = format!(
+            "RlArgs {{ policy: {:?}, zero_shot: {:?}, from_scratch: {:?}, rl_mode: {:?}, moves: {:?}, temperature: {:?}",
+            self.policy, self.zero_shot, self.from_scratch, self.rl_mode, self.moves, self.temperature
+        );
+        for (name, value) in [
+            ("epochs", self.epochs.map(|e| e.to_string())),
+            ("minibatches", self.minibatches.map(|m| m.to_string())),
+            ("lr", self.lr.map(|l| format!("{l:?}"))),
+        ] {
+            if let Some(v) = value {
+                s += &format!(", {name}: {v}");
+            }
+        }
+        s + " }"
+    }
+
     pub fn options(&self) -> strategy::RlOptions {
         let mut o = strategy::RlOptions {
             policy: self.policy.as_deref().map(strip_checkpoint_ext),
@@ -360,6 +380,20 @@ mod tests {
         assert_eq!(super::report(&out, p, &judge, &o, None, &dest), 1);
         assert!(dest.exists(), "the best partition is kept");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Unset flags added after the journal keep its fingerprints: the
+    /// settings read as `Debug` printed them before.
+    #[test]
+    fn settings_print_later_flags_only_when_set() {
+        let a = Args::try_parse_from(["t"]).unwrap().rl;
+        let before = "RlArgs { policy: None, zero_shot: false, from_scratch: false, rl_mode: Fix, moves: None, temperature: 1.0 }";
+        assert_eq!(a.settings(), before);
+        let a = Args::try_parse_from(["t", "--moves", "2", "--lr", "0.001"]).unwrap().rl;
+        assert_eq!(
+            a.settings(),
+            "RlArgs { policy: None, zero_shot: false, from_scratch: false, rl_mode: Fix, moves: Some(2), temperature: 1.0, lr: 0.001 }"
+        );
     }
 
     /// The fine-tuning flags reach the update; left out, the deployment's

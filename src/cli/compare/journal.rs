@@ -153,7 +153,7 @@ impl Journal {
             .field(&(budget as u64).to_le_bytes())
             .field(judge.as_bytes());
         if strategy.starts_with("rl") {
-            h.field(format!("{rl:?}").as_bytes());
+            h.field(rl.settings().as_bytes());
             let stem = rl.options().policy.unwrap_or_else(|| PathBuf::from(SHIPPED));
             let (_, sidecar) = crate::policy::checkpoint::paths(&stem);
             h.field(&std::fs::read(sidecar).unwrap_or_default());

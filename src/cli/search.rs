@@ -242,10 +242,60 @@ pub fn progress_bar(out: &Output, budget: Budget) -> Option<indicatif::ProgressB
     Some(bar)
 }
 
-/// The most common reasons for invalid samples, with counts.
-pub fn top_reasons(o: &Outcome, n: usize) -> Vec<(String, usize)> {
-    let mut v: Vec<(String, usize)> = o.invalid.iter().map(|(r, c)| (r.clone(), *c)).collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+/// A reason for invalid samples, with the wordings that differ from it only
+/// in their numbers (a chip out of memory by 127.25 MiB or by 127.26 MiB).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reason {
+    /// The most frequent wording.
+    pub text: String,
+    /// Samples, over every wording.
+    pub count: usize,
+    pub wordings: usize,
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.wordings {
+            1 => write!(f, "{}", self.text),
+            k => write!(f, "{} (one of {k} wordings that differ only in numbers)", self.text),
+        }
+    }
+}
+
+/// The wording with every number (digits, possibly with a point) as `#`.
+fn numbers_out(r: &str) -> String {
+    let mut out = String::with_capacity(r.len());
+    let mut in_number = false;
+    for ch in r.chars() {
+        let part = ch.is_ascii_digit() || (in_number && ch == '.');
+        if part && !in_number {
+            out.push('#');
+        } else if !part {
+            out.push(ch);
+        }
+        in_number = part;
+    }
+    out
+}
+
+/// The most common reasons for invalid samples, most samples first.
+pub fn top_reasons(o: &Outcome, n: usize) -> Vec<Reason> {
+    let mut groups: std::collections::BTreeMap<String, Reason> = std::collections::BTreeMap::new();
+    for (text, &count) in &o.invalid {
+        let g = groups.entry(numbers_out(text)).or_insert_with(|| Reason {
+            text: text.clone(),
+            count: 0,
+            wordings: 0,
+        });
+        // The map is ordered by text, so ties keep the first wording.
+        if count > o.invalid.get(&g.text).copied().unwrap_or(0) {
+            g.text = text.clone();
+        }
+        g.count += count;
+        g.wordings += 1;
+    }
+    let mut v: Vec<Reason> = groups.into_values().collect();
+    v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.text.cmp(&b.text)));
     v.truncate(n);
     v
 }
@@ -274,7 +324,7 @@ fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, greedy: Option<
         let reasons = top_reasons(o, 3);
         let why = reasons
             .first()
-            .map(|r| r.0.clone())
+            .map(|r| r.to_string())
             .unwrap_or_else(|| "no sample was taken".into());
         out.error(
             &format!(
@@ -297,7 +347,7 @@ fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, greedy: Option<
     if out.json {
         let reasons: Vec<serde_json::Value> = top_reasons(o, 10)
             .into_iter()
-            .map(|(r, c)| serde_json::json!({"reason": r, "count": c}))
+            .map(|r| serde_json::json!({"reason": r.text, "count": r.count, "wordings": r.wordings}))
             .collect();
         out.print_json(&serde_json::json!({
             "ok": true, "problem": p.name, "strategy": o.strategy, "seed": o.seed, "judge": judge.describe,
@@ -336,8 +386,8 @@ fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, greedy: Option<
     }
     let bad = o.invalid_count();
     println!("invalid     {bad} of {} samples", o.records.len());
-    for (r, c) in top_reasons(o, 5) {
-        println!("  {c:>6}  {r}");
+    for r in top_reasons(o, 5) {
+        println!("  {:>6}  {r}", r.count);
     }
     0
 }
@@ -394,6 +444,51 @@ mod tests {
             a.settings(),
             "RlArgs { policy: None, zero_shot: false, from_scratch: false, rl_mode: Fix, moves: Some(2), temperature: 1.0, lr: 0.001 }"
         );
+    }
+
+    /// Reasons that differ only in numbers are counted as one, shown by
+    /// their most frequent wording.
+    #[test]
+    fn reasons_group_wordings_that_differ_in_numbers() {
+        let mut o = crate::strategy::Outcome {
+            strategy: "t".into(),
+            seed: 0,
+            best: None,
+            records: Vec::new(),
+            invalid: Default::default(),
+            solver: Default::default(),
+            elapsed_s: 0.0,
+            failure: None,
+        };
+        for (r, c) in [
+            ("chip `die[0]` runs out of memory: 127.25 MiB exceed 128 MiB", 2),
+            ("chip `die[0]` runs out of memory: 127.3 MiB exceed 128 MiB", 5),
+            ("chip `die[12]` runs out of memory: 99 MiB exceed 128 MiB", 1),
+            ("breaks `acyclic_flow`", 6),
+        ] {
+            o.invalid.insert(r.into(), c);
+        }
+        assert_eq!(super::numbers_out("die[12] at 1.5 MiB."), "die[#] at # MiB.");
+        let top = super::top_reasons(&o, 2);
+        assert_eq!(
+            top,
+            vec![
+                super::Reason {
+                    text: "chip `die[0]` runs out of memory: 127.3 MiB exceed 128 MiB".into(),
+                    count: 8,
+                    wordings: 3
+                },
+                super::Reason {
+                    text: "breaks `acyclic_flow`".into(),
+                    count: 6,
+                    wordings: 1
+                },
+            ]
+        );
+        assert!(top[0]
+            .to_string()
+            .ends_with("(one of 3 wordings that differ only in numbers)"));
+        assert_eq!(top[1].to_string(), "breaks `acyclic_flow`");
     }
 
     /// The fine-tuning flags reach the update; left out, the deployment's

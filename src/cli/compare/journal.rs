@@ -4,8 +4,8 @@
 //! runs it finished and `--resume` takes them instead of running them again.
 
 use super::super::search::RlArgs;
-use super::safe_name;
-use crate::digest::{fnv1a, Fnv1a};
+use super::{problem_folder, safe_name};
+use crate::digest::Fnv1a;
 use crate::problem::Problem;
 use crate::strategy::{Outcome, SHIPPED};
 use serde::{Deserialize, Serialize};
@@ -48,13 +48,8 @@ impl Journal {
     }
 
     pub fn path(&self, label: &str, strategy: &str, seed: u64) -> PathBuf {
-        // Labels are unique, their safe names need not be (`a:b`, `a_b`).
-        let folder = match safe_name(label) {
-            s if s == label => s,
-            s => format!("{s}-{}", &fnv1a(label.as_bytes())[..8]),
-        };
         self.dir
-            .join(folder)
+            .join(problem_folder(label))
             .join(format!("{}.seed{seed}.json", safe_name(strategy)))
     }
 

@@ -420,7 +420,7 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
         let (y, lines) = problem_lines(pr, &names, args.budget);
         match plot(&pr.label, y, args.budget, &lines) {
             Ok(svg) => {
-                let dir = safe_name(&pr.label);
+                let dir = problem_folder(&pr.label);
                 if let Err(e) = std::fs::create_dir_all(args.out.join(&dir)) {
                     out.error(&format!("cannot create `{}`: {e}", args.out.join(&dir).display()), None);
                     return 1;
@@ -1136,7 +1136,17 @@ fn plot(title: &str, y_desc: &str, budget: usize, lines: &[Line]) -> Result<Stri
     Ok(svg)
 }
 
-/// A folder name for a problem label.
+/// A problem's folder (its curves, its kept runs): its label when that is a
+/// safe name, else the safe name and a hash of the label, since labels are
+/// unique and their safe names need not be (`a:b`, `a_b`).
+fn problem_folder(label: &str) -> String {
+    match safe_name(label) {
+        s if s == label => s,
+        s => format!("{s}-{}", &crate::digest::fnv1a(label.as_bytes())[..8]),
+    }
+}
+
+/// A file or folder name for a label.
 fn safe_name(label: &str) -> String {
     let s: String = label
         .chars()
@@ -1181,6 +1191,10 @@ mod tests {
     fn folder_names_are_safe() {
         assert_eq!(safe_name("a:b/c d"), "a_b_c_d");
         assert_eq!(safe_name(".."), "p..");
+        // Two labels with one safe name get two folders; a safe label is its own.
+        assert_eq!(problem_folder("bert-base"), "bert-base");
+        assert!(problem_folder("a:b").starts_with("a_b-"));
+        assert_ne!(problem_folder("a:b"), problem_folder("a/b"));
     }
 
     #[test]

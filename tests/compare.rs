@@ -174,6 +174,41 @@ fn compare_writes_curves_tables_and_figures_consistent_with_each_other() {
         checked += 1;
     }
     assert_eq!(checked, 3 * 2);
+
+    // summary.md's per-problem table: each run set's mean over seeds at each budget.
+    let header = md
+        .lines()
+        .find(|l| l.starts_with("| problem | nodes |"))
+        .expect("a per-problem table");
+    let cols: Vec<&str> = header.split('|').map(str::trim).collect();
+    for p in problems {
+        let line = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {p} |")))
+            .unwrap_or_else(|| panic!("{p}: {md}"));
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        for s in ["random", "anneal"] {
+            let cell = cells[cols.iter().position(|c| *c == s).unwrap()].replace('*', "");
+            let shown: Vec<f64> = cell
+                .split([',', '('])
+                .next()
+                .unwrap()
+                .split(" / ")
+                .map(|x| x.trim().parse().unwrap())
+                .collect();
+            for (budget, got) in [5usize, 30].into_iter().zip(shown) {
+                let vals: Vec<f64> = [5u64, 6]
+                    .iter()
+                    .map(|&seed| improvement(runs[&(p.to_string(), s.to_string(), seed)][budget - 1]))
+                    .collect();
+                let want = vals.iter().sum::<f64>() / 2.0;
+                assert!(
+                    (got - want).abs() < 6e-4,
+                    "{p} {s} at {budget}: table {got}, curves {want}\n{md}"
+                );
+            }
+        }
+    }
     assert!(rows.iter().any(|r| r[1] == "fraction_of_bound"));
     let reach: Vec<&Vec<String>> = rows.iter().filter(|r| r[1] == "samples_to_reach").collect();
     assert_eq!(reach.len(), 3 * 4);

@@ -756,6 +756,71 @@ impl Summary {
         s
     }
 
+    /// The table per problem: each strategy's mean best over greedy at each
+    /// budget (of the bound when greedy has no valid partition), the
+    /// invalid samples of its runs and a run's mean time.
+    fn per_problem(&self, m: &mut String, problems: &[ProblemRuns]) {
+        let names: Vec<&String> = self.names.iter().filter(|s| *s != "greedy").collect();
+        let budgets: Vec<String> = self.budgets.iter().map(|b| b.to_string()).collect();
+        let _ = writeln!(
+            m,
+            "\n**Per problem**: best over greedy at {} samples, mean over seeds (`%`: of the bound, where greedy \
+             has no valid partition; `none`: no run has a valid one yet), in bold the best at the last budget; in \
+             parentheses the invalid samples of all runs; a run's mean time.\n",
+            budgets.join(" / ")
+        );
+        let _ = write!(m, "| problem | nodes |");
+        for s in &names {
+            let _ = write!(m, " {s} |");
+        }
+        let _ = write!(m, "\n|---|--:|");
+        for _ in &names {
+            let _ = write!(m, "--:|");
+        }
+        m.push('\n');
+        let mut order: Vec<&ProblemRuns> = problems.iter().collect();
+        order.sort_by_key(|p| p.nodes);
+        let last = self.budgets.last().copied().unwrap_or(1);
+        for p in order {
+            let (denom, unit) = match (p.greedy, p.bound) {
+                (Some(g), _) => (g, ""),
+                (None, Some(b)) => (b / 100.0, "%"),
+                (None, None) => (f64::NAN, ""),
+            };
+            let top = names
+                .iter()
+                .filter_map(|s| p.mean_at(s, last, denom))
+                .fold(f64::NEG_INFINITY, f64::max);
+            let _ = write!(m, "| {} | {} |", p.label, p.nodes);
+            for s in &names {
+                let runs: Vec<&Outcome> = p.of(s).collect();
+                if runs.is_empty() || !denom.is_finite() {
+                    let _ = write!(m, " - |");
+                    continue;
+                }
+                let at: Vec<String> = self
+                    .budgets
+                    .iter()
+                    .map(|&b| match runs.iter().all(|o| o.best_at(b).is_none()) {
+                        true => "none".to_string(),
+                        false => format!("{:.3}{unit}", p.mean_at(s, b, denom).unwrap_or(0.0)),
+                    })
+                    .collect();
+                let mut cell = at.join(" / ");
+                if p.mean_at(s, last, denom).is_some_and(|v| v >= top - 1e-12 && top > 0.0) {
+                    cell = format!("**{cell}**");
+                }
+                let invalid: usize = runs.iter().map(|o| o.invalid_count()).sum();
+                if invalid > 0 {
+                    cell += &format!(" ({invalid})");
+                }
+                let time = runs.iter().map(|o| o.elapsed_s).sum::<f64>() / runs.len() as f64;
+                let _ = write!(m, " {cell}, {time:.0} s |");
+            }
+            m.push('\n');
+        }
+    }
+
     fn markdown(&self, problems: &[ProblemRuns], skipped: &[(String, String)], args: &CompareArgs) -> String {
         let mut m = String::new();
         let seeds = if args.repeats == 1 {
@@ -847,6 +912,7 @@ impl Summary {
             }
             m.push('\n');
         }
+        self.per_problem(&mut m, problems);
         let unbased: Vec<&str> = problems
             .iter()
             .filter(|p| p.greedy.is_none())

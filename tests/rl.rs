@@ -274,6 +274,29 @@ fn train_errors_are_clean() {
         err.contains("the split `nope`") && err.contains("train, validation"),
         "{err}"
     );
+    // A graph the package cannot take is skipped, saying why.
+    let masks = dir.join("masks");
+    std::fs::create_dir_all(&masks).unwrap();
+    std::fs::write(
+        masks.join("m.json"),
+        r#"{"nodes": [{"id": "mask", "op": "placeholder", "replicable": true}], "edges": []}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        masks.join("manifest.json"),
+        r#"{"format_version": 1, "graphs": [{"name": "m", "split": "train", "file": "m.json", "nodes": 1}]}"#,
+    )
+    .unwrap();
+    let o = mcmpart_in(
+        &dir,
+        &["train", "--package", "ring.mcm", "--graphs", "masks", "--out", "x"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        err.contains("skipping `m`") && err.contains("has no nodes to place") && err.contains("no usable graph"),
+        "{err}"
+    );
     let o = mcmpart_in(
         &dir,
         &["train", "--package", "missing.mcm", "--graphs", "graphs", "--out", "x"],

@@ -167,8 +167,13 @@ fn tasks(out: &Output, args: &TrainArgs, split: &str) -> Result<Vec<Task>, i32> 
                     out.diagnostics(&compiled, &compiled.diags);
                     return Err(1);
                 }
+                let why = compiled
+                    .diags
+                    .iter()
+                    .find(|d| !d.warning)
+                    .map_or(String::new(), |d| format!(": {}", d.message));
                 eprintln!(
-                    "warning: skipping `{}`: `{}` does not apply to it",
+                    "warning: skipping `{}`: `{}` does not apply to it{why}",
                     e.name,
                     pkg.display()
                 );

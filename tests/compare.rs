@@ -81,6 +81,18 @@ fn compare_writes_curves_tables_and_figures_consistent_with_each_other() {
     ]);
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    // One log line per finished run on stderr, though it is no terminal:
+    // 2 problems x (greedy + 2 strategies x 2 seeds).
+    let log: Vec<&str> = stderr.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(log.len(), 10, "{stderr}");
+    for k in 1..=10 {
+        assert!(log.iter().any(|l| l.starts_with(&format!("[{k}/10] "))), "{stderr}");
+    }
+    assert!(
+        log.iter()
+            .any(|l| l.contains(" anneal seed 6: ") && l.contains("samples in")),
+        "{stderr}"
+    );
     // The table on stdout is summary.md.
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(stdout.starts_with(&md), "{stdout}");

@@ -19,7 +19,6 @@ use journal::{Journal, Stale};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -164,7 +163,6 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
         return 1;
     }
 
-    let show_progress = !out.json && std::io::stderr().is_terminal();
     let mut prepared: Vec<Prepared> = Vec::new();
     let mut skipped: Vec<(String, String)> = Vec::new();
     let multi_file = files.len() > 1;
@@ -266,9 +264,10 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
     let report = |label: &str, strategy: &str, seed: u64, what: String| {
         let mut done = done_runs.lock().unwrap_or_else(|e| e.into_inner());
         *done += 1;
-        if show_progress {
-            eprintln!("[{done}/{total_runs}] {label} {strategy} seed {seed}: {what}");
-        }
+        // On stderr, terminal or not (`--json` too, its answer is on stdout):
+        // a compare of hours runs in the background, and this log is how
+        // one follows it.
+        eprintln!("[{done}/{total_runs}] {label} {strategy} seed {seed}: {what}");
     };
     let report_run = |label: &str, o: &Outcome, greedy: Option<f64>| {
         let best = match (o.best.as_ref(), greedy) {

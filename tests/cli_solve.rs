@@ -391,3 +391,135 @@ fn solve_with_a_time_budget() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
+
+/// Numbers a flag cannot mean are refused before anything runs (exit 2, the
+/// flag and the value named): a NaN timeout had panicked, a budget of 0
+/// read as "no valid partition", 100000 evaluation threads hung.
+#[test]
+fn impossible_flag_values_are_refused_up_front() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["solve", "examples/quickstart.mcm", "--eval-timeout", "NaN"],
+            "--eval-timeout",
+        ),
+        (
+            &["solve", "examples/quickstart.mcm", "--eval-timeout", "0"],
+            "--eval-timeout",
+        ),
+        (&["solve", "examples/quickstart.mcm", "--budget", "0"], "--budget"),
+        (&["solve", "examples/quickstart.mcm", "--time", "0"], "--time"),
+        (&["solve", "examples/quickstart.mcm", "--time", "NaN"], "--time"),
+        (&["solve", "examples/quickstart.mcm", "--jobs", "0"], "--jobs"),
+        (&["solve", "examples/quickstart.mcm", "--jobs", "100000"], "--jobs"),
+        (
+            &["compare", "examples/quickstart.mcm", "--out", "x", "--eval-timeout=-1"],
+            "--eval-timeout",
+        ),
+        (
+            &[
+                "train",
+                "--package",
+                "examples/quickstart.mcm",
+                "--out",
+                "x",
+                "--lr",
+                "NaN",
+            ],
+            "--lr",
+        ),
+        (
+            &[
+                "train",
+                "--package",
+                "examples/quickstart.mcm",
+                "--out",
+                "x",
+                "--entropy",
+                "inf",
+            ],
+            "--entropy",
+        ),
+        (
+            &[
+                "train",
+                "--package",
+                "examples/quickstart.mcm",
+                "--out",
+                "x",
+                "--rollouts",
+                "0",
+            ],
+            "--rollouts",
+        ),
+        (
+            &[
+                "train",
+                "--package",
+                "examples/quickstart.mcm",
+                "--out",
+                "x",
+                "--epochs",
+                "0",
+            ],
+            "--epochs",
+        ),
+        (
+            &[
+                "train",
+                "--package",
+                "examples/quickstart.mcm",
+                "--out",
+                "x",
+                "--layers",
+                "0",
+            ],
+            "--layers",
+        ),
+    ];
+    for (args, flag) in cases {
+        let o = mcmpart(args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}\n{out}\n{err}");
+        let value = args.last().unwrap().trim_start_matches(flag).trim_start_matches('=');
+        assert!(err.contains(flag) && err.contains(value), "{args:?}\n{err}");
+        assert!(!err.contains("panicked"), "{args:?}\n{err}");
+    }
+}
+
+/// `--out` naming a file the problem is read from (its .mcm, however
+/// spelled, or its graph) is refused, and the file is left as it was.
+#[test]
+fn out_never_replaces_an_input() {
+    let dir = common::scratch("out-over-input");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let root = common::root();
+    std::fs::copy(root.join("examples/quickstart.mcm"), dir.join("q.mcm")).unwrap();
+    std::fs::copy(root.join("examples/data/tiny_mlp.json"), dir.join("data/tiny_mlp.json")).unwrap();
+    let before = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    let (mcm, graph) = (before("q.mcm"), before("data/tiny_mlp.json"));
+    for (args, input) in [
+        (vec!["solve", "q.mcm", "--budget", "3", "--out", "q.mcm"], "q.mcm"),
+        (
+            vec!["solve", "q.mcm", "--budget", "3", "--out", "./data/../q.mcm"],
+            "q.mcm",
+        ),
+        (
+            vec!["solve", "q.mcm", "--budget", "3", "--out", "data/tiny_mlp.json"],
+            "tiny_mlp.json",
+        ),
+        (vec!["sample", "q.mcm", "--out", "q.mcm"], "q.mcm"),
+    ] {
+        let o = mcmpart_in(&dir, &args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}\n{out}\n{err}");
+        assert!(
+            err.contains("which the problem is read from") && err.contains(input),
+            "{err}"
+        );
+    }
+    assert_eq!(before("q.mcm"), mcm);
+    assert_eq!(before("data/tiny_mlp.json"), graph);
+    // Any other file is fine.
+    let o = mcmpart_in(&dir, &["solve", "q.mcm", "--budget", "3", "--out", "best.json"]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+}

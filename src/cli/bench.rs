@@ -109,7 +109,7 @@ pub fn solver(
 ) -> i32 {
     use crate::solver::{check, fix, node_order, sample};
     use rand::{Rng, SeedableRng};
-    super::solve::with_problem(out, file, args.problem.as_deref(), |p, sources| {
+    super::solve::with_problem(out, file, args.problem.as_deref(), dest, |p, sources| {
         let t0 = Instant::now();
         let mut solver = match super::solve::make_solver(out, p, args, sources) {
             Ok(s) => s,

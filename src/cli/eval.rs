@@ -23,10 +23,10 @@ pub struct EvalArgs {
     #[arg(long, conflicts_with = "evaluator")]
     pub analytical: bool,
     /// Seconds an evaluation may take before it counts as invalid.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, value_parser = super::args::seconds)]
     pub eval_timeout: f64,
-    /// Evaluations run at once.
-    #[arg(long, default_value_t = 1)]
+    /// Evaluations run at once (at most 1024).
+    #[arg(long, default_value_t = 1, value_parser = super::args::jobs)]
     pub jobs: usize,
     /// Skip the built-in peak-memory check.
     #[arg(long)]
@@ -38,7 +38,7 @@ impl EvalArgs {
         JudgeOptions {
             evaluator: self.evaluator.clone(),
             analytical: self.analytical,
-            timeout: Duration::from_secs_f64(self.eval_timeout.clamp(0.001, 1e7)),
+            timeout: Duration::from_secs_f64(self.eval_timeout.clamp(0.001, super::args::MAX_SECONDS)),
             jobs: self.jobs.max(1),
             dynamic_check: !self.no_dynamic_check,
         }
@@ -54,7 +54,7 @@ fn bytes(v: f64) -> String {
 }
 
 pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>, args: &EvalArgs) -> i32 {
-    super::solve::with_problem(out, file, problem, |p, sources| {
+    super::solve::with_problem(out, file, problem, None, |p, sources| {
         let placement = match read_partition(partition, &p.graph, p.package.num_chips()) {
             Ok(pl) => pl,
             Err(e) => {

@@ -1,5 +1,6 @@
 //! The command line: `mcmpart check | verify | test`.
 
+mod args;
 mod bench;
 mod check;
 mod compare;

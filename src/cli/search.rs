@@ -1,6 +1,7 @@
 //! `mcmpart solve`: run a strategy within a budget, write the best valid
 //! partition, and say how it compares with greedy and with the bound.
 
+use super::args::{counting, positive, seconds};
 use super::eval::{secs, EvalArgs};
 use super::solve::{report_infeasible, with_problem};
 use super::Output;
@@ -23,10 +24,10 @@ pub struct SolveArgs {
     #[arg(long, default_value = DEFAULT_STRATEGY)]
     pub strategy: String,
     /// Budget in samples (evaluated partitions).
-    #[arg(long, conflicts_with = "time")]
+    #[arg(long, conflicts_with = "time", value_parser = counting)]
     pub budget: Option<usize>,
     /// Budget in seconds.
-    #[arg(long)]
+    #[arg(long, value_parser = seconds)]
     pub time: Option<f64>,
     /// Seed of every random choice.
     #[arg(long, default_value_t = 0)]
@@ -76,20 +77,6 @@ pub struct RlArgs {
     /// Fine-tuning: AdamW's learning rate (default 3e-4).
     #[arg(long, value_parser = positive)]
     pub lr: Option<f64>,
-}
-
-fn counting(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("`{s}` is not a whole number of at least 1")),
-    }
-}
-
-fn positive(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(t) if t.is_finite() && t > 0.0 => Ok(t),
-        _ => Err(format!("`{s}` is not a positive number")),
-    }
 }
 
 impl RlArgs {
@@ -178,7 +165,8 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> i32 {
     let Some(mut strat) = strategy_named(out, &args.strategy, &args.rl) else {
         return 2;
     };
-    with_problem(out, file, args.problem.as_deref(), |p, sources| {
+    let dest = args.out.clone().unwrap_or_else(|| default_out(file));
+    with_problem(out, file, args.problem.as_deref(), Some(&dest), |p, sources| {
         let judge = match Judge::new(p, &args.eval.options()) {
             Ok(j) => j,
             Err(e) => {
@@ -215,7 +203,6 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> i32 {
             Ok(g) => g.best.map(|b| b.throughput),
             Err(_) => None,
         };
-        let dest = args.out.clone().unwrap_or_else(|| default_out(file));
         report(out, p, &judge, &outcome, greedy, &dest)
     })
 }

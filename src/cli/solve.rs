@@ -31,10 +31,29 @@ pub struct SolverArgs {
 }
 
 /// Compiles the file and runs `f` on the chosen problem and the sources.
-pub fn with_problem(out: &Output, file: &Path, name: Option<&str>, f: impl FnOnce(&Problem, &SourceMap) -> i32) -> i32 {
+/// `dest`, the file the command will write, must not be one it read (a
+/// `--out` naming the problem's own file or its graph would replace it).
+pub fn with_problem(
+    out: &Output,
+    file: &Path,
+    name: Option<&str>,
+    dest: Option<&Path>,
+    f: impl FnOnce(&Problem, &SourceMap) -> i32,
+) -> i32 {
     let Some(c) = out.compile(file) else {
         return 1;
     };
+    if let Some((dest, input)) = dest.and_then(|d| Some((d, read_by(d, &c.inputs())?))) {
+        out.error(
+            &format!(
+                "`{}` is `{}`, which the problem is read from: writing there would replace it",
+                dest.display(),
+                input.display()
+            ),
+            Some("name another file with --out"),
+        );
+        return 1;
+    }
     match c.problem(name) {
         Ok(p) => f(p, &c.program.sources),
         Err(m) => {
@@ -42,6 +61,15 @@ pub fn with_problem(out: &Output, file: &Path, name: Option<&str>, f: impl FnOnc
             1
         }
     }
+}
+
+/// The input that `dest` names, if any (the same file, however spelled).
+fn read_by(dest: &Path, inputs: &[std::path::PathBuf]) -> Option<std::path::PathBuf> {
+    let dest = std::fs::canonicalize(dest).ok()?;
+    inputs
+        .iter()
+        .find(|i| std::fs::canonicalize(i).is_ok_and(|i| i == dest))
+        .cloned()
 }
 
 /// Reports that no valid partition exists, naming the conflicting rules.
@@ -94,7 +122,7 @@ pub fn make_solver<'p>(
 }
 
 pub fn run_sample(out: &Output, file: &Path, args: &SolverArgs, dest: &Path) -> i32 {
-    with_problem(out, file, args.problem.as_deref(), |p, sources| {
+    with_problem(out, file, args.problem.as_deref(), Some(dest), |p, sources| {
         let mut solver = match make_solver(out, p, args, sources) {
             Ok(s) => s,
             Err(code) => return code,
@@ -112,7 +140,7 @@ pub fn run_sample(out: &Output, file: &Path, args: &SolverArgs, dest: &Path) -> 
 }
 
 pub fn run_repair(out: &Output, file: &Path, args: &SolverArgs, proposal: &Path, dest: &Path) -> i32 {
-    with_problem(out, file, args.problem.as_deref(), |p, sources| {
+    with_problem(out, file, args.problem.as_deref(), Some(dest), |p, sources| {
         let prop = match read_proposal(proposal, &p.graph, p.package.num_chips()) {
             Ok(x) => x,
             Err(e) => {

@@ -1,6 +1,7 @@
 //! `mcmpart train`: pretrain the policy on a split of the graph folder,
 //! each graph under each given problem file's package and rules.
 
+use super::args::{counting, non_negative, positive};
 use super::search::progress_bar;
 use super::Output;
 use crate::cost::{Judge, JudgeOptions};
@@ -38,7 +39,7 @@ pub struct TrainArgs {
     #[arg(long)]
     pub out: PathBuf,
     /// Updates between checkpoints (each validated).
-    #[arg(long, default_value_t = 25)]
+    #[arg(long, default_value_t = 25, value_parser = counting)]
     pub checkpoint_every: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -54,28 +55,28 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 0)]
     pub moves: usize,
     /// Rollouts per update.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = counting)]
     pub rollouts: usize,
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = counting)]
     pub minibatches: usize,
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = counting)]
     pub epochs: usize,
-    #[arg(long, default_value_t = 3e-4)]
+    #[arg(long, default_value_t = 3e-4, value_parser = positive)]
     pub lr: f64,
     /// Entropy bonus. When most rollouts earn nothing, the bonus alone moves
     /// the policy, towards uniform: 0 keeps a pretrained (`--init`) policy's shape.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = 0.01, value_parser = non_negative)]
     pub entropy: f64,
     /// GraphSAGE layers.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = counting)]
     pub layers: usize,
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, value_parser = counting)]
     pub hidden: usize,
     /// Refinement iterations.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = counting)]
     pub iterations: usize,
     /// Rollouts per validation graph and round.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = counting)]
     pub val_samples: usize,
     /// Fine-tuning updates per validation graph.
     #[arg(long, default_value_t = 2)]
@@ -85,7 +86,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 0)]
     pub imitate: usize,
     /// Learning rate of the imitation steps.
-    #[arg(long, default_value_t = 1e-3)]
+    #[arg(long, default_value_t = 1e-3, value_parser = positive)]
     pub imitate_lr: f64,
     /// Imitate, instead, the best partition a short anneal finds from
     /// greedy's on each training graph (a refinement of the partition the
@@ -111,9 +112,9 @@ impl TrainArgs {
                 ..PolicyConfig::default()
             },
             ppo: PpoConfig {
-                rollouts: self.rollouts.max(1),
-                minibatches: self.minibatches.max(1),
-                epochs: self.epochs.max(1),
+                rollouts: self.rollouts,
+                minibatches: self.minibatches,
+                epochs: self.epochs,
                 lr: self.lr,
                 entropy: self.entropy,
                 ..PpoConfig::default()
@@ -124,9 +125,9 @@ impl TrainArgs {
                 k => Draw::Moves(k),
             },
             samples: self.samples,
-            checkpoint_every: self.checkpoint_every.max(1),
+            checkpoint_every: self.checkpoint_every,
             seed: self.seed,
-            val_samples: self.val_samples.max(1),
+            val_samples: self.val_samples,
             val_updates: self.val_updates,
             imitate: self.imitate,
             imitate_lr: self.imitate_lr,

@@ -130,6 +130,13 @@ impl<'p> Evaluator<'p> {
         }
     }
 
+    /// The graph files loaded so far.
+    pub fn graph_files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = self.graphs.keys().cloned().collect();
+        files.sort();
+        files
+    }
+
     /// Evaluates a static expression in a module, with extra local bindings.
     pub fn value(&mut self, module: usize, locals: &[(String, Value)], e: &Expr) -> R<Value> {
         let saved = (

@@ -17,7 +17,7 @@ use diag::{unknown_help, Diag};
 use eval::{Evaluator, Value};
 use loader::Program;
 use source::Span;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// What a test block asks.
@@ -67,9 +67,18 @@ pub struct Compiled {
     pub problems: Vec<Problem>,
     pub tests: Vec<TestCase>,
     pub diags: Vec<Diag>,
+    /// Graph files the program loaded (its source files are in
+    /// `program.sources`).
+    pub graph_files: Vec<PathBuf>,
 }
 
 impl Compiled {
+    /// Every file read to build the problems: sources and graphs.
+    pub fn inputs(&self) -> Vec<PathBuf> {
+        let sources = self.program.sources.files().iter().filter_map(|f| f.path.clone());
+        sources.chain(self.graph_files.iter().cloned()).collect()
+    }
+
     pub fn ok(&self) -> bool {
         self.diags.iter().all(|d| d.warning)
     }
@@ -134,6 +143,7 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
     diags.extend(type_diags);
     let mut problems = Vec::new();
     let mut tests = Vec::new();
+    let mut graph_files = Vec::new();
     if diags.is_empty() && !program.modules.is_empty() {
         let mut ev = Evaluator::new(&program, &types);
         let mut names: Vec<(String, Span)> = Vec::new();
@@ -167,6 +177,7 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
                 _ => {}
             }
         }
+        graph_files = ev.graph_files();
     }
     diags.retain(|d| d.code != eval::REPORTED);
     Compiled {
@@ -174,6 +185,7 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
         problems,
         tests,
         diags,
+        graph_files,
     }
 }
 

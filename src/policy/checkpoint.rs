@@ -101,6 +101,12 @@ fn config_mismatch(found: &PolicyConfig, expected: &PolicyConfig) -> Option<Stri
         .map(|(name, a, b)| format!("checkpoint has {name}={a} but config says {b}"))
 }
 
+/// Whether every element of `t` is a finite number.
+fn all_finite(t: &Tensor) -> Result<bool, PolicyError> {
+    let values = t.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+    Ok(values.iter().all(|v| v.is_finite()))
+}
+
 /// Loads the checkpoint at `stem` onto `device`. With `expected`, refuses a
 /// checkpoint whose network shape differs from it (the seed may differ).
 pub fn load(stem: &Path, expected: Option<&PolicyConfig>, device: &Device) -> Result<Policy, PolicyError> {
@@ -151,7 +157,28 @@ pub fn load(stem: &Path, expected: Option<&PolicyConfig>, device: &Device) -> Re
             "the weights file holds {stored_count} parameters but its configuration needs {needed}"
         )));
     }
-    let policy = Policy::new(&meta.config, device, dtype)?;
+    for (name, t) in &stored {
+        if t.dtype() != dtype {
+            return Err(corrupt(
+                &sidecar,
+                format!(
+                    "it says the weights are {} but `{name}` is {}",
+                    meta.dtype,
+                    t.dtype().as_str()
+                ),
+            ));
+        }
+        if !all_finite(t)? {
+            return Err(corrupt(
+                &weights,
+                format!("tensor `{name}` holds NaN or infinite weights (saved from a diverged training run?)"),
+            ));
+        }
+    }
+    let policy = Policy::new(&meta.config, device, dtype).map_err(|e| match e {
+        PolicyError::Config(m) => corrupt(&sidecar, format!("its configuration cannot be used: {m}")),
+        e => e,
+    })?;
     let vars = policy.vars();
     for (name, var) in &vars {
         let Some(t) = stored.get(name) else {

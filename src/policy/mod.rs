@@ -50,6 +50,18 @@ impl Default for PolicyConfig {
 }
 
 impl PolicyConfig {
+    /// The largest shape accepted, field by field: far beyond any useful
+    /// network, and small enough that a typo (or an edited sidecar, which
+    /// the weights' checksum does not cover) cannot make every forward pass
+    /// run for hours or allocate without end. `iterations` adds no weights,
+    /// so the parameter count of a checkpoint cannot catch it.
+    pub const LIMITS: [(&'static str, usize); 4] = [
+        ("layers", 256),
+        ("hidden", 8192),
+        ("iterations", 64),
+        ("op_buckets", 1 << 16),
+    ];
+
     /// Rejects shapes the network cannot be built with.
     pub fn validate(&self) -> Result<(), PolicyError> {
         if self.hidden == 0 || self.iterations == 0 || self.op_buckets == 0 {
@@ -57,6 +69,12 @@ impl PolicyConfig {
                 "hidden ({}), iterations ({}) and op_buckets ({}) must all be at least 1",
                 self.hidden, self.iterations, self.op_buckets
             )));
+        }
+        let values = [self.layers, self.hidden, self.iterations, self.op_buckets];
+        for ((name, max), value) in Self::LIMITS.into_iter().zip(values) {
+            if value > max {
+                return Err(PolicyError::Config(format!("{name} ({value}) must be at most {max}")));
+            }
         }
         Ok(())
     }
@@ -77,6 +95,9 @@ pub enum PolicyError {
     Input(String),
     /// A tensor operation failed (a bug or an exhausted device).
     Tensor(String),
+    /// Training produced a non-finite loss or gradient: the update is not
+    /// applied, and what was saved before stays as it was.
+    Diverged(String),
 }
 
 impl fmt::Display for PolicyError {
@@ -88,6 +109,7 @@ impl fmt::Display for PolicyError {
             PolicyError::Config(m) => write!(f, "invalid policy configuration: {m}"),
             PolicyError::Input(m) => write!(f, "cannot build policy features: {m}"),
             PolicyError::Tensor(m) => write!(f, "policy tensor error: {m}"),
+            PolicyError::Diverged(m) => write!(f, "training diverged: {m}"),
         }
     }
 }

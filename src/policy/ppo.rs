@@ -262,6 +262,10 @@ pub fn loss(
     Ok(Loss { total, stats })
 }
 
+pub(crate) fn diverged(what: String) -> PolicyError {
+    PolicyError::Diverged(format!("{what} (a learning rate or entropy bonus too large?)"))
+}
+
 /// One PPO update: `cfg.epochs` passes over the batch in `cfg.minibatches`
 /// shuffled minibatches, each an AdamW step on the clipped gradient.
 pub fn update(
@@ -285,6 +289,10 @@ pub fn update(
         order.shuffle(rng);
         for chunk in order.chunks(size) {
             let l = loss(policy, batch, chunk, &adv, cfg)?;
+            let total = l.total.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+            if !total.is_finite() {
+                return Err(diverged(format!("the PPO loss is {total}")));
+            }
             let mut grads = l.total.backward()?;
             if cfg.max_grad_norm > 0.0 {
                 let mut sq = 0.0;
@@ -294,6 +302,9 @@ pub fn update(
                     }
                 }
                 let norm = sq.sqrt();
+                if !norm.is_finite() {
+                    return Err(diverged(format!("the gradient's norm is {norm}")));
+                }
                 if norm > cfg.max_grad_norm {
                     let scale = cfg.max_grad_norm / norm;
                     for (_, v) in &vars {

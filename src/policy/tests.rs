@@ -524,6 +524,80 @@ fn bad_checkpoints_are_refused_with_reasons() {
     std::fs::write(&sidecar, "{ not json").unwrap();
     let json = err(&stem, None);
     assert!(json.contains("not a checkpoint sidecar"), "{json}");
+
+    // A sound save whose sidecar is then edited: `iterations` adds no
+    // weights (the checksum covers the weights only), so a huge value would
+    // pass every other check and make each forward pass endless.
+    checkpoint::save(&policy, &stem).unwrap();
+    let good: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&sidecar).unwrap()).unwrap();
+    let mut edited = good.clone();
+    edited["config"]["iterations"] = 1_000_000_000u64.into();
+    std::fs::write(&sidecar, edited.to_string()).unwrap();
+    let endless = err(&stem, None);
+    assert!(
+        endless.contains("damaged") && endless.contains("iterations (1000000000) must be at most 64"),
+        "{endless}"
+    );
+    // A sidecar that names another dtype than the weights have.
+    let mut edited = good.clone();
+    edited["dtype"] = "f16".into();
+    std::fs::write(&sidecar, edited.to_string()).unwrap();
+    let dtype = err(&stem, None);
+    assert!(
+        dtype.contains("says the weights are f16 but") && dtype.contains("is f32"),
+        "{dtype}"
+    );
+    std::fs::write(&sidecar, good.to_string()).unwrap();
+    assert!(checkpoint::load(&stem, None, &Device::Cpu).is_ok());
+
+    // Weights that went NaN in a diverged run, saved with a true checksum.
+    let (name, var) = policy.vars().into_iter().find(|(n, _)| n == "input.weight").unwrap();
+    var.set(&(var.as_tensor() * f64::NAN).unwrap()).unwrap();
+    checkpoint::save(&policy, &stem).unwrap();
+    let nan = err(&stem, None);
+    assert!(
+        nan.contains("damaged") && nan.contains(&format!("tensor `{name}` holds NaN or infinite weights")),
+        "{nan}"
+    );
+}
+
+/// A loss that is not finite stops the update before the optimiser steps:
+/// the weights stay as they were, and the error says training diverged.
+#[test]
+fn a_diverged_update_is_refused_and_leaves_the_weights() {
+    let policy = Policy::new(&small_config(), &Device::Cpu, DType::F32).unwrap();
+    let g = real("lstm_lm_small");
+    let features = vec![policy.features(&g, &ring(4, 64e6)).unwrap()];
+    let probs = policy.probs(&features[0], None).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let rollouts: Vec<Rollout> = (0..4)
+        .map(|i| {
+            let (actions, lp) = ppo::sample_actions(&probs, &mut rng);
+            Rollout {
+                credit: None,
+                graph: 0,
+                prev: None,
+                // One reward is NaN (an evaluator's garbage let through):
+                // every normalised advantage becomes NaN.
+                reward: if i == 2 { f32::NAN } else { 1.0 },
+                actions,
+                old_log_probs: lp,
+                value: 0.0,
+            }
+        })
+        .collect();
+    let batch = Batch {
+        features: &features,
+        rollouts,
+    };
+    let cfg = PpoConfig::default();
+    let mut opt = ppo::optimizer(&policy, &cfg).unwrap();
+    let before: Vec<Vec<f64>> = policy.vars().iter().map(|(_, v)| values(v.as_tensor())).collect();
+    let e = ppo::update(&policy, &mut opt, &batch, &cfg, &mut rng).unwrap_err();
+    assert!(matches!(e, PolicyError::Diverged(_)), "{e}");
+    assert!(e.to_string().contains("training diverged: the PPO loss is NaN"), "{e}");
+    let after: Vec<Vec<f64>> = policy.vars().iter().map(|(_, v)| values(v.as_tensor())).collect();
+    assert_eq!(before, after);
 }
 
 /// The toy task: put each node on the chip of its depth band. PPO must

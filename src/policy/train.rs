@@ -520,6 +520,10 @@ pub fn imitate_step(
         terms.push(lp.gather(&target, 1)?.mean_all()?.neg()?);
     }
     let loss = Tensor::stack(&terms, 0)?.mean(0)?;
+    let value = loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+    if !value.is_finite() {
+        return Err(ppo::diverged(format!("the imitation loss is {value}")));
+    }
     let grads = loss.backward()?;
     opt.step(&grads)?;
     let last = out.last();

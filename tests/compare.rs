@@ -516,20 +516,56 @@ fn resume_takes_the_finished_runs_made_with_the_same_settings() {
     let records = run["outcome"]["records"].as_array_mut().unwrap();
     records.push(records[0].clone());
     std::fs::write(&files[2], run.to_string()).unwrap();
+    // Figures no run can have: a negative throughput, a chip the package
+    // lacks, a best partition better than any of its samples.
+    let edit = |f: &PathBuf, change: &dyn Fn(&mut serde_json::Value)| {
+        let mut run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        change(&mut run["outcome"]);
+        std::fs::write(f, run.to_string()).unwrap();
+    };
+    edit(&files[3], &|o| {
+        let r = o["records"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|r| r["throughput"].is_number());
+        r.unwrap()["throughput"] = (-5.0).into();
+    });
+    edit(&files[4], &|o| o["best"]["chips"][0] = 99.into());
+    edit(&files[6], &|o| o["best"]["throughput"] = 1e12.into());
     let (stdout, stderr, again) = compare("20", true);
-    assert!(stdout.contains("5 of 8 runs taken from"), "{stdout}");
+    assert!(stdout.contains("2 of 8 runs taken from"), "{stdout}");
     assert!(
         stderr.contains("again") && stderr.contains("is not a run file"),
         "{stderr}"
     );
-    assert!(stderr.contains("does not hold a run of"), "{stderr}");
+    for why in [
+        "more than the budget of 20",
+        "has a throughput of -5",
+        "is not one of",
+        "is not its best sample's",
+    ] {
+        assert!(
+            stderr.contains("does not hold a run of") && stderr.contains(why),
+            "{why}: {stderr}"
+        );
+    }
     // Exactly: a run read back must not lose a bit of its figures.
     let differ: Vec<_> = first.iter().zip(&again).filter(|(x, y)| x != y).take(3).collect();
     assert!(first.len() == again.len() && differ.is_empty(), "{differ:?}");
 
-    // Another budget, or an edited problem, is not the same run.
-    let (stdout, _, _) = compare("21", true);
+    // Another budget, or an edited problem, is not the same run. The runs
+    // it replaces are kept aside, and going back to their budget finds them.
+    let (stdout, stderr, _) = compare("21", true);
     assert!(!stdout.contains("runs taken"), "{stdout}");
+    assert_eq!(
+        stderr.matches("held a run made with other settings").count(),
+        8,
+        "{stderr}"
+    );
+    let (stdout, _, back) = compare("20", true);
+    assert!(stdout.contains("8 of 8 runs taken from"), "{stdout}");
+    assert_eq!(back, again);
     let edited = std::fs::read_to_string(&a).unwrap().replace("10 GB/s", "20 GB/s");
     std::fs::write(&a, edited).unwrap();
     let (stdout, _, _) = compare("21", true);

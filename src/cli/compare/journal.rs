@@ -53,45 +53,69 @@ impl Journal {
             .join(format!("{}.seed{seed}.json", safe_name(strategy)))
     }
 
+    /// Where a run made with other settings than the latest is kept when a
+    /// run of the same strategy and seed replaces it: beside it, named by
+    /// its fingerprint, so that going back to those settings finds it.
+    fn aside(path: &Path, fingerprint: &str) -> PathBuf {
+        let tag: String = fingerprint
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(16)
+            .collect();
+        path.with_extension(format!("{tag}.json"))
+    }
+
+    /// The run file at `path`, if it reads as one.
+    fn read(path: &Path) -> Result<RunFile, Stale> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Stale::Missing),
+            Err(e) => return Err(Stale::Unreadable(format!("`{}`: {e}", path.display()))),
+        };
+        serde_json::from_str(&text)
+            .map_err(|e| Stale::Unreadable(format!("`{}` is not a run file: {e}", path.display())))
+    }
+
     /// The run on disk, when resuming and it was made from `fingerprint`
-    /// (for a problem of `nodes` nodes and a budget of `budget` samples).
+    /// (on `problem`, within a budget of `budget` samples).
     pub fn load(
         &self,
         label: &str,
         key: (&str, u64),
         fingerprint: &str,
-        nodes: usize,
+        problem: &Problem,
         budget: usize,
     ) -> Result<Outcome, Stale> {
         let (strategy, seed) = key;
         if !self.resume {
             return Err(Stale::Missing);
         }
-        let path = self.path(label, strategy, seed);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Stale::Missing),
-            Err(e) => return Err(Stale::Unreadable(format!("`{}`: {e}", path.display()))),
-        };
-        let run: RunFile = serde_json::from_str(&text)
-            .map_err(|e| Stale::Unreadable(format!("`{}` is not a run file: {e}", path.display())))?;
+        let mut path = self.path(label, strategy, seed);
+        let mut run = Self::read(&path)?;
         if run.format != FORMAT || run.fingerprint != fingerprint {
-            return Err(Stale::Other);
+            // Made with other settings; one made with these may be aside.
+            path = Self::aside(&path, fingerprint);
+            run = match Self::read(&path) {
+                Ok(r) if r.format == FORMAT && r.fingerprint == fingerprint => r,
+                Ok(_) | Err(Stale::Missing) => return Err(Stale::Other),
+                Err(e) => return Err(e),
+            };
         }
         let o = run.outcome;
-        let sane = o.strategy == strategy
-            && o.seed == seed
-            && o.records.len() <= budget
-            && o.best
-                .as_ref()
-                .is_none_or(|b| b.chips.len() == nodes && b.sample <= o.records.len());
-        if !sane {
-            return Err(Stale::Unreadable(format!(
-                "`{}` does not hold a run of {strategy} seed {seed} on {nodes} nodes within {budget} samples",
-                path.display()
-            )));
+        let why = if o.strategy != strategy || o.seed != seed {
+            Some(format!("it is a run of {} seed {}", o.strategy, o.seed))
+        } else {
+            o.inconsistency(problem, budget)
+        };
+        match why {
+            // A hand edit or a damaged file: run again rather than report it.
+            Some(why) => Err(Stale::Unreadable(format!(
+                "`{}` does not hold a run of {strategy} seed {seed} on `{}` within {budget} samples: {why}",
+                path.display(),
+                problem.name
+            ))),
+            None => Ok(o),
         }
-        Ok(o)
     }
 
     /// Writes a finished run, atomically (a temporary renamed into place).
@@ -107,6 +131,17 @@ impl Journal {
         let path = self.path(label, &outcome.strategy, outcome.seed);
         let dir = path.parent().unwrap_or(&self.dir);
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
+        // A finished run made with other settings (another budget, say) is
+        // kept aside, not replaced: it took as long to make as this one.
+        if let Some(old) = Self::read(&path).ok().filter(|old| old.fingerprint != fingerprint) {
+            let kept = Self::aside(&path, &old.fingerprint);
+            std::fs::rename(&path, &kept).map_err(|e| format!("cannot move `{}` aside: {e}", path.display()))?;
+            eprintln!(
+                "note: `{}` held a run made with other settings; it is kept as `{}`",
+                path.display(),
+                kept.display()
+            );
+        }
         let file = RunFile {
             format: FORMAT,
             fingerprint: fingerprint.to_string(),

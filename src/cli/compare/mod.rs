@@ -289,13 +289,7 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
         let (i, name, seed) = jobs[k];
         let q = &prepared[i];
         let print = Journal::fingerprint(&q.basis, name, seed, args.budget, &judge_settings, &args.rl);
-        match journal.load(
-            &q.label,
-            (name, seed),
-            &print,
-            q.problem.graph.num_placed(),
-            args.budget,
-        ) {
+        match journal.load(&q.label, (name, seed), &print, &q.problem, args.budget) {
             Ok(o) => {
                 reused.fetch_add(1, Ordering::Relaxed);
                 return Ok(o);

@@ -238,6 +238,24 @@ fn damaged_or_missing_checkpoints_are_refused() {
     assert!(msg.contains("nowhere/model") && msg.contains("cannot access"), "{msg}");
 
     train(&dir, "run");
+    // A second run into the same folder is refused, and the first is kept.
+    let kept = std::fs::read(dir.join("run/best.safetensors")).unwrap();
+    let mut args = vec!["train", "--out", "run", "--seed", "1"];
+    args.extend(SMALL);
+    let o = mcmpart_in(&dir, &args);
+    let (stdout, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}\n{err}");
+    assert!(err.contains("holds an earlier training run (train.json)"), "{err}");
+    assert_eq!(std::fs::read(dir.join("run/best.safetensors")).unwrap(), kept);
+    std::fs::write(dir.join("afile"), "x").unwrap();
+    args[2] = "afile";
+    let o = mcmpart_in(&dir, &args);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.contains("--out `afile` is a file, not a folder"),
+        "{:?}",
+        text(&o)
+    );
     std::fs::copy(dir.join("run/best.json"), dir.join("run/bad.json")).unwrap();
     let mut weights = std::fs::read(dir.join("run/best.safetensors")).unwrap();
     let mid = weights.len() / 2;

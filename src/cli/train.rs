@@ -209,10 +209,40 @@ fn tasks(out: &Output, args: &TrainArgs, split: &str) -> Result<Vec<Task>, i32> 
     Ok(tasks)
 }
 
+/// What of an earlier training run `dir` holds (its record or its
+/// checkpoints), if anything: a new run there would overwrite some of its
+/// files and leave the others mixed in with its own.
+fn earlier_run(dir: &Path) -> Option<String> {
+    if dir.join("train.json").exists() {
+        return Some("train.json".into());
+    }
+    let entries = std::fs::read_dir(dir).ok()?;
+    let ckpts = entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("ckpt-") || name.starts_with("best.")
+        })
+        .count();
+    (ckpts > 0).then(|| format!("{ckpts} checkpoint file(s)"))
+}
+
 pub fn run(out: &Output, args: &TrainArgs) -> i32 {
     if args.samples == 0 && args.imitate == 0 {
         out.error("nothing to do: --samples and --imitate are both 0", None);
         return 2;
+    }
+    if args.out.exists() && !args.out.is_dir() {
+        out.error(&format!("--out `{}` is a file, not a folder", args.out.display()), None);
+        return 1;
+    }
+    if let Some(what) = earlier_run(&args.out) {
+        out.error(
+            &format!("`{}` holds an earlier training run ({what})", args.out.display()),
+            Some("name a new folder with --out (or remove the old one): a run there would overwrite it"),
+        );
+        return 1;
     }
     let mut train_tasks = match tasks(out, args, &args.split) {
         Ok(t) => t,

@@ -523,3 +523,45 @@ fn out_never_replaces_an_input() {
     let o = mcmpart_in(&dir, &["solve", "q.mcm", "--budget", "3", "--out", "best.json"]);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
+
+/// Ctrl-C (SIGINT) stops `solve` at its next sample: the best so far is
+/// written and checked as usual, and the exit status is 130.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_keeps_the_best_so_far() {
+    let dir = common::scratch("ctrl-c");
+    let root = common::root();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mcmpart"))
+        .current_dir(&dir)
+        .args(["solve", root.join("examples/quickstart.mcm").to_str().unwrap()])
+        .args(["--strategy", "anneal", "--time", "600", "--out", "best.json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Time for the search to start (the handler is set before it).
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(130), "{out}\n{err}");
+    assert!(
+        err.contains("interrupted after") && err.contains("the best so far is written"),
+        "{err}"
+    );
+    assert!(out.contains("written to best.json"), "{out}");
+    let v = mcmpart_in(
+        &dir,
+        &[
+            "verify",
+            root.join("examples/quickstart.mcm").to_str().unwrap(),
+            "--partition",
+            "best.json",
+        ],
+    );
+    assert_eq!(v.status.code(), Some(0), "{:?}", text(&v));
+}

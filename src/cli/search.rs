@@ -162,6 +162,7 @@ pub fn strategy_named(out: &Output, name: &str, rl: &RlArgs) -> Option<Box<dyn s
 }
 
 pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> i32 {
+    watch_ctrl_c();
     let Some(mut strat) = strategy_named(out, &args.strategy, &args.rl) else {
         return 2;
     };
@@ -191,6 +192,8 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> i32 {
         if let Some(b) = &bar {
             b.finish_and_clear();
         }
+        // The baseline below runs even after Ctrl-C.
+        strategy::clear_stop();
         let outcome = match result {
             Ok(o) => o,
             Err(inf) => {
@@ -205,6 +208,21 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> i32 {
         };
         report(out, p, &judge, &outcome, greedy, &dest)
     })
+}
+
+/// Ctrl-C stops the search at its next sample, and `solve` writes the best
+/// so far and exits 130; a second Ctrl-C exits at once.
+fn watch_ctrl_c() {
+    let set = ctrlc::set_handler(|| {
+        if strategy::stop_requested() {
+            std::process::exit(130);
+        }
+        eprintln!("\ninterrupted: stopping at the next sample (Ctrl-C again to quit at once)");
+        strategy::request_stop();
+    });
+    if let Err(e) = set {
+        eprintln!("warning: Ctrl-C will not keep the best partition: {e}");
+    }
 }
 
 fn default_out(file: &Path) -> PathBuf {
@@ -329,6 +347,15 @@ fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, greedy: Option<
         out.error(&format!("cannot write `{}`: {e}", dest.display()), None);
         return 1;
     }
+    // Interrupted: what was found is written and reported as usual, and
+    // the exit status says the budget was not spent.
+    let done = if o.interrupted { 130 } else { 0 };
+    if o.interrupted {
+        eprintln!(
+            "interrupted after {} sample(s): the best so far is written",
+            o.records.len()
+        );
+    }
     let bound = CostModel::new(p).ok().map(|m| 1.0 / m.bound_latency());
     let improvement = greedy.map(|g| best.throughput / g);
     if out.json {
@@ -344,8 +371,9 @@ fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, greedy: Option<
             "bound_throughput": bound, "fraction_of_bound": bound.map(|b| best.throughput / b),
             "invalid": o.invalid_count(), "invalid_reasons": reasons, "solver": o.solver,
             "curve": o.records, "partition": partition_json(&pl, &p.graph, p.package.num_chips()),
+            "interrupted": o.interrupted,
         }));
-        return 0;
+        return done;
     }
     println!(
         "{}: best of {} samples in {} (found at sample {}), written to {}",
@@ -376,7 +404,7 @@ fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, greedy: Option<
     for r in top_reasons(o, 5) {
         println!("  {:>6}  {r}", r.count);
     }
-    0
+    done
 }
 
 #[cfg(test)]
@@ -446,6 +474,7 @@ mod tests {
             solver: Default::default(),
             elapsed_s: 0.0,
             failure: None,
+            interrupted: false,
         };
         for (r, c) in [
             ("chip `die[0]` runs out of memory: 127.25 MiB exceed 128 MiB", 2),

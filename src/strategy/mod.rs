@@ -21,6 +21,7 @@ use crate::solver::{fix, node_order, sample, Infeasible, Options, Order, Probs, 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// How much a strategy may spend.
@@ -67,6 +68,28 @@ pub struct Outcome {
     /// samples before it stand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// Stopped on request ([`request_stop`]) before the budget was spent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+}
+
+/// Set by [`request_stop`]: every search of the process winds down.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Asks every running search to stop at its next sample (as after Ctrl-C):
+/// it ends as if its budget were spent, its outcome marked `interrupted`.
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Whether a stop was requested and not yet cleared.
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// Lets searches run again after a stop (say, to take a baseline).
+pub fn clear_stop() {
+    STOP.store(false, Ordering::SeqCst);
 }
 
 impl Outcome {
@@ -195,8 +218,12 @@ impl<'p> Search<'p> {
         self.start.elapsed().as_secs_f64()
     }
 
-    /// Samples left; `usize::MAX` under a time budget with time left.
+    /// Samples left; `usize::MAX` under a time budget with time left; none
+    /// once a stop is requested ([`request_stop`]).
     pub fn remaining(&self) -> usize {
+        if stop_requested() {
+            return 0;
+        }
         match self.budget {
             Budget::Samples(n) => n.saturating_sub(self.records.len()),
             Budget::Seconds(t) if self.elapsed() < t => usize::MAX,
@@ -342,6 +369,7 @@ impl<'p> Search<'p> {
             invalid: self.invalid,
             solver: self.solver.stats.clone(),
             failure: None,
+            interrupted: false,
         }
     }
 }
@@ -429,6 +457,7 @@ pub fn run(
     strategy.run(&mut search)?;
     let mut out = search.finish(strategy.name(), seed);
     out.failure = strategy.failure();
+    out.interrupted = stop_requested();
     if let Some(b) = &out.best {
         let vs = crate::solver::check(
             &problem.graph,

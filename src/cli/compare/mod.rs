@@ -595,6 +595,7 @@ fn run_one(p: &Problem, args: &CompareArgs, name: &str, seed: u64) -> Result<Out
     match &o.failure {
         // Its curve would end early and read as a plateau.
         Some(why) => Err(format!("stopped after {} sample(s): {why}", o.records.len())),
+        None if o.interrupted => Err(format!("interrupted after {} sample(s)", o.records.len())),
         None => Ok(o),
     }
 }

@@ -565,3 +565,70 @@ fn ctrl_c_keeps_the_best_so_far() {
     );
     assert_eq!(v.status.code(), Some(0), "{:?}", text(&v));
 }
+
+/// Learned-strategy flags that no named strategy uses, or that its name
+/// contradicts, are refused (exit 2) instead of silently ignored.
+#[test]
+fn contradictory_strategy_flags_are_refused() {
+    let q = "examples/quickstart.mcm";
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["solve", q, "--strategy", "dp", "--policy", "nowhere"],
+            "`--policy` sets the learned strategies",
+        ),
+        (
+            &["solve", q, "--strategy", "anneal", "--rl-mode", "no-solver"],
+            "`--rl-mode` sets the learned",
+        ),
+        (
+            &["solve", q, "--strategy", "rl-scratch", "--zero-shot"],
+            "`--zero-shot` contradicts `rl-scratch`",
+        ),
+        (
+            &["solve", q, "--strategy", "rl-zero-shot", "--epochs", "2"],
+            "`--epochs` contradicts `rl-zero-shot`",
+        ),
+        (
+            &["solve", q, "--strategy", "rl", "--zero-shot", "--lr", "0.1"],
+            "`--lr` sets fine-tuning",
+        ),
+        (
+            &["solve", q, "--strategy", "rl-nosolver", "--rl-mode", "sample"],
+            "contradicts `rl-nosolver`",
+        ),
+        (
+            &["compare", q, "--out", "x", "--strategies", ""],
+            "--strategies names no strategy",
+        ),
+        (
+            &["compare", q, "--out", "x", "--strategies", "random,dp", "--moves", "2"],
+            "`--moves` sets the learned",
+        ),
+    ];
+    for (args, why) in cases {
+        let o = mcmpart(args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}\n{out}\n{err}");
+        assert!(err.contains(why), "{args:?}\n{err}");
+    }
+    // Flags for the learned strategies are fine beside others in a compare.
+    let dir = common::scratch("flags-beside");
+    let o = mcmpart_in(
+        &dir,
+        &[
+            "compare",
+            common::root().join(q).to_str().unwrap(),
+            "--out",
+            "out",
+            "--strategies",
+            "random,rl-scratch",
+            "--moves",
+            "2",
+            "--budget",
+            "4",
+            "--repeats",
+            "1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+}

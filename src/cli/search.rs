@@ -100,6 +100,61 @@ impl RlArgs {
         s + " }"
     }
 
+    /// The flags given that change the learned strategies (those left at
+    /// their defaults are not).
+    fn given(&self) -> Vec<&'static str> {
+        let flags = [
+            ("--policy", self.policy.is_some()),
+            ("--zero-shot", self.zero_shot),
+            ("--from-scratch", self.from_scratch),
+            ("--rl-mode", self.rl_mode != crate::policy::rollout::Mode::Fix),
+            ("--moves", self.moves.is_some()),
+            ("--temperature", self.temperature != 1.0),
+            ("--epochs", self.epochs.is_some()),
+            ("--minibatches", self.minibatches.is_some()),
+            ("--lr", self.lr.is_some()),
+        ];
+        flags.into_iter().filter(|f| f.1).map(|f| f.0).collect()
+    }
+
+    /// Why these settings contradict the strategies they are for, if they
+    /// do: a flag no named strategy uses, or one its name overrides. (They
+    /// were silently ignored: `--strategy dp --policy nowhere` ran dp.)
+    pub fn conflict(&self, strategies: &[&str]) -> Option<String> {
+        let given = self.given();
+        let learned: Vec<&str> = strategies.iter().copied().filter(|s| s.starts_with("rl")).collect();
+        if learned.is_empty() {
+            return given.first().map(|f| {
+                format!(
+                    "`{f}` sets the learned strategies (rl, rl-zero-shot, rl-scratch, rl-nosolver), and none is named"
+                )
+            });
+        }
+        // With several strategies the flags serve those that use them.
+        let [one] = learned.as_slice() else { return None };
+        let tuning = given.iter().find(|f| ["--epochs", "--minibatches", "--lr"].contains(f));
+        let clash = |flag: &str, why: &str| Some(format!("`{flag}` contradicts `{one}`, which {why}"));
+        match *one {
+            "rl-scratch" if self.zero_shot => clash("--zero-shot", "trains a fresh policy"),
+            "rl-scratch" if self.policy.is_some() => clash("--policy", "starts from no checkpoint"),
+            "rl-zero-shot" if self.from_scratch => clash("--from-scratch", "samples the checkpoint untrained"),
+            "rl-zero-shot" if tuning.is_some() => clash(tuning.unwrap_or(&""), "does not fine-tune"),
+            "rl" if self.zero_shot && tuning.is_some() => Some(format!(
+                "`{}` sets fine-tuning, which `--zero-shot` skips",
+                tuning.unwrap_or(&"")
+            )),
+            "rl-nosolver"
+                if !matches!(
+                    self.rl_mode,
+                    crate::policy::rollout::Mode::Fix | crate::policy::rollout::Mode::NoSolver
+                ) =>
+            {
+                clash("--rl-mode", "samples without the solver")
+            }
+            _ => None,
+        }
+    }
+
     pub fn options(&self) -> strategy::RlOptions {
         let mut o = strategy::RlOptions {
             policy: self.policy.as_deref().map(strip_checkpoint_ext),
@@ -166,6 +221,10 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> i32 {
     let Some(mut strat) = strategy_named(out, &args.strategy, &args.rl) else {
         return 2;
     };
+    if let Some(why) = args.rl.conflict(&[args.strategy.as_str()]) {
+        out.error(&why, None);
+        return 2;
+    }
     let dest = args.out.clone().unwrap_or_else(|| default_out(file));
     with_problem(out, file, args.problem.as_deref(), Some(&dest), |p, sources| {
         let judge = match Judge::new(p, &args.eval.options()) {

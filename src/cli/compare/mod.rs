@@ -140,6 +140,18 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
             names.push(s.to_string());
         }
     }
+    if names.len() == 1 && !args.strategies.iter().any(|s| s.trim() == "greedy") {
+        out.error(
+            "--strategies names no strategy",
+            Some(&format!("the strategies are {}", strategy::NAMES.join(", "))),
+        );
+        return 2;
+    }
+    let named: Vec<&str> = names.iter().map(String::as_str).collect();
+    if let Some(why) = args.rl.conflict(&named) {
+        out.error(&why, None);
+        return 2;
+    }
     if let Err(m) = check_args(args) {
         out.error(&m, None);
         return 2;

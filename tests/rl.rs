@@ -315,6 +315,26 @@ fn train_errors_are_clean() {
         err.contains("skipping `m`") && err.contains("has no nodes to place") && err.contains("no usable graph"),
         "{err}"
     );
+    // A graph file that does not load stops training before it starts.
+    let broken = dir.join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("b.json"), "{ not json").unwrap();
+    std::fs::write(
+        broken.join("manifest.json"),
+        r#"{"format_version": 1, "graphs": [{"name": "b", "split": "train", "file": "b.json", "nodes": 1}]}"#,
+    )
+    .unwrap();
+    let o = mcmpart_in(
+        &dir,
+        &["train", "--package", "ring.mcm", "--graphs", "broken", "--out", "y"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        err.contains("cannot load the graph `b`") && err.contains("b.json"),
+        "{err}"
+    );
+    assert!(!dir.join("y/log.csv").exists());
     let o = mcmpart_in(
         &dir,
         &["train", "--package", "missing.mcm", "--graphs", "graphs", "--out", "x"],

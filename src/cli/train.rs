@@ -156,8 +156,16 @@ fn tasks(out: &Output, args: &TrainArgs, split: &str) -> Result<Vec<Task>, i32> 
         let graph = match load_graph_file(&e.path) {
             Ok(g) => Arc::new(g),
             Err(err) => {
-                eprintln!("warning: skipping `{}`: {}", e.name, err.message);
-                continue;
+                // A broken data set is said before training, not trained around.
+                out.error(
+                    &format!("cannot load the graph `{}`: {}", e.name, err.message),
+                    Some(&format!(
+                        "mend `{}` or take it out of the manifest of `{}`",
+                        e.path.display(),
+                        args.graphs.display()
+                    )),
+                );
+                return Err(1);
             }
         };
         for pkg in &args.packages {

@@ -185,9 +185,17 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
             Some((name, path)) => match load_graph_file(path) {
                 Ok(g) => compile_file_with_graph(&src.file, Arc::new(g)),
                 Err(e) => {
-                    let label = graph_label(multi_file, stem, name);
-                    skip(&mut skipped, &label, format!("cannot load the graph: {}", e.message));
-                    continue;
+                    // A file of the data set that does not load is a broken
+                    // data set: said before any run, not left out quietly.
+                    out.error(
+                        &format!("cannot load the graph `{name}`: {}", e.message),
+                        Some(&format!(
+                            "mend `{}` or take it out of the manifest of `{}`",
+                            path.display(),
+                            args.graphs.as_deref().unwrap_or(std::path::Path::new(".")).display()
+                        )),
+                    );
+                    return 1;
                 }
             },
         };

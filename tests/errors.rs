@@ -181,7 +181,11 @@ fn graph_files_with_bad_content_name_the_id_or_line() {
         ),
         (
             r#"{"nodes": [{"id": "a", "params": -1}], "edges": []}"#,
-            "node `a`: `params` is -1",
+            "node `a`: `params` is -1, which is not a non-negative integer",
+        ),
+        (
+            r#"{"nodes": [{"id": "a", "flops": 1e30}], "edges": []}"#,
+            "`flops` is 1e+30, which is more than a 64-bit count holds",
         ),
         ("{\"nodes\": [\n  {\"id\": \"a\",}\n]}", "line 2"),
         (

@@ -539,3 +539,37 @@ fn the_problems_evaluator_runs_from_the_files_folder_on_the_command_line() {
     assert!(text(&o).contains("timed out after 0.3 s"), "{}", text(&o));
     assert!(t.elapsed().as_secs_f64() < 4.0);
 }
+
+/// A throughput beyond the analytical model's bound (only an evaluator
+/// can report one) is said as such, not as `inf%` of the bound.
+#[test]
+fn a_throughput_beyond_the_bound_is_reported_plainly() {
+    let dir = common::scratch("ev-beyond");
+    let huge = script(
+        &dir,
+        "huge.sh",
+        "cat > /dev/null\necho '{\"valid\": true, \"throughput\": 1e308}'\n",
+    );
+    let q = common::root().join("examples/quickstart.mcm");
+    let o = common::mcmpart_in(
+        &dir,
+        &[
+            "solve",
+            q.to_str().unwrap(),
+            "--strategy",
+            "random",
+            "--budget",
+            "3",
+            "--evaluator",
+            huge.to_str().unwrap(),
+            "--out",
+            "best.json",
+        ],
+    );
+    let (out, err) = common::text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        out.contains("times the analytical bound") && !out.contains("inf"),
+        "{out}"
+    );
+}

@@ -78,9 +78,9 @@ pub fn parse_graph_json(text: &str) -> Result<Graph, GraphError> {
         let (s, d) = (end("from")?, end("to")?);
         let bytes = match eo.get("bytes") {
             None | Some(Value::Null) => None,
-            Some(b) => Some(non_negative(b).ok_or_else(|| {
+            Some(b) => Some(non_negative(b).map_err(|which| {
                 GraphError::new(format!(
-                    "edge {i} ({} -> {}) has `bytes` {b}, which is not a non-negative integer",
+                    "edge {i} ({} -> {}) has `bytes` {b}, {which}",
                     nodes[s].id, nodes[d].id
                 ))
             })?),
@@ -90,14 +90,21 @@ pub fn parse_graph_json(text: &str) -> Result<Graph, GraphError> {
     Graph::new(name, nodes, edges)
 }
 
-fn non_negative(v: &Value) -> Option<u64> {
+/// A count (flops, bytes): a non-negative integer that fits 64 bits; the
+/// error finishes "`x` is V, which ...".
+fn non_negative(v: &Value) -> Result<u64, String> {
+    let not = || "which is not a non-negative integer".to_string();
     match v {
-        Value::Number(n) => n.as_u64().or_else(|| {
-            n.as_f64()
-                .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1.8e19)
-                .map(|f| f as u64)
-        }),
-        _ => None,
+        Value::Number(n) => match (n.as_u64(), n.as_f64()) {
+            (Some(x), _) => Ok(x),
+            (None, Some(f)) if f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 => Ok(f as u64),
+            (None, Some(f)) if f >= 1.8e19 && f.is_finite() => Err(format!(
+                "which is more than a 64-bit count holds (at most {})",
+                u64::MAX
+            )),
+            _ => Err(not()),
+        },
+        _ => Err(not()),
     }
 }
 
@@ -125,12 +132,8 @@ fn parse_node(i: usize, v: &Value) -> Result<Node, GraphError> {
                 let x = if val.is_null() {
                     0
                 } else {
-                    non_negative(val).ok_or_else(|| {
-                        GraphError::new(format!(
-                            "node `{}`: `{k}` is {val}, which is not a non-negative integer",
-                            node.id
-                        ))
-                    })?
+                    non_negative(val)
+                        .map_err(|which| GraphError::new(format!("node `{}`: `{k}` is {val}, {which}", node.id)))?
                 };
                 match k.as_str() {
                     "flops" => node.flops = x,

@@ -632,3 +632,44 @@ fn contradictory_strategy_flags_are_refused() {
     );
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
 }
+
+/// `show -o`, `import -o` and `bench load --out` never replace a file they
+/// read; `bench solver --samples 0` is refused like `solve --budget 0`.
+#[test]
+fn other_outputs_never_replace_an_input() {
+    let dir = common::scratch("other-outputs");
+    let root = common::root();
+    std::fs::create_dir_all(dir.join("bl")).unwrap();
+    std::fs::copy(root.join("examples/data/tiny_mlp.json"), dir.join("g.json")).unwrap();
+    std::fs::copy(root.join("examples/data/tiny_mlp.json"), dir.join("bl/a.json")).unwrap();
+    std::fs::copy(root.join("tests/data/onnx/mlp.onnx"), dir.join("m.onnx")).unwrap();
+    let files = ["g.json", "bl/a.json", "m.onnx"];
+    let before: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(dir.join(f)).unwrap()).collect();
+    for args in [
+        vec!["show", "g.json", "-o", "g.json"],
+        vec!["import", "m.onnx", "-o", "./m.onnx"],
+        vec!["bench", "load", "bl", "--repeats", "1", "--out", "bl/a.json"],
+    ] {
+        let o = mcmpart_in(&dir, &args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}\n{out}\n{err}");
+        assert!(err.contains("writing there would replace it"), "{args:?}\n{err}");
+    }
+    let after: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(dir.join(f)).unwrap()).collect();
+    assert!(before == after, "an input changed");
+    let q = root.join("examples/quickstart.mcm");
+    let o = mcmpart_in(
+        &dir,
+        &[
+            "bench",
+            "solver",
+            q.to_str().unwrap(),
+            "--mode",
+            "sample",
+            "--samples",
+            "0",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    assert!(text(&o).1.contains("--samples"), "{:?}", text(&o));
+}

@@ -32,6 +32,9 @@ pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> i3
         }
     };
     files.sort();
+    if dest.is_some_and(|d| super::overwrites_input(out, d, &files, "is a graph it loads")) {
+        return 1;
+    }
     let repeats = repeats.max(1);
     let mut rows = Vec::new();
     for f in &files {

@@ -7,6 +7,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub fn run(out: &Output, model: &Path, dest: &Path) -> i32 {
+    if super::overwrites_input(out, dest, &[model.to_path_buf()], "is the model imported") {
+        return 1;
+    }
     let g = match import_onnx(model) {
         Ok(g) => g,
         Err(e) => {

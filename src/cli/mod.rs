@@ -17,7 +17,7 @@ mod verify;
 use crate::lang::diag::{render_text, to_json, Diag};
 use crate::lang::{compile_file, Compiled};
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -159,7 +159,7 @@ pub enum BenchCommand {
         #[arg(long, value_enum)]
         mode: bench::Mode,
         /// How many partitions to make.
-        #[arg(long, default_value_t = 200)]
+        #[arg(long, default_value_t = 200, value_parser = args::counting)]
         samples: usize,
         #[command(flatten)]
         solver: solve::SolverArgs,
@@ -173,7 +173,7 @@ pub enum BenchCommand {
         #[arg(default_value = "data/graphs")]
         dir: PathBuf,
         /// Loads per file; the best time is kept.
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = 5, value_parser = args::counting)]
         repeats: usize,
         /// Write the figures here as JSON.
         #[arg(long)]
@@ -294,4 +294,25 @@ impl Output {
             }
         }
     }
+}
+
+/// Whether `dest`, a file the command is about to write, is one of the
+/// files it read (however spelled): then it says so, and the caller stops
+/// before writing. `what` finishes "which ...".
+pub fn overwrites_input(out: &Output, dest: &Path, inputs: &[PathBuf], what: &str) -> bool {
+    let Ok(d) = std::fs::canonicalize(dest) else {
+        return false;
+    };
+    let Some(input) = inputs.iter().find(|i| std::fs::canonicalize(i).is_ok_and(|i| i == d)) else {
+        return false;
+    };
+    out.error(
+        &format!(
+            "`{}` is `{}`, which {what}: writing there would replace it",
+            dest.display(),
+            input.display()
+        ),
+        Some("name another output file"),
+    );
+    true
 }

@@ -13,6 +13,10 @@ pub enum Format {
 }
 
 pub fn run(out: &Output, graph: &Path, partition: Option<&Path>, format: Format, dest: Option<&Path>) -> i32 {
+    let inputs: Vec<std::path::PathBuf> = std::iter::once(graph).chain(partition).map(Path::to_path_buf).collect();
+    if dest.is_some_and(|d| super::overwrites_input(out, d, &inputs, "`show` reads")) {
+        return 1;
+    }
     let g = match load_graph_file(graph) {
         Ok(g) => g,
         Err(e) => {

@@ -43,15 +43,7 @@ pub fn with_problem(
     let Some(c) = out.compile(file) else {
         return 1;
     };
-    if let Some((dest, input)) = dest.and_then(|d| Some((d, read_by(d, &c.inputs())?))) {
-        out.error(
-            &format!(
-                "`{}` is `{}`, which the problem is read from: writing there would replace it",
-                dest.display(),
-                input.display()
-            ),
-            Some("name another file with --out"),
-        );
+    if dest.is_some_and(|d| super::overwrites_input(out, d, &c.inputs(), "the problem is read from")) {
         return 1;
     }
     match c.problem(name) {
@@ -61,15 +53,6 @@ pub fn with_problem(
             1
         }
     }
-}
-
-/// The input that `dest` names, if any (the same file, however spelled).
-fn read_by(dest: &Path, inputs: &[std::path::PathBuf]) -> Option<std::path::PathBuf> {
-    let dest = std::fs::canonicalize(dest).ok()?;
-    inputs
-        .iter()
-        .find(|i| std::fs::canonicalize(i).is_ok_and(|i| i == dest))
-        .cloned()
 }
 
 /// Reports that no valid partition exists, naming the conflicting rules.

@@ -351,3 +351,57 @@ fn lets_with_types_and_defaults_that_use_earlier_parameters_are_accepted() {
         mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
     );
 }
+
+/// A misspelled name far longer than any real one gets no suggestion (edit
+/// distances grow with the square of the length: a million characters hung).
+#[test]
+fn a_very_long_unknown_name_is_reported_without_a_suggestion() {
+    let long = "a".repeat(100_000);
+    let out = errors(&format!("let {long} = 1\nlet y = {long}b\n"));
+    assert_has(&out, &["unknown"]);
+    assert!(!out.contains("did you mean"), "{}", &out[..out.len().min(300)]);
+}
+
+/// Source files: a byte-order mark is dropped, bytes that are not UTF-8
+/// are placed by line and column, a folder is named as one.
+#[test]
+fn source_files_that_are_not_plain_utf8_text() {
+    let dir = scratch("encodings");
+    let quick = std::fs::read(common::root().join("examples/quickstart.mcm")).unwrap();
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::copy(
+        common::root().join("examples/data/tiny_mlp.json"),
+        dir.join("data/tiny_mlp.json"),
+    )
+    .unwrap();
+    let check = |name: &str| {
+        let o = common::mcmpart_in(&dir, &["check", name]);
+        let (out, err) = common::text(&o);
+        (o.status.code(), format!("{out}{err}"))
+    };
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend(&quick);
+    std::fs::write(dir.join("bom.mcm"), &bom).unwrap();
+    let (code, msg) = check("bom.mcm");
+    assert_eq!(code, Some(0), "{msg}");
+
+    std::fs::write(dir.join("latin1.mcm"), b"// ok\n// caf\xE9\n").unwrap();
+    let (code, msg) = check("latin1.mcm");
+    assert_eq!(code, Some(1), "{msg}");
+    assert_has(
+        &msg,
+        &[
+            "is not UTF-8 text: byte 0xE9 at line 2, column 7",
+            "save the file as UTF-8",
+        ],
+    );
+
+    std::fs::create_dir_all(dir.join("sub.mcm")).unwrap();
+    let (code, msg) = check("sub.mcm");
+    assert_eq!(code, Some(1), "{msg}");
+    assert_has(&msg, &["`sub.mcm` is a folder, not a .mcm file"]);
+    std::fs::write(dir.join("uses.mcm"), "use \"sub.mcm\"\n").unwrap();
+    let (code, msg) = check("uses.mcm");
+    assert_eq!(code, Some(1), "{msg}");
+    assert_has(&msg, &["`sub.mcm` is a folder, not a .mcm file", "uses.mcm:1:"]);
+}

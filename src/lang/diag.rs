@@ -64,8 +64,14 @@ pub type Diags = Vec<Diag>;
 
 /// `Did you mean ...?` for a misspelt name, from the names that are known.
 pub fn suggest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    // Edit distances take time quadratic in the lengths: a name of a
+    // million characters hung the error report. Past this, no suggestion.
+    const LONGEST: usize = 256;
+    if name.len() > LONGEST {
+        return None;
+    }
     let mut best: Option<(f64, &str)> = None;
-    for k in known {
+    for k in known.into_iter().filter(|k| k.len() <= LONGEST) {
         let score = strsim::jaro_winkler(name, k);
         let close = strsim::damerau_levenshtein(name, k) <= (name.len().max(2) / 2).max(1);
         if (score > 0.8 || close) && best.is_none_or(|(s, _)| score > s) {

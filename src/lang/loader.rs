@@ -80,18 +80,54 @@ struct Loader {
     diags: Vec<Diag>,
 }
 
+/// Why a source file cannot be read, and what to do about it.
+struct Unreadable {
+    message: String,
+    help: &'static str,
+}
+
+/// A source file's text: UTF-8, a leading byte-order mark dropped (some
+/// editors write one, and it would read as a stray character).
+fn read_source(path: &Path) -> Result<String, Unreadable> {
+    if path.is_dir() {
+        return Err(Unreadable {
+            message: format!("`{}` is a folder, not a .mcm file", path.display()),
+            help: "name the .mcm file itself",
+        });
+    }
+    let bytes = std::fs::read(path).map_err(|e| Unreadable {
+        message: format!("cannot read `{}`: {e}", path.display()),
+        help: "check the path of the .mcm file",
+    })?;
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text.to_string()),
+        Err(e) => {
+            let good = &bytes[..e.valid_up_to()];
+            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+            let start = good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let column = String::from_utf8_lossy(&good[start..]).chars().count() + 1;
+            Err(Unreadable {
+                message: format!(
+                    "`{}` is not UTF-8 text: byte 0x{:02X} at line {line}, column {column}",
+                    path.display(),
+                    bytes[e.valid_up_to()]
+                ),
+                help: "save the file as UTF-8",
+            })
+        }
+    }
+}
+
 /// Loads a program from a file.
 pub fn load_file(path: &Path) -> (Program, Vec<Diag>) {
     let mut l = Loader::new();
-    match std::fs::read_to_string(path) {
+    match read_source(path) {
         Ok(text) => {
             let key = key_of(path);
             l.add(key, path.display().to_string(), Some(path.to_path_buf()), text);
         }
-        Err(e) => l.diags.push(
-            Diag::error("mcm::io", format!("cannot read `{}`: {e}", path.display()))
-                .help("check the path of the .mcm file"),
-        ),
+        Err(e) => l.diags.push(Diag::error("mcm::io", e.message).help(e.help)),
     }
     l.finish()
 }
@@ -104,7 +140,7 @@ pub fn load_str(name: &str, text: &str, dir: &Path) -> (Program, Vec<Diag>) {
         format!("mem:{}", path.display()),
         name.to_string(),
         Some(path),
-        text.to_string(),
+        text.strip_prefix('\u{feff}').unwrap_or(text).to_string(),
     );
     l.finish()
 }
@@ -173,6 +209,14 @@ impl Loader {
         match &u.target {
             UseTarget::File { path, span } => {
                 let full = self.sources.base_dir(from).join(path);
+                if full.is_dir() {
+                    self.diags.push(
+                        Diag::error("mcm::import", format!("`{path}` is a folder, not a .mcm file"))
+                            .label(*span, format!("{} is a folder", full.display()))
+                            .help("`use \"file.mcm\"` names a file, relative to the importing file"),
+                    );
+                    return None;
+                }
                 if !full.is_file() {
                     self.diags.push(
                         Diag::error("mcm::import", format!("cannot find `{path}`"))
@@ -262,15 +306,16 @@ impl Loader {
                 None,
                 text.to_string(),
             ),
-            Source::File(path) => match std::fs::read_to_string(&path) {
+            Source::File(path) => match read_source(&path) {
                 Ok(text) => {
                     let key = key_of(&path);
                     self.add(key, path.display().to_string(), Some(path), text)
                 }
                 Err(e) => {
                     self.diags.push(
-                        Diag::error("mcm::import", format!("cannot read `{}`: {e}", path.display()))
-                            .label(span, "imported here"),
+                        Diag::error("mcm::import", e.message)
+                            .label(span, "imported here")
+                            .help(e.help),
                     );
                     None
                 }

@@ -405,3 +405,23 @@ fn source_files_that_are_not_plain_utf8_text() {
     assert_eq!(code, Some(1), "{msg}");
     assert_has(&msg, &["`sub.mcm` is a folder, not a .mcm file", "uses.mcm:1:"]);
 }
+
+/// Grounding counts each instance of a `forall` against the step limit, as
+/// evaluation does: 14 nested quantifiers over 4 chips (4^14 instances) end
+/// with an error at the constraint instead of running for minutes.
+#[test]
+fn nested_foralls_hit_the_step_limit() {
+    let vars: Vec<String> = (0..14).map(|i| format!("x{i}")).collect();
+    let body = vars
+        .iter()
+        .fold("true".to_string(), |acc, v| format!("forall {v} in chips: {acc}"));
+    let out = errors(&format!(
+        "{HEADER}constraint deep() {{ {body} }}\n\
+         let t = ring(n = 4, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{ a -> b }}\npartition g onto t {{ require deep }}\n"
+    ));
+    assert_has(
+        &out,
+        &["evaluation took too many steps", "while grounding `deep` required here"],
+    );
+}

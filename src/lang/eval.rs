@@ -258,6 +258,9 @@ impl<'p> Evaluator<'p> {
         {
             let combos = self.bindings(binders)?;
             for combo in combos {
+                // Each instance counts, as evaluation does: nested foralls
+                // multiply, and 14 levels over 4 chips ran for minutes.
+                self.step(e.span)?;
                 let n = self.locals.len();
                 let nb = bindings.len();
                 for (name, v) in &combo {

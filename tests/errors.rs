@@ -425,3 +425,22 @@ fn nested_foralls_hit_the_step_limit() {
         &["evaluation took too many steps", "while grounding `deep` required here"],
     );
 }
+
+/// Numbers a float cannot hold, and a package of no chips, are errors at
+/// their source instead of `inf` / `0` taken silently.
+#[test]
+fn infinite_numbers_and_empty_packages_are_refused() {
+    for (text, want) in [
+        ("let x = 1e999\n", "`1e999` is not a number this tool can hold"),
+        ("let b = 1e-400 GB/s\n", "`1e-400` is not a number this tool can hold"),
+        ("let c = 1e308 TFLOP/s\n", "`1e308` is not a number this tool can hold"),
+        ("let m = 1e200 GB * 1e200\n", "the result is inf"),
+    ] {
+        assert_has(&errors(&format!("{HEADER}{text}")), &[want, "test.mcm:"]);
+    }
+    let out = errors(&format!(
+        "{HEADER}let t = ring(n = 0, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{ a -> b }}\npartition g onto t {{ require no_skip }}\n"
+    ));
+    assert_has(&out, &["the package has no chips", "this package has 0 chips"]);
+}

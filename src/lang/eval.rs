@@ -1323,7 +1323,7 @@ fn static_arith(op: BinOp, x: &Value, y: &Value, span: Span) -> R<Value> {
         _ => return Err(rt(span, "arithmetic needs numbers")),
     };
     let (da, db) = (x.dim(), y.dim());
-    Ok(match op {
+    let value = match op {
         BinOp::Add => Value::Num(a + b, if da.is_none() { db } else { da }),
         BinOp::Sub => Value::Num(a - b, if da.is_none() { db } else { da }),
         BinOp::Mul => Value::Num(a * b, da * db),
@@ -1334,5 +1334,10 @@ fn static_arith(op: BinOp, x: &Value, y: &Value, span: Span) -> R<Value> {
             Value::Num(a / b, da / db)
         }
         _ => return Err(rt(span, "`%` takes integers")),
-    })
+    };
+    match value.num() {
+        Some(v) if !v.is_finite() => Err(rt(span, format!("the result is {v}, not a number this tool can hold"))
+            .help("numbers must lie within about 1e-300 and 1e300")),
+        _ => Ok(value),
+    }
 }

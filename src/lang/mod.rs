@@ -272,6 +272,15 @@ fn build_problem(
         )
         .help("a problem needs at least one node that is not replicable")]);
     }
+    // No chip: every partition is impossible, and the solver's "no valid
+    // partition" would name no rule.
+    if package.num_chips() == 0 {
+        return Err(vec![Diag::error("mcm::package", "the package has no chips")
+            .label(p.package.span, "this package has 0 chips")
+            .help(
+                "a problem needs a package of at least one chip (`ring(n = 0, ...)` makes none)",
+            )]);
+    }
     let constraints = ground_all(ev, &[], &p.requires, &graph, &package)?;
     let name = match (&p.alias, &p.graph.kind) {
         (Some(a), _) => a.name.clone(),

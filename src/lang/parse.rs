@@ -820,7 +820,14 @@ impl<'t> Builder<'t> {
                 format!("`{}` is not a number this tool can hold", num.as_str()),
             )
             .label(span, "out of range")
-            .help("integers must fit in 64 bits")
+            .help("integers must fit in 64 bits; other numbers must lie within about 1e-300 and 1e300")
+        };
+        // A real that overflows to infinity, or underflows to 0 though it
+        // has a non-zero digit, would be taken silently as inf or 0.
+        let real = |v: f64| {
+            let mantissa = digits.split(['e', 'E']).next().unwrap_or("");
+            let nonzero = mantissa.chars().any(|c| c.is_ascii_digit() && c != '0');
+            (v.is_finite() && (v != 0.0 || !nonzero)).then_some(v).ok_or_else(bad)
         };
         match it.next() {
             None if is_int => Ok(Expr {
@@ -828,18 +835,18 @@ impl<'t> Builder<'t> {
                 span,
             }),
             None => Ok(Expr {
-                kind: ExprKind::Real(digits.parse().map_err(|_| bad())?),
+                kind: ExprKind::Real(real(digits.parse().map_err(|_| bad())?)?),
                 span,
             }),
             Some(u) => {
-                let v: f64 = digits.parse().map_err(|_| bad())?;
+                let v: f64 = real(digits.parse().map_err(|_| bad())?)?;
                 let (factor, dim) = quantity::unit(u.as_str()).ok_or_else(|| {
                     Diag::error("mcm::unit", format!("unknown unit `{}`", u.as_str()))
                         .label(self.span(&u), "not a unit")
                         .help("units are B KB MB GB KiB MiB GiB, B/s .. GB/s, FLOP GFLOP TFLOP, FLOP/s .. TFLOP/s, s ms us ns")
                 })?;
                 Ok(Expr {
-                    kind: ExprKind::Quantity(v * factor, dim),
+                    kind: ExprKind::Quantity(real(v * factor)?, dim),
                     span,
                 })
             }

@@ -93,38 +93,48 @@ pub const TYPE_NAMES: &[(&str, Dim)] = &[
     ("real", Dim::NONE),
 ];
 
+/// The units a number may carry: name, factor to base units, dimension.
+/// Byte and FLOP units also take `/s` (a rate); time units do not.
+pub const UNITS: &[(&str, f64, Dim)] = &[
+    ("B", 1.0, Dim::BYTES),
+    ("KB", 1e3, Dim::BYTES),
+    ("MB", 1e6, Dim::BYTES),
+    ("GB", 1e9, Dim::BYTES),
+    ("TB", 1e12, Dim::BYTES),
+    ("KiB", 1024.0, Dim::BYTES),
+    ("MiB", 1048576.0, Dim::BYTES),
+    ("GiB", 1073741824.0, Dim::BYTES),
+    ("TiB", 1099511627776.0, Dim::BYTES),
+    ("FLOP", 1.0, Dim::FLOP),
+    ("KFLOP", 1e3, Dim::FLOP),
+    ("MFLOP", 1e6, Dim::FLOP),
+    ("GFLOP", 1e9, Dim::FLOP),
+    ("TFLOP", 1e12, Dim::FLOP),
+    ("PFLOP", 1e15, Dim::FLOP),
+    ("s", 1.0, Dim::TIME),
+    ("ms", 1e-3, Dim::TIME),
+    ("us", 1e-6, Dim::TIME),
+    ("ns", 1e-9, Dim::TIME),
+];
+
+/// Every unit name accepted, rates included (`GB/s`).
+pub fn unit_names() -> Vec<String> {
+    let plain = UNITS.iter().map(|u| u.0.to_string());
+    let rates = UNITS.iter().filter(|u| u.2 != Dim::TIME).map(|u| format!("{}/s", u.0));
+    plain.chain(rates).collect()
+}
+
 /// Looks up a unit written after a number: its factor to base units and its dimension.
 pub fn unit(name: &str) -> Option<(f64, Dim)> {
     let (base, per_second) = match name.strip_suffix("/s") {
         Some(b) => (b, true),
         None => (name, false),
     };
-    let (factor, dim) = match base {
-        "B" => (1.0, Dim::BYTES),
-        "KB" => (1e3, Dim::BYTES),
-        "MB" => (1e6, Dim::BYTES),
-        "GB" => (1e9, Dim::BYTES),
-        "TB" => (1e12, Dim::BYTES),
-        "KiB" => (1024.0, Dim::BYTES),
-        "MiB" => (1024.0 * 1024.0, Dim::BYTES),
-        "GiB" => (1024.0 * 1024.0 * 1024.0, Dim::BYTES),
-        "TiB" => (1024.0f64.powi(4), Dim::BYTES),
-        "FLOP" => (1.0, Dim::FLOP),
-        "KFLOP" => (1e3, Dim::FLOP),
-        "MFLOP" => (1e6, Dim::FLOP),
-        "GFLOP" => (1e9, Dim::FLOP),
-        "TFLOP" => (1e12, Dim::FLOP),
-        "PFLOP" => (1e15, Dim::FLOP),
-        "s" if !per_second => (1.0, Dim::TIME),
-        "ms" if !per_second => (1e-3, Dim::TIME),
-        "us" if !per_second => (1e-6, Dim::TIME),
-        "ns" if !per_second => (1e-9, Dim::TIME),
-        _ => return None,
-    };
-    if per_second {
-        Some((factor, dim / Dim::TIME))
-    } else {
-        Some((factor, dim))
+    let &(_, factor, dim) = UNITS.iter().find(|u| u.0 == base)?;
+    match (per_second, dim == Dim::TIME) {
+        (true, true) => None,
+        (true, false) => Some((factor, dim / Dim::TIME)),
+        (false, _) => Some((factor, dim)),
     }
 }
 

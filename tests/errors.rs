@@ -444,3 +444,26 @@ fn infinite_numbers_and_empty_packages_are_refused() {
     ));
     assert_has(&out, &["the package has no chips", "this package has 0 chips"]);
 }
+
+/// A word after a number is an unknown unit, with the nearest one named,
+/// not a syntax error listing what the grammar expected.
+#[test]
+fn unknown_units_name_the_nearest_one() {
+    for (text, unit, near) in [
+        ("let x = 8 GFLOPS\n", "GFLOPS", "GFLOP"),
+        ("let x = 3 Gb/s\n", "Gb/s", "GB/s"),
+        ("let x = max(3 GB, 4 XB)\n", "XB", "KB"),
+        ("let x = 2 us/s\n", "us/s", "us"),
+    ] {
+        let out = errors(text);
+        assert_has(
+            &out,
+            &[
+                &format!("unknown unit `{unit}`"),
+                &format!("did you mean `{near}`?"),
+                "PFLOP/s",
+            ],
+        );
+        assert!(!out.contains("syntax error"), "{out}");
+    }
+}

@@ -120,6 +120,30 @@ fn syntax_diag(file: FileId, text: &str, e: pest::error::Error<Rule>, base: usiz
         end
     };
     let found = text[start..end].trim();
+    let positives = match &e.variant {
+        pest::error::ErrorVariant::ParsingError { positives, .. } => positives.as_slice(),
+        pest::error::ErrorVariant::CustomError { .. } => &[],
+    };
+    // A word right after a number, where a unit could stand: an unknown
+    // unit (`3 XB`, `8 GFLOPS`), better said so than as a syntax error.
+    let after_number = text[..start]
+        .trim_end_matches([' ', '\t'])
+        .ends_with(|c: char| c.is_ascii_digit());
+    let word = text[start..]
+        .split(|c: char| c.is_whitespace() || ",)}]".contains(c))
+        .next()
+        .unwrap_or("");
+    if positives.contains(&Rule::unit) && after_number && word.starts_with(|c: char| c.is_alphabetic()) {
+        let names = crate::quantity::unit_names();
+        let help = match super::diag::suggest(word, names.iter().map(String::as_str)) {
+            Some(u) => format!("did you mean `{u}`? The units are {}", names.join(" ")),
+            None => format!("the units are {}", names.join(" ")),
+        };
+        let help = format!("{help} (a product is written with `*`)");
+        return Diag::error("mcm::unit", format!("unknown unit `{word}`"))
+            .label(Span::new(file, start, start + word.len()), "not a unit")
+            .help(help);
+    }
     let expected = match &e.variant {
         pest::error::ErrorVariant::ParsingError { positives, .. } => describe_expected(positives),
         pest::error::ErrorVariant::CustomError { message } => message.clone(),
@@ -841,9 +865,14 @@ impl<'t> Builder<'t> {
             Some(u) => {
                 let v: f64 = real(digits.parse().map_err(|_| bad())?)?;
                 let (factor, dim) = quantity::unit(u.as_str()).ok_or_else(|| {
+                    let names = quantity::unit_names();
+                    let help = match crate::lang::diag::suggest(u.as_str(), names.iter().map(String::as_str)) {
+                        Some(s) => format!("did you mean `{s}`? The units are {}", names.join(" ")),
+                        None => format!("the units are {}", names.join(" ")),
+                    };
                     Diag::error("mcm::unit", format!("unknown unit `{}`", u.as_str()))
                         .label(self.span(&u), "not a unit")
-                        .help("units are B KB MB GB KiB MiB GiB, B/s .. GB/s, FLOP GFLOP TFLOP, FLOP/s .. TFLOP/s, s ms us ns")
+                        .help(help)
                 })?;
                 Ok(Expr {
                     kind: ExprKind::Quantity(real(v * factor)?, dim),

@@ -55,13 +55,46 @@ impl<'de> Deserialize<'de> for Entries {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Entries, A::Error> {
                 let mut out = Vec::new();
-                while let Some((k, v)) = m.next_entry::<String, i128>()? {
-                    out.push((k, v));
+                while let Some(k) = m.next_key::<String>()? {
+                    let ChipId(c) = m
+                        .next_value()
+                        .map_err(|e| serde::de::Error::custom(format!("node `{k}`: {e}")))?;
+                    out.push((k, c));
                 }
                 Ok(Entries(out))
             }
         }
         d.deserialize_map(V)
+    }
+}
+
+/// A chip id as written: a whole number (a huge one is kept, to be
+/// reported as out of range); `1.0` or `"1"` is refused as no chip id.
+struct ChipId(i128);
+
+impl<'de> Deserialize<'de> for ChipId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = ChipId;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a chip id (a whole number)")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ChipId, E> {
+                Ok(ChipId(v.into()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ChipId, E> {
+                Ok(ChipId(v.into()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<ChipId, E> {
+                // JSON integers past 64 bits arrive as floats.
+                if v.fract() == 0.0 && v.abs() >= 9.2e18 {
+                    return Ok(ChipId(v as i128));
+                }
+                Err(E::custom(format!("a chip id is a whole number, not {v:?}")))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -86,8 +119,16 @@ pub fn read_partition(path: &Path, graph: &Graph, num_chips: usize) -> Result<Pl
 /// Parses partition JSON; every placed node exactly once, chips in range.
 pub fn parse_partition(text: &str, graph: &Graph, num_chips: usize) -> Result<Placement, PartitionError> {
     let f: PartitionFile = serde_json::from_str(text).map_err(|e| {
+        // serde_json ends its message with the place, which comes first here.
+        let place = format!(" at line {} column {}", e.line(), e.column());
+        let what = e.to_string();
         perr(
-            format!("line {}, column {}: {e}", e.line(), e.column()),
+            format!(
+                "line {}, column {}: {}",
+                e.line(),
+                e.column(),
+                what.strip_suffix(&place).unwrap_or(&what)
+            ),
             Some("a partition is {\"graph\": NAME, \"chips\": C, \"placement\": {\"node\": chip, ...}}"),
         )
     })?;
@@ -165,8 +206,16 @@ pub fn read_proposal(path: &Path, graph: &Graph, num_chips: usize) -> Result<Vec
 
 pub fn parse_proposal(text: &str, graph: &Graph, num_chips: usize) -> Result<Vec<Option<u32>>, PartitionError> {
     let f: PartitionFile = serde_json::from_str(text).map_err(|e| {
+        // serde_json ends its message with the place, which comes first here.
+        let place = format!(" at line {} column {}", e.line(), e.column());
+        let what = e.to_string();
         perr(
-            format!("line {}, column {}: {e}", e.line(), e.column()),
+            format!(
+                "line {}, column {}: {}",
+                e.line(),
+                e.column(),
+                what.strip_suffix(&place).unwrap_or(&what)
+            ),
             Some("a proposal is {\"placement\": {\"node\": chip, ...}}, nodes may be missing"),
         )
     })?;
@@ -236,5 +285,15 @@ mod tests {
         assert!(e.message.contains("`c`"), "{}", e.message);
         let e = parse_partition(r#"{"placement": [1]}"#, &g(), 2).unwrap_err();
         assert!(e.message.contains("line 1"), "{}", e.message);
+        // A chip id that is no whole number is said to be one, placed once.
+        let e = parse_partition(r#"{"placement": {"a": 0, "b": 1.0}}"#, &g(), 2).unwrap_err();
+        assert!(
+            e.message.contains("node `b`: a chip id is a whole number, not 1.0"),
+            "{}",
+            e.message
+        );
+        // A huge whole number is out of range, not unreadable.
+        let e = parse_partition(r#"{"placement": {"a": 0, "b": 18446744073709551617}}"#, &g(), 2).unwrap_err();
+        assert!(e.message.contains("chip 1844674407370955161"), "{}", e.message);
     }
 }

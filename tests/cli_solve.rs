@@ -465,15 +465,26 @@ fn impossible_flag_values_are_refused_up_front() {
         ),
         (
             &[
+                "solve",
+                "examples/quickstart.mcm",
+                "--strategy",
+                "rl",
+                "--moves",
+                "1000000000000",
+            ],
+            "--moves",
+        ),
+        (
+            &[
                 "train",
                 "--package",
                 "examples/quickstart.mcm",
                 "--out",
                 "x",
-                "--layers",
-                "0",
+                "--moves",
+                "1000000000000",
             ],
-            "--layers",
+            "--moves",
         ),
     ];
     for (args, flag) in cases {
@@ -540,7 +551,7 @@ fn ctrl_c_keeps_the_best_so_far() {
         .spawn()
         .unwrap();
     // Time for the search to start (the handler is set before it).
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    std::thread::sleep(std::time::Duration::from_millis(2500));
     let kill = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -466,4 +466,8 @@ fn unknown_units_name_the_nearest_one() {
         );
         assert!(!out.contains("syntax error"), "{out}");
     }
+    // A missing comma before a named argument is not taken for a unit.
+    let out = errors("let x = ring(n = 4 memory = 1 MiB)\n");
+    assert_has(&out, &["syntax error"]);
+    assert!(!out.contains("unknown unit"), "{out}");
 }

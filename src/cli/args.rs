@@ -52,6 +52,19 @@ pub fn jobs(s: &str) -> Result<usize, String> {
     }
 }
 
+/// The most moves a rollout may make: far more than any useful number, and
+/// few enough that a typo (`--moves 1000000000000`) cannot hang a rollout.
+pub const MAX_MOVES: usize = 100_000;
+
+/// A rollout's moves: 0 (every node drawn) to [`MAX_MOVES`].
+pub fn moves(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n <= MAX_MOVES => Ok(n),
+        Ok(_) => Err(format!("`{s}` is more than {MAX_MOVES} moves")),
+        Err(_) => Err(format!("`{s}` is not a whole number of moves")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +82,7 @@ mod tests {
         }
         assert_eq!(jobs("8"), Ok(8));
         assert!(jobs("0").is_err() && jobs("100000").unwrap_err().contains("1024"));
+        assert_eq!(moves("0"), Ok(0));
+        assert!(moves("1000000000000").unwrap_err().contains("100000 moves"));
     }
 }

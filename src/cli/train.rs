@@ -52,7 +52,7 @@ pub struct TrainArgs {
     /// PPO rollouts make at most this many moves from greedy's partition
     /// (as `solve --strategy rl` deploys); 0 (the default) draws every
     /// node, as in the paper.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::args::moves)]
     pub moves: usize,
     /// Rollouts per update.
     #[arg(long, default_value_t = 20, value_parser = counting)]
@@ -68,7 +68,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 0.01, value_parser = non_negative)]
     pub entropy: f64,
     /// GraphSAGE layers.
-    #[arg(long, default_value_t = 8, value_parser = counting)]
+    #[arg(long, default_value_t = 8)]
     pub layers: usize,
     #[arg(long, default_value_t = 128, value_parser = counting)]
     pub hidden: usize,

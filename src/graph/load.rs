@@ -97,8 +97,9 @@ fn non_negative(v: &Value) -> Result<u64, String> {
     match v {
         Value::Number(n) => match (n.as_u64(), n.as_f64()) {
             (Some(x), _) => Ok(x),
-            (None, Some(f)) if f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 => Ok(f as u64),
-            (None, Some(f)) if f >= 1.8e19 && f.is_finite() => Err(format!(
+            // 2^64: every whole float below it converts exactly.
+            (None, Some(f)) if f >= 0.0 && f.fract() == 0.0 && f < 18446744073709551616.0 => Ok(f as u64),
+            (None, Some(f)) if f >= 18446744073709551616.0 && f.is_finite() => Err(format!(
                 "which is more than a 64-bit count holds (at most {})",
                 u64::MAX
             )),

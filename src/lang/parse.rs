@@ -130,10 +130,17 @@ fn syntax_diag(file: FileId, text: &str, e: pest::error::Error<Rule>, base: usiz
         .trim_end_matches([' ', '\t'])
         .ends_with(|c: char| c.is_ascii_digit());
     let word = text[start..]
-        .split(|c: char| c.is_whitespace() || ",)}]".contains(c))
+        .split(|c: char| c.is_whitespace() || ",)}]=:(".contains(c))
         .next()
         .unwrap_or("");
-    if positives.contains(&Rule::unit) && after_number && word.starts_with(|c: char| c.is_alphabetic()) {
+    // A word that names something (`memory = ...`, `b: 1`, `f(...)`) after
+    // a number is a missing comma, which the syntax error says better.
+    let names_something = text[start + word.len()..].trim_start().starts_with(['=', ':', '(']);
+    if positives.contains(&Rule::unit)
+        && after_number
+        && !names_something
+        && word.starts_with(|c: char| c.is_alphabetic())
+    {
         let names = crate::quantity::unit_names();
         let help = match super::diag::suggest(word, names.iter().map(String::as_str)) {
             Some(u) => format!("did you mean `{u}`? The units are {}", names.join(" ")),

@@ -103,7 +103,7 @@ fn config_mismatch(found: &PolicyConfig, expected: &PolicyConfig) -> Option<Stri
 
 /// Whether every element of `t` is a finite number.
 fn all_finite(t: &Tensor) -> Result<bool, PolicyError> {
-    let values = t.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+    let values = t.flatten_all()?.to_dtype(DType::F64)?.to_vec1::<f64>()?;
     Ok(values.iter().all(|v| v.is_finite()))
 }
 

@@ -122,8 +122,7 @@ fn draw_moves(
         .collect();
     let mut actions = anchor.to_vec();
     let mut picked = Vec::new();
-    // More moves than nodes adds nothing but time (a huge `--moves` hung).
-    for _ in 0..rng.random_range(1..=k.clamp(1, probs.len().max(1))) {
+    for _ in 0..rng.random_range(1..=k.max(1)) {
         let Some(u) = pick(&leave, rng) else { break };
         let away: Vec<f64> = (0..probs[u].len())
             .map(|c| if c as u32 == anchor[u] { 0.0 } else { probs[u][c] as f64 })

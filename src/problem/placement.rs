@@ -56,9 +56,7 @@ impl<'de> Deserialize<'de> for Entries {
             fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Entries, A::Error> {
                 let mut out = Vec::new();
                 while let Some(k) = m.next_key::<String>()? {
-                    let ChipId(c) = m
-                        .next_value()
-                        .map_err(|e| serde::de::Error::custom(format!("node `{k}`: {e}")))?;
+                    let c = m.next_value_seed(ChipOf(&k))?;
                     out.push((k, c));
                 }
                 Ok(Entries(out))
@@ -68,33 +66,37 @@ impl<'de> Deserialize<'de> for Entries {
     }
 }
 
-/// A chip id as written: a whole number (a huge one is kept, to be
-/// reported as out of range); `1.0` or `"1"` is refused as no chip id.
-struct ChipId(i128);
+/// The chip id of node `.0` as written: a whole number (a huge one is
+/// kept, to be reported as out of range); `1.0` or `"1"` is refused.
+struct ChipOf<'a>(&'a str);
 
-impl<'de> Deserialize<'de> for ChipId {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = ChipId;
+impl<'de> serde::de::DeserializeSeed<'de> for ChipOf<'_> {
+    type Value = i128;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<i128, D::Error> {
+        struct V<'a>(&'a str);
+        impl Visitor<'_> for V<'_> {
+            type Value = i128;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a chip id (a whole number)")
+                write!(f, "a chip id (a whole number) for node `{}`", self.0)
             }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ChipId, E> {
-                Ok(ChipId(v.into()))
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<i128, E> {
+                Ok(v.into())
             }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ChipId, E> {
-                Ok(ChipId(v.into()))
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<i128, E> {
+                Ok(v.into())
             }
-            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<ChipId, E> {
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<i128, E> {
                 // JSON integers past 64 bits arrive as floats.
                 if v.fract() == 0.0 && v.abs() >= 9.2e18 {
-                    return Ok(ChipId(v as i128));
+                    return Ok(v as i128);
                 }
-                Err(E::custom(format!("a chip id is a whole number, not {v:?}")))
+                Err(E::custom(format!(
+                    "node `{}` is placed on {v:?}, but a chip id is a whole number",
+                    self.0
+                )))
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(self.0))
     }
 }
 
@@ -287,10 +289,9 @@ mod tests {
         assert!(e.message.contains("line 1"), "{}", e.message);
         // A chip id that is no whole number is said to be one, placed once.
         let e = parse_partition(r#"{"placement": {"a": 0, "b": 1.0}}"#, &g(), 2).unwrap_err();
-        assert!(
-            e.message.contains("node `b`: a chip id is a whole number, not 1.0"),
-            "{}",
-            e.message
+        assert_eq!(
+            e.message,
+            "line 1, column 31: node `b` is placed on 1.0, but a chip id is a whole number"
         );
         // A huge whole number is out of range, not unreadable.
         let e = parse_partition(r#"{"placement": {"a": 0, "b": 18446744073709551617}}"#, &g(), 2).unwrap_err();

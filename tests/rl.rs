@@ -269,6 +269,17 @@ fn damaged_or_missing_checkpoints_are_refused() {
     assert_eq!(code, Some(0), "{msg}");
 }
 
+/// A data set of one training graph `name` (file `name.json`) in `folder`.
+fn one_graph_set(folder: &Path, name: &str, graph: &str) {
+    std::fs::create_dir_all(folder).unwrap();
+    std::fs::write(folder.join(format!("{name}.json")), graph).unwrap();
+    let manifest = serde_json::json!({
+        "format_version": 1,
+        "graphs": [{"name": name, "split": "train", "file": format!("{name}.json"), "nodes": 1}],
+    });
+    std::fs::write(folder.join("manifest.json"), manifest.to_string()).unwrap();
+}
+
 #[test]
 fn train_errors_are_clean() {
     let (dir, _) = setup("rl-train-errors");
@@ -293,18 +304,11 @@ fn train_errors_are_clean() {
         "{err}"
     );
     // A graph the package cannot take is skipped, saying why.
-    let masks = dir.join("masks");
-    std::fs::create_dir_all(&masks).unwrap();
-    std::fs::write(
-        masks.join("m.json"),
+    one_graph_set(
+        &dir.join("masks"),
+        "m",
         r#"{"nodes": [{"id": "mask", "op": "placeholder", "replicable": true}], "edges": []}"#,
-    )
-    .unwrap();
-    std::fs::write(
-        masks.join("manifest.json"),
-        r#"{"format_version": 1, "graphs": [{"name": "m", "split": "train", "file": "m.json", "nodes": 1}]}"#,
-    )
-    .unwrap();
+    );
     let o = mcmpart_in(
         &dir,
         &["train", "--package", "ring.mcm", "--graphs", "masks", "--out", "x"],
@@ -316,14 +320,7 @@ fn train_errors_are_clean() {
         "{err}"
     );
     // A graph file that does not load stops training before it starts.
-    let broken = dir.join("broken");
-    std::fs::create_dir_all(&broken).unwrap();
-    std::fs::write(broken.join("b.json"), "{ not json").unwrap();
-    std::fs::write(
-        broken.join("manifest.json"),
-        r#"{"format_version": 1, "graphs": [{"name": "b", "split": "train", "file": "b.json", "nodes": 1}]}"#,
-    )
-    .unwrap();
+    one_graph_set(&dir.join("broken"), "b", "{ not json");
     let o = mcmpart_in(
         &dir,
         &["train", "--package", "ring.mcm", "--graphs", "broken", "--out", "y"],

@@ -138,7 +138,8 @@ pub fn parse_partition(text: &str, graph: &Graph, num_chips: usize) -> Result<Pl
         if *g != graph.name {
             return Err(perr(
                 format!(
-                    "the partition is for graph `{g}`, but the problem's graph is `{}`",
+                    // Also read by `show`, which has a graph but no problem.
+                    "the partition is for graph `{g}`, but this graph is `{}`",
                     graph.name
                 ),
                 Some("pick the problem with --problem, or the partition made for this graph"),
@@ -287,6 +288,8 @@ mod tests {
         assert!(e.message.contains("`c`"), "{}", e.message);
         let e = parse_partition(r#"{"placement": [1]}"#, &g(), 2).unwrap_err();
         assert!(e.message.contains("line 1"), "{}", e.message);
+        let e = parse_partition(r#"{"graph": "h", "placement": {"a": 0, "b": 1}}"#, &g(), 2).unwrap_err();
+        assert_eq!(e.message, "the partition is for graph `h`, but this graph is `g`");
         // A chip id that is no whole number is said to be one, placed once.
         let e = parse_partition(r#"{"placement": {"a": 0, "b": 1.0}}"#, &g(), 2).unwrap_err();
         assert_eq!(

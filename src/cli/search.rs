@@ -132,18 +132,17 @@ impl RlArgs {
         }
         // With several strategies the flags serve those that use them.
         let [one] = learned.as_slice() else { return None };
-        let tuning = given.iter().find(|f| ["--epochs", "--minibatches", "--lr"].contains(f));
+        let tuning = given
+            .into_iter()
+            .find(|f| ["--epochs", "--minibatches", "--lr"].contains(f));
         let clash = |flag: &str, why: &str| Some(format!("`{flag}` contradicts `{one}`, which {why}"));
-        match *one {
-            "rl-scratch" if self.zero_shot => clash("--zero-shot", "trains a fresh policy"),
-            "rl-scratch" if self.policy.is_some() => clash("--policy", "starts from no checkpoint"),
-            "rl-zero-shot" if self.from_scratch => clash("--from-scratch", "samples the checkpoint untrained"),
-            "rl-zero-shot" if tuning.is_some() => clash(tuning.unwrap_or(&""), "does not fine-tune"),
-            "rl" if self.zero_shot && tuning.is_some() => Some(format!(
-                "`{}` sets fine-tuning, which `--zero-shot` skips",
-                tuning.unwrap_or(&"")
-            )),
-            "rl-nosolver"
+        match (*one, tuning) {
+            ("rl-scratch", _) if self.zero_shot => clash("--zero-shot", "trains a fresh policy"),
+            ("rl-scratch", _) if self.policy.is_some() => clash("--policy", "starts from no checkpoint"),
+            ("rl-zero-shot", _) if self.from_scratch => clash("--from-scratch", "samples the checkpoint untrained"),
+            ("rl-zero-shot", Some(f)) => clash(f, "does not fine-tune"),
+            ("rl", Some(f)) if self.zero_shot => Some(format!("`{f}` sets fine-tuning, which `--zero-shot` skips")),
+            ("rl-nosolver", _)
                 if !matches!(
                     self.rl_mode,
                     crate::policy::rollout::Mode::Fix | crate::policy::rollout::Mode::NoSolver

@@ -141,15 +141,9 @@ fn syntax_diag(file: FileId, text: &str, e: pest::error::Error<Rule>, base: usiz
         && !names_something
         && word.starts_with(|c: char| c.is_alphabetic())
     {
-        let names = crate::quantity::unit_names();
-        let help = match super::diag::suggest(word, names.iter().map(String::as_str)) {
-            Some(u) => format!("did you mean `{u}`? The units are {}", names.join(" ")),
-            None => format!("the units are {}", names.join(" ")),
-        };
-        let help = format!("{help} (a product is written with `*`)");
         return Diag::error("mcm::unit", format!("unknown unit `{word}`"))
             .label(Span::new(file, start, start + word.len()), "not a unit")
-            .help(help);
+            .help(format!("{} (a product is written with `*`)", unit_help(word)));
     }
     let expected = match &e.variant {
         pest::error::ErrorVariant::ParsingError { positives, .. } => describe_expected(positives),
@@ -166,6 +160,15 @@ fn syntax_diag(file: FileId, text: &str, e: pest::error::Error<Rule>, base: usiz
     )
     .label(Span::new(file, start, end), format!("expected {expected} here"))
     .help("see the language reference in the book for the grammar")
+}
+
+/// The help of an unknown unit: the nearest known one, and all of them.
+fn unit_help(word: &str) -> String {
+    let names = crate::quantity::unit_names();
+    match super::diag::suggest(word, names.iter().map(String::as_str)) {
+        Some(u) => format!("did you mean `{u}`? The units are {}", names.join(" ")),
+        None => format!("the units are {}", names.join(" ")),
+    }
 }
 
 fn describe_expected(rules: &[Rule]) -> String {
@@ -872,14 +875,9 @@ impl<'t> Builder<'t> {
             Some(u) => {
                 let v: f64 = real(digits.parse().map_err(|_| bad())?)?;
                 let (factor, dim) = quantity::unit(u.as_str()).ok_or_else(|| {
-                    let names = quantity::unit_names();
-                    let help = match crate::lang::diag::suggest(u.as_str(), names.iter().map(String::as_str)) {
-                        Some(s) => format!("did you mean `{s}`? The units are {}", names.join(" ")),
-                        None => format!("the units are {}", names.join(" ")),
-                    };
                     Diag::error("mcm::unit", format!("unknown unit `{}`", u.as_str()))
                         .label(self.span(&u), "not a unit")
-                        .help(help)
+                        .help(unit_help(u.as_str()))
                 })?;
                 Ok(Expr {
                     kind: ExprKind::Quantity(real(v * factor)?, dim),

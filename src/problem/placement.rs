@@ -107,6 +107,15 @@ struct PartitionFile {
     placement: Entries,
 }
 
+/// A JSON error of a partition or proposal file, its place first (serde_json
+/// ends its message with it).
+fn json_error(e: serde_json::Error, help: &str) -> PartitionError {
+    let place = format!(" at line {} column {}", e.line(), e.column());
+    let what = e.to_string();
+    let what = what.strip_suffix(&place).unwrap_or(&what);
+    perr(format!("line {}, column {}: {what}", e.line(), e.column()), Some(help))
+}
+
 /// Reads a partition file for `graph` on a package of `num_chips` chips.
 pub fn read_partition(path: &Path, graph: &Graph, num_chips: usize) -> Result<Placement, PartitionError> {
     let shown = path.display();
@@ -121,17 +130,9 @@ pub fn read_partition(path: &Path, graph: &Graph, num_chips: usize) -> Result<Pl
 /// Parses partition JSON; every placed node exactly once, chips in range.
 pub fn parse_partition(text: &str, graph: &Graph, num_chips: usize) -> Result<Placement, PartitionError> {
     let f: PartitionFile = serde_json::from_str(text).map_err(|e| {
-        // serde_json ends its message with the place, which comes first here.
-        let place = format!(" at line {} column {}", e.line(), e.column());
-        let what = e.to_string();
-        perr(
-            format!(
-                "line {}, column {}: {}",
-                e.line(),
-                e.column(),
-                what.strip_suffix(&place).unwrap_or(&what)
-            ),
-            Some("a partition is {\"graph\": NAME, \"chips\": C, \"placement\": {\"node\": chip, ...}}"),
+        json_error(
+            e,
+            "a partition is {\"graph\": NAME, \"chips\": C, \"placement\": {\"node\": chip, ...}}",
         )
     })?;
     if let Some(g) = &f.graph {
@@ -209,17 +210,9 @@ pub fn read_proposal(path: &Path, graph: &Graph, num_chips: usize) -> Result<Vec
 
 pub fn parse_proposal(text: &str, graph: &Graph, num_chips: usize) -> Result<Vec<Option<u32>>, PartitionError> {
     let f: PartitionFile = serde_json::from_str(text).map_err(|e| {
-        // serde_json ends its message with the place, which comes first here.
-        let place = format!(" at line {} column {}", e.line(), e.column());
-        let what = e.to_string();
-        perr(
-            format!(
-                "line {}, column {}: {}",
-                e.line(),
-                e.column(),
-                what.strip_suffix(&place).unwrap_or(&what)
-            ),
-            Some("a proposal is {\"placement\": {\"node\": chip, ...}}, nodes may be missing"),
+        json_error(
+            e,
+            "a proposal is {\"placement\": {\"node\": chip, ...}}, nodes may be missing",
         )
     })?;
     let mut chips: Vec<Option<u32>> = vec![None; graph.num_placed()];

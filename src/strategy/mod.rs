@@ -93,6 +93,70 @@ pub fn clear_stop() {
 }
 
 impl Outcome {
+    /// What makes this outcome impossible as a run on `problem` within
+    /// `budget` samples, if anything: what [`run`] returns always passes
+    /// (samples numbered from 1, valid throughputs finite and positive, the
+    /// best so far their running maximum, the best partition that of its
+    /// sample, on the problem's nodes and chips, and valid). A run read
+    /// back from a file (`compare --resume`) is checked with it.
+    pub fn inconsistency(&self, problem: &Problem, budget: usize) -> Option<String> {
+        if self.records.len() > budget {
+            return Some(format!(
+                "{} samples, more than the budget of {budget}",
+                self.records.len()
+            ));
+        }
+        if !(self.elapsed_s.is_finite() && self.elapsed_s >= 0.0) {
+            return Some(format!("its time is {}", self.elapsed_s));
+        }
+        let mut best: Option<f64> = None;
+        let mut clock = 0.0;
+        for (i, r) in self.records.iter().enumerate() {
+            if r.sample != i + 1 {
+                return Some(format!("record {} is numbered {}", i + 1, r.sample));
+            }
+            if !(r.elapsed_s.is_finite() && r.elapsed_s >= clock) {
+                return Some(format!("sample {}'s time {} goes back", r.sample, r.elapsed_s));
+            }
+            clock = r.elapsed_s;
+            if let Some(t) = r.throughput {
+                if !(t.is_finite() && t > 0.0) {
+                    return Some(format!("sample {} has a throughput of {t}", r.sample));
+                }
+                best = Some(best.map_or(t, |b: f64| b.max(t)));
+            }
+            if r.best != best {
+                return Some(format!(
+                    "sample {}'s best so far is not the best of its samples",
+                    r.sample
+                ));
+            }
+        }
+        let Some(b) = &self.best else {
+            return best.map(|_| "it has valid samples but no best partition".to_string());
+        };
+        let chips = problem.package.num_chips() as u32;
+        if b.chips.len() != problem.graph.num_placed() || b.chips.iter().any(|&c| c >= chips) {
+            return Some(format!(
+                "its best partition is not one of {} nodes on {chips} chips",
+                problem.graph.num_placed()
+            ));
+        }
+        let found = b.sample.checked_sub(1).and_then(|i| self.records.get(i));
+        if best != Some(b.throughput) || found.and_then(|r| r.throughput) != Some(b.throughput) {
+            return Some("its best partition's throughput is not its best sample's".into());
+        }
+        let broken = crate::solver::check(
+            &problem.graph,
+            &problem.package,
+            &problem.constraints,
+            &Placement::new(b.chips.clone()),
+        );
+        broken
+            .first()
+            .map(|v| format!("its best partition is invalid: {}", v.describe()))
+    }
+
     pub fn invalid_count(&self) -> usize {
         self.invalid.values().sum()
     }
@@ -371,72 +435,6 @@ impl<'p> Search<'p> {
             failure: None,
             interrupted: false,
         }
-    }
-}
-
-impl Outcome {
-    /// What makes this outcome impossible as a run on `problem` within
-    /// `budget` samples, if anything: what [`run`] returns always passes
-    /// (samples numbered from 1, valid throughputs finite and positive, the
-    /// best so far their running maximum, the best partition that of its
-    /// sample, on the problem's nodes and chips, and valid). A run read
-    /// back from a file (`compare --resume`) is checked with it.
-    pub fn inconsistency(&self, problem: &Problem, budget: usize) -> Option<String> {
-        if self.records.len() > budget {
-            return Some(format!(
-                "{} samples, more than the budget of {budget}",
-                self.records.len()
-            ));
-        }
-        if !(self.elapsed_s.is_finite() && self.elapsed_s >= 0.0) {
-            return Some(format!("its time is {}", self.elapsed_s));
-        }
-        let mut best: Option<f64> = None;
-        let mut clock = 0.0;
-        for (i, r) in self.records.iter().enumerate() {
-            if r.sample != i + 1 {
-                return Some(format!("record {} is numbered {}", i + 1, r.sample));
-            }
-            if !(r.elapsed_s.is_finite() && r.elapsed_s >= clock) {
-                return Some(format!("sample {}'s time {} goes back", r.sample, r.elapsed_s));
-            }
-            clock = r.elapsed_s;
-            if let Some(t) = r.throughput {
-                if !(t.is_finite() && t > 0.0) {
-                    return Some(format!("sample {} has a throughput of {t}", r.sample));
-                }
-                best = Some(best.map_or(t, |b: f64| b.max(t)));
-            }
-            if r.best != best {
-                return Some(format!(
-                    "sample {}'s best so far is not the best of its samples",
-                    r.sample
-                ));
-            }
-        }
-        let Some(b) = &self.best else {
-            return best.map(|_| "it has valid samples but no best partition".to_string());
-        };
-        let chips = problem.package.num_chips() as u32;
-        if b.chips.len() != problem.graph.num_placed() || b.chips.iter().any(|&c| c >= chips) {
-            return Some(format!(
-                "its best partition is not one of {} nodes on {chips} chips",
-                problem.graph.num_placed()
-            ));
-        }
-        let found = b.sample.checked_sub(1).and_then(|i| self.records.get(i));
-        if best != Some(b.throughput) || found.and_then(|r| r.throughput) != Some(b.throughput) {
-            return Some("its best partition's throughput is not its best sample's".into());
-        }
-        let broken = crate::solver::check(
-            &problem.graph,
-            &problem.package,
-            &problem.constraints,
-            &Placement::new(b.chips.clone()),
-        );
-        broken
-            .first()
-            .map(|v| format!("its best partition is invalid: {}", v.describe()))
     }
 }
 

@@ -607,6 +607,45 @@ fn contradictory_strategy_flags_are_refused() {
             &["solve", q, "--strategy", "rl-nosolver", "--rl-mode", "sample"],
             "contradicts `rl-nosolver`",
         ),
+        // The flags are checked before the checkpoint is loaded: its error
+        // would hide theirs.
+        (
+            &[
+                "solve",
+                q,
+                "--strategy",
+                "rl-zero-shot",
+                "--lr",
+                "0.1",
+                "--policy",
+                "nowhere",
+            ],
+            "`--lr` contradicts `rl-zero-shot`",
+        ),
+        (
+            &[
+                "compare",
+                q,
+                "--out",
+                "x",
+                "--strategies",
+                "rl-zero-shot",
+                "--epochs",
+                "2",
+                "--policy",
+                "nowhere",
+            ],
+            "`--epochs` contradicts `rl-zero-shot`",
+        ),
+        // An unknown name is named as such, not read as no learned strategy.
+        (
+            &["solve", q, "--strategy", "rll", "--policy", "nowhere"],
+            "unknown strategy `rll`",
+        ),
+        (
+            &["compare", q, "--out", "x", "--strategies", "random,dpp", "--moves", "2"],
+            "unknown strategy `dpp`",
+        ),
         (
             &["compare", q, "--out", "x", "--strategies", ""],
             "--strategies names no strategy",

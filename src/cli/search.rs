@@ -201,11 +201,7 @@ pub fn strategy_named(out: &Output, name: &str, rl: &RlArgs) -> Option<Box<dyn s
     match strategy::by_name(name, &rl.options()) {
         Ok(Some(s)) => Some(s),
         Ok(None) => {
-            let known = strategy::NAMES.join(", ");
-            let help = crate::lang::diag::suggest(name, strategy::NAMES.iter().copied())
-                .map(|s| format!("did you mean `{s}`? The strategies are {known}"))
-                .unwrap_or_else(|| format!("the strategies are {known}"));
-            out.error(&format!("unknown strategy `{name}`"), Some(&help));
+            unknown_strategy(out, name);
             None
         }
         Err(e) => {
@@ -215,15 +211,37 @@ pub fn strategy_named(out: &Output, name: &str, rl: &RlArgs) -> Option<Box<dyn s
     }
 }
 
+fn unknown_strategy(out: &Output, name: &str) {
+    let known = strategy::NAMES.join(", ");
+    let help = crate::lang::diag::suggest(name, strategy::NAMES.iter().copied())
+        .map(|s| format!("did you mean `{s}`? The strategies are {known}"))
+        .unwrap_or_else(|| format!("the strategies are {known}"));
+    out.error(&format!("unknown strategy `{name}`"), Some(&help));
+}
+
+/// Checks the names and the learned-strategy flags before any strategy is
+/// built: building rl loads its checkpoint, whose error would hide a
+/// contradiction in the flags. `false` once an error is reported.
+pub fn strategies_agree(out: &Output, names: &[&str], rl: &RlArgs) -> bool {
+    if let Some(bad) = names.iter().find(|n| !strategy::NAMES.contains(n)) {
+        unknown_strategy(out, bad);
+        return false;
+    }
+    if let Some(why) = rl.conflict(names) {
+        out.error(&why, None);
+        return false;
+    }
+    true
+}
+
 pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> i32 {
     watch_ctrl_c();
+    if !strategies_agree(out, &[args.strategy.as_str()], &args.rl) {
+        return 2;
+    }
     let Some(mut strat) = strategy_named(out, &args.strategy, &args.rl) else {
         return 2;
     };
-    if let Some(why) = args.rl.conflict(&[args.strategy.as_str()]) {
-        out.error(&why, None);
-        return 2;
-    }
     let dest = args.out.clone().unwrap_or_else(|| default_out(file));
     with_problem(out, file, args.problem.as_deref(), Some(&dest), |p, sources| {
         let judge = match Judge::new(p, &args.eval.options()) {

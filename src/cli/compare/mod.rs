@@ -5,7 +5,7 @@
 mod journal;
 
 use super::eval::{secs, EvalArgs};
-use super::search::strategy_named;
+use super::search::{strategies_agree, strategy_named};
 use super::Output;
 use crate::cost::{CostModel, Judge};
 use crate::digest::Fnv1a;
@@ -133,9 +133,6 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
         if s.is_empty() {
             continue;
         }
-        if strategy_named(out, s, &args.rl).is_none() {
-            return 2;
-        }
         if !names.iter().any(|n| n == s) {
             names.push(s.to_string());
         }
@@ -148,8 +145,7 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
         return 2;
     }
     let named: Vec<&str> = names.iter().map(String::as_str).collect();
-    if let Some(why) = args.rl.conflict(&named) {
-        out.error(&why, None);
+    if !strategies_agree(out, &named, &args.rl) || named.iter().any(|s| strategy_named(out, s, &args.rl).is_none()) {
         return 2;
     }
     if let Err(m) = check_args(args) {

@@ -233,9 +233,31 @@ fn damaged_or_missing_checkpoints_are_refused() {
         let (out, err) = text(&o);
         (o.status.code(), format!("{out}{err}"))
     };
+    // A checkpoint is an input: exit 1, as for any file that does not load.
     let (code, msg) = solve("nowhere/model");
-    assert_ne!(code, Some(0));
+    assert_eq!(code, Some(1), "{msg}");
     assert!(msg.contains("nowhere/model") && msg.contains("cannot access"), "{msg}");
+    let o = mcmpart_in(
+        &dir,
+        &[
+            "compare",
+            "ring.mcm",
+            "--out",
+            "c",
+            "--strategies",
+            "random,rl",
+            "--policy",
+            "nowhere/model",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{out}
+{err}"
+    );
+    assert!(err.contains("nowhere/model") && !dir.join("c").exists(), "{err}");
 
     train(&dir, "run");
     // A second run into the same folder is refused, and the first is kept.
@@ -262,7 +284,7 @@ fn damaged_or_missing_checkpoints_are_refused() {
     weights[mid] ^= 0xff;
     std::fs::write(dir.join("run/bad.safetensors"), weights).unwrap();
     let (code, msg) = solve("run/bad");
-    assert_ne!(code, Some(0));
+    assert_eq!(code, Some(1), "{msg}");
     assert!(msg.contains("bad.safetensors") && msg.contains("damaged"), "{msg}");
     // Naming the weights file works as well as naming the stem.
     let (code, msg) = solve("run/best.safetensors");

@@ -32,7 +32,7 @@ pub struct SolveArgs {
     /// Seed of every random choice.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Where to write the best partition (default: `<file>.partition.json`).
+    /// Where to write the best partition (default: `<stem of FILE>.partition.json`, in the working folder).
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -239,8 +239,9 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> i32 {
     if !strategies_agree(out, &[args.strategy.as_str()], &args.rl) {
         return 2;
     }
+    // The name is known: what fails now is its checkpoint, an input.
     let Some(mut strat) = strategy_named(out, &args.strategy, &args.rl) else {
-        return 2;
+        return 1;
     };
     let dest = args.out.clone().unwrap_or_else(|| default_out(file));
     with_problem(out, file, args.problem.as_deref(), Some(&dest), |p, sources| {

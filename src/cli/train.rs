@@ -94,7 +94,7 @@ pub struct TrainArgs {
     #[arg(long)]
     pub imitate_best: bool,
     /// Samples of each demonstration's anneal (with `--imitate-best`).
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = counting)]
     pub demo_samples: usize,
     /// Start from this checkpoint (stem or file) instead of fresh weights;
     /// its network shape is kept (`--layers`, `--hidden`, `--iterations` are ignored).

@@ -66,10 +66,9 @@ pub fn parse_graph_json(text: &str) -> Result<Graph, GraphError> {
             .as_object()
             .ok_or_else(|| GraphError::new(format!("edge {i} is not an object")))?;
         let end = |key: &str| -> Result<usize, GraphError> {
-            let id = eo
-                .get(key)
-                .and_then(Value::as_str)
-                .ok_or_else(|| GraphError::new(format!("edge {i} has no string `{key}`")))?;
+            let id = node_id(eo.get(key))
+                .ok_or_else(|| GraphError::new(format!("edge {i} has no `{key}` node id (a string or a number)")))?;
+            let id = id.as_str();
             index.get(id).copied().ok_or_else(|| {
                 let help = crate::lang::diag::unknown_help(id, "node", index.keys().copied());
                 GraphError::new(format!("edge {i} `{key}` names unknown node `{id}`")).with_help(help)
@@ -109,15 +108,22 @@ fn non_negative(v: &Value) -> Result<u64, String> {
     }
 }
 
+/// A node id: a string, or a number written as its text (exporters write
+/// either), in a node's `id` and an edge's ends alike.
+fn node_id(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 fn parse_node(i: usize, v: &Value) -> Result<Node, GraphError> {
     let o = v
         .as_object()
         .ok_or_else(|| GraphError::new(format!("node {i} is not an object")))?;
-    let id = match o.get("id") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => return Err(GraphError::new(format!("node {i} has no string `id`"))),
-    };
+    let id =
+        node_id(o.get("id")).ok_or_else(|| GraphError::new(format!("node {i} has no `id` (a string or a number)")))?;
     let mut node = Node::new(id);
     let mut extra = Map::new();
     for (k, val) in o {
@@ -201,6 +207,14 @@ mod tests {
         assert_eq!(g.name, "bert-large");
         assert_eq!(g.edges[0].bytes, 4194304, "missing bytes default to the source output");
         assert!(g.nodes[1].extra.contains_key("shape"), "unknown fields are kept");
+    }
+
+    #[test]
+    fn numeric_ids_name_nodes_in_edges_too() {
+        let g = parse_graph_json(r#"{"nodes": [{"id": 1}, {"id": "2"}], "edges": [{"from": 1, "to": 2}]}"#).unwrap();
+        assert_eq!((g.edges[0].src, g.edges[0].dst), (0, 1));
+        let e = parse_graph_json(r#"{"nodes": [{"id": 1}], "edges": [{"from": 1, "to": true}]}"#).unwrap_err();
+        assert!(e.message.contains("edge 0 has no `to` node id"), "{}", e.message);
     }
 
     #[test]

@@ -145,8 +145,12 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
         return 2;
     }
     let named: Vec<&str> = names.iter().map(String::as_str).collect();
-    if !strategies_agree(out, &named, &args.rl) || named.iter().any(|s| strategy_named(out, s, &args.rl).is_none()) {
+    if !strategies_agree(out, &named, &args.rl) {
         return 2;
+    }
+    // The names are known: what fails now is a checkpoint, an input.
+    if named.iter().any(|s| strategy_named(out, s, &args.rl).is_none()) {
+        return 1;
     }
     if let Err(m) = check_args(args) {
         out.error(&m, None);

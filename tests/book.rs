@@ -1,6 +1,7 @@
 //! The book's programs are real: every ```mcm block compiles (```mcm,error
 //! blocks must not), and the test blocks it shows pass, except in blocks
-//! marked ```mcm,failing that show failures on purpose.
+//! marked ```mcm,failing that show failures on purpose; the `$ mcmpart`
+//! sessions of the tutorials and chapters in `SESSIONS` print what they show.
 
 mod common;
 
@@ -77,4 +78,101 @@ fn every_mcm_block_in_the_book_behaves_as_marked() {
 fn the_reference_includes_the_grammar_file() {
     let g = std::fs::read_to_string(common::root().join("book/src/reference/grammar.md")).unwrap();
     assert!(g.contains("{{#include ../../../grammar/mcm.pest}}"));
+}
+
+/// The pages whose console sessions are replayed: each runs in a fresh
+/// folder holding the files the page defines (and `examples/`, `data/`).
+const SESSIONS: &[&str] = &[
+    "tutorial/architects.md",
+    "tutorial/compiler-writers.md",
+    "tutorial/test-authors.md",
+    "solver.md",
+    "cost-model.md",
+];
+
+/// The file a code block defines: the last bare `NAME.mcm` / `NAME.json` in
+/// backquotes of the prose before it.
+fn named_in(prose: &str) -> Option<String> {
+    prose
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| !w.contains('/') && !w.contains(' ') && (w.ends_with(".mcm") || w.ends_with(".json")))
+        .last()
+        .map(str::to_string)
+}
+
+/// Lines without trailing blanks, the block without trailing empty lines.
+fn tidy(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().map(str::trim_end).collect();
+    lines.join("\n").trim_end().to_string()
+}
+
+/// The tutorials' and chapters' `$ mcmpart ...` sessions print what the
+/// page shows (the solver's witnesses, counts and reports drift silently
+/// otherwise). A command whose files the page does not define fails here,
+/// as a reader could not run it either.
+#[test]
+fn the_books_console_sessions_print_what_they_show() {
+    let mut replayed = 0;
+    for page in SESSIONS {
+        let path = common::root().join("book/src").join(page);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let dir = common::scratch(&format!("book-{}", page.replace(['/', '.'], "-")));
+        for link in ["examples", "data"] {
+            std::os::unix::fs::symlink(common::root().join(link), dir.join(link)).unwrap();
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        let mut prose_from = 0;
+        let mut unnamed: Option<String> = None;
+        for (info, line, code) in blocks(&text) {
+            let lang = info.split(',').next().unwrap_or("");
+            let prose = lines[prose_from..line - 1].join("\n");
+            prose_from = line + code.lines().count() + 1;
+            match lang {
+                "mcm" | "json" => match named_in(&prose) {
+                    Some(name) => {
+                        std::fs::write(dir.join(&name), &code).unwrap();
+                        unnamed = None;
+                    }
+                    None => unnamed = Some(code),
+                },
+                "console" => {
+                    let mut session = code.split("\n$ ").map(|s| s.trim_start_matches("$ "));
+                    for step in session.by_ref() {
+                        let (cmd, shown) = step.split_once('\n').unwrap_or((step, ""));
+                        let words: Vec<&str> = cmd.split_whitespace().collect();
+                        if let ["cat", file] = words.as_slice() {
+                            let written = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+                            assert_eq!(tidy(&written), tidy(shown), "{page}:{line}: `{file}` as written");
+                            replayed += 1;
+                            continue;
+                        }
+                        if words.first() != Some(&"mcmpart") || cmd.contains('|') {
+                            continue;
+                        }
+                        // A file named only by the command is the block just before.
+                        for w in &words[1..] {
+                            if w.ends_with(".mcm") && !dir.join(w).exists() {
+                                let code = unnamed.take().unwrap_or_else(|| {
+                                    panic!("{page}:{line}: `{cmd}` reads `{w}`, which the page does not define")
+                                });
+                                std::fs::write(dir.join(w), code).unwrap();
+                            }
+                        }
+                        let o = common::mcmpart_in(&dir, &words[1..]);
+                        let (out, err) = common::text(&o);
+                        let shown = tidy(shown);
+                        assert!(
+                            tidy(&(out.clone() + &err)) == shown || tidy(&(err.clone() + &out)) == shown,
+                            "{page}:{line}: `{cmd}` shows\n{shown}\nbut prints\n{out}{err}"
+                        );
+                        replayed += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(replayed >= 20, "only {replayed} commands replayed");
 }

@@ -169,6 +169,7 @@ pub fn solver(
             "mean_failures": st.failures as f64 / n,
             "mean_backtracks": st.backtracks as f64 / n,
             "mean_sat_calls": st.sat_calls as f64 / n,
+            "mean_restarts": st.restarts as f64 / n,
             "restarts": st.restarts,
             "mean_moved": moved as f64 / n,
             "mean_chips_used": used as f64 / n,

@@ -414,5 +414,8 @@ fn bench_solver_checks_every_partition_and_writes_figures() {
         assert_eq!(v["invalid"], 0);
         assert_eq!(v["samples"], 5);
         assert!(v["partitions_per_second"].as_f64().unwrap() > 0.0);
+        // The means are per partition, as the text report's.
+        let total = v["restarts"].as_f64().unwrap();
+        assert_eq!(v["mean_restarts"].as_f64().unwrap(), total / 5.0, "{v}");
     }
 }

@@ -1,6 +1,7 @@
 //! FNV-1a 64, the one checksum of the project: checkpoints use it to catch
 //! a torn or swapped weights file, `compare` to tell whether a run on disk
-//! was made with the settings of the run it would stand for. Not a
+//! was made with the settings of the run it would stand for, the policy to
+//! bucket operator names. Not a
 //! cryptographic hash; stable across builds and platforms.
 
 /// An incremental FNV-1a 64 hash.
@@ -30,6 +31,11 @@ impl Fnv1a {
     /// hash apart.
     pub fn field(&mut self, bytes: &[u8]) -> &mut Fnv1a {
         self.update(&(bytes.len() as u64).to_le_bytes()).update(bytes)
+    }
+
+    /// The hash.
+    pub fn value(&self) -> u64 {
+        self.0
     }
 
     /// The hash as 16 hex digits.

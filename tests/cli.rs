@@ -343,13 +343,23 @@ fn repair_makes_an_invalid_proposal_valid_and_counts_the_moves() {
     assert!(text(&o).0.contains("repaired: 0 of 7 nodes moved"), "{:?}", text(&o));
     let partial = dir.join("partial.json");
     std::fs::write(&partial, r#"{"placement": {"fc2": 3}}"#).unwrap();
+    let completed = dir.join("completed.json");
     let o = mcmpart(&[
         "repair",
         "examples/quickstart.mcm",
         "--proposal",
         partial.to_str().unwrap(),
         "--out",
-        q.to_str().unwrap(),
+        completed.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&completed).unwrap()).unwrap();
+    assert_eq!(v["placement"].as_object().unwrap().len(), 7, "{v}");
+    let o = mcmpart(&[
+        "verify",
+        "examples/quickstart.mcm",
+        "--partition",
+        completed.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     let bad = dir.join("bad.json");

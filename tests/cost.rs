@@ -146,8 +146,11 @@ fn an_empty_chip_costs_nothing_and_still_counts_in_the_bound() {
 fn replicable_copies_compute_on_every_chip_that_uses_them() {
     let p = problem(
         RING3,
-        "graph { a { flops = 1 GFLOP } -> b { flops = 1 GFLOP }  a -> c }",
+        "graph { a { flops = 1 GFLOP, output_bytes = 1 MB } -> b { flops = 1 GFLOP }  a -> c }",
     );
+    // Not replicable, a on 0 sends its megabyte to c on 2.
+    let moved = CostModel::new(&p).unwrap().report(&[0, 0, 2]).unwrap();
+    assert!(moved.chips.iter().map(|c| c.link_s).sum::<f64>() > 0.0);
     let mut nodes: Vec<Node> = p.graph.nodes.clone();
     nodes[0].replicable = true;
     let g = Graph::new("rep", nodes, vec![(0, 1, None), (0, 2, None)]).unwrap();
@@ -158,7 +161,9 @@ fn replicable_copies_compute_on_every_chip_that_uses_them() {
     let r = m.report(&[0, 2]).unwrap();
     close(r.chips[0].compute_s, 2e-3);
     close(r.chips[2].compute_s, 1e-3);
-    close(r.chips[0].link_s, 0.0);
+    for c in &r.chips {
+        close(c.link_s, 0.0);
+    }
 }
 
 #[test]

@@ -400,9 +400,22 @@ fn suggest_takes_a_valid_placement_as_the_witness() {
         SatAnswer::Sat(pl) => assert_eq!(pl, mine),
         SatAnswer::Unsat(core) => panic!("Unsat {core:?}"),
     }
-    // An invalid suggestion changes no answer.
-    o.suggest(&p, &Placement::new(vec![2, 0, 1]));
-    assert!(matches!(o.solve(&p, &[(2, vec![1])]), SatAnswer::Sat(_)));
+    // An invalid suggestion changes no answer: the witness is still valid,
+    // and not the suggestion.
+    let invalid = Placement::new(vec![2, 0, 1]);
+    assert!(!Checker::new(&p.graph, &p.package, &invalid).all_hold(&p.constraints));
+    o.suggest(&p, &invalid);
+    match o.solve(&p, &[(2, vec![1])]) {
+        SatAnswer::Sat(pl) => {
+            assert!(
+                Checker::new(&p.graph, &p.package, &pl).all_hold(&p.constraints),
+                "{pl:?}"
+            );
+            assert_eq!(pl.chip(2), 1);
+            assert_ne!(pl, invalid);
+        }
+        SatAnswer::Unsat(core) => panic!("Unsat {core:?}"),
+    }
 }
 
 /// Timings on BERT-large over a 36-chip ring (run with `--ignored --nocapture`).

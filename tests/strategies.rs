@@ -270,6 +270,11 @@ proptest! {
         // When no cut fits, dp asks the solver for any partition instead;
         // without rules that one need not fit memory.
         let fits = !mcmpart::strategy::pipeline_cuts(&p, &p.graph.pipeline_order()).is_empty();
+        // Some cut fits whenever putting every node on one chip would (the
+        // DP's one-stage cut).
+        let memory = c.memory_kib * 1024;
+        let total: u64 = c.nodes.iter().map(|n| n.1 * 1024).sum();
+        prop_assert!(fits || total > memory, "no cut, though all {} B fit one chip of {} B", total, memory);
         let (j, seen) = recording_judge(&p, 1);
         let o = run(&p, &j, "dp", Budget::Samples(SAMPLES), 0).expect("no rules, always feasible");
         if !fits {
@@ -278,8 +283,7 @@ proptest! {
         }
         let seen = seen.lock().unwrap().clone();
         let chips_n = p.package.num_chips();
-        prop_assert!(seen.len() <= chips_n.min(c.nodes.len()));
-        let memory = c.memory_kib * 1024;
+        prop_assert!(!seen.is_empty() && seen.len() <= chips_n.min(c.nodes.len()));
         for chips in &seen {
             let mut weights = vec![0u64; chips_n];
             for (d, &ch) in chips.iter().enumerate() {
@@ -293,12 +297,6 @@ proptest! {
             }
             let top = *chips.iter().max().unwrap();
             prop_assert!((0..=top).all(|k| chips.contains(&k)), "{:?}", chips);
-        }
-        // Some cut fits whenever putting every node on one chip would (the
-        // DP's one-stage cut), unless a single node is over the limit.
-        let total: u64 = c.nodes.iter().map(|n| n.1 * 1024).sum();
-        if total <= memory {
-            prop_assert!(!seen.is_empty());
         }
         prop_assert!(is_best_so_far(&o.records).is_ok());
         if let (Some(first), Some(b)) = (o.records.first().and_then(|r| r.throughput), &o.best) {

@@ -238,6 +238,37 @@ fn compare_writes_curves_tables_and_figures_consistent_with_each_other() {
         let bound = p["bound_throughput"].as_f64().unwrap();
         assert!(g > 0.0 && g <= bound * (1.0 + 1e-9), "greedy {g}, bound {bound}");
     }
+    let csv_value = |strategy: &str, metric: &str, at: &str| -> String {
+        let at_f: f64 = at.parse().unwrap();
+        let r = rows
+            .iter()
+            .find(|r| r[0] == strategy && r[1] == metric && r[2].parse::<f64>() == Ok(at_f));
+        r.unwrap_or_else(|| panic!("summary.csv has no {strategy} {metric} {at}"))[3].clone()
+    };
+    let cells = v["summary"].as_array().unwrap();
+    assert_eq!(cells.len(), 3 * 2, "{v}");
+    for c in cells {
+        let (s, at) = (c["strategy"].as_str().unwrap(), c["budget"].to_string());
+        for metric in ["improvement_over_greedy", "fraction_of_bound"] {
+            let csv: f64 = csv_value(s, metric, &at).parse().unwrap();
+            assert!(
+                close(c[metric].as_f64().unwrap(), csv),
+                "{s} {metric} at {at}: {c} vs {csv}"
+            );
+        }
+    }
+    for r in v["samples_to_reach"].as_array().unwrap() {
+        let csv = csv_value(
+            r["strategy"].as_str().unwrap(),
+            "samples_to_reach",
+            &r["level"].to_string(),
+        );
+        assert_eq!(
+            r["samples"].as_u64().map(|n| n.to_string()).unwrap_or_default(),
+            csv,
+            "{r}"
+        );
+    }
 
     // The figures: one per problem and the overall one.
     // A label that is no safe name (`six:g`) gets a folder with a hash of it.

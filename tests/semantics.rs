@@ -43,12 +43,15 @@ fn constant_and_placement_dependent_division_agree() {
 
 #[test]
 fn count_at_the_end_of_a_line_does_not_swallow_the_next() {
-    let c = common::compile("let k = count(i in 0..4)\ntopology t() { chips c[k] }\nlet p = t()\n");
+    let c = common::compile(
+        "let k = count(i in 0..4)\ntopology t() { chips c[k] }\nlet p = t()\npartition graph { a } onto p\n",
+    );
     assert!(
         c.ok(),
         "{}",
         mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
     );
+    assert_eq!(c.problem(None).unwrap().package.num_chips(), 4);
 }
 
 #[test]
@@ -79,13 +82,20 @@ fn expect_violates_with_other_arguments_is_checked_on_its_own() {
 #[test]
 fn a_let_does_not_hide_a_builtin_function() {
     let c = common::compile(
-        "let chip = 3\ntopology t() { chips c[2] }\nconstraint low() { forall u in nodes: chip(u) <= chip }\n\
+        "let chip = 3\ntopology t() { chips c[5] }\nconstraint low() { forall u in nodes: chip(u) <= chip }\n\
          partition graph { a } onto t() { require low }\n",
     );
     assert!(
         c.ok(),
         "{}",
         mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
+    );
+    // `chip(u)` is the built-in, `chip` alone the let: a on 3 holds, on 4 not.
+    let p = c.problem(None).unwrap();
+    assert!(check(&p.graph, &p.package, &p.constraints, &Placement::new(vec![3])).is_empty());
+    assert_eq!(
+        check(&p.graph, &p.package, &p.constraints, &Placement::new(vec![4])).len(),
+        1
     );
 }
 

@@ -353,6 +353,30 @@ fn shipped_graph_problem(graph: &str, ring: &str) -> Problem {
     compiled.problem(None).unwrap().clone()
 }
 
+/// A seed is used: the seeded strategies draw other samples under another
+/// seed (a strategy ignoring its seed would pass `a_seed_fixes_the_outcome`).
+#[test]
+fn other_seeds_draw_other_samples() {
+    let p = shipped_graph_problem(
+        "squeezenet1_1",
+        "n = 8, memory = 16 MiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s",
+    );
+    for name in ["random", "anneal", "rl-zero-shot"] {
+        let curves: Vec<_> = (0..3)
+            .map(|seed| {
+                let (j, seen) = recording_judge(&p, 1);
+                run(&p, &j, name, Budget::Samples(12), seed).expect("feasible");
+                let seen = seen.lock().unwrap().clone();
+                seen
+            })
+            .collect();
+        assert!(
+            curves[0] != curves[1] || curves[0] != curves[2],
+            "{name}: three seeds, one run"
+        );
+    }
+}
+
 #[test]
 fn strategies_on_a_real_graph() {
     let p = shipped_graph_problem(
@@ -368,7 +392,14 @@ fn strategies_on_a_real_graph() {
         if *name == "rl-nosolver" {
             // The ablation: its draws break rules and never reach the judge.
             assert_eq!(o.records.len(), 12);
+            assert!(!o.invalid.is_empty(), "no draw broke a rule");
             assert!(o.invalid.keys().all(|r| r.starts_with("breaks `")), "{:?}", o.invalid);
+            let broke: usize = o.invalid.values().sum();
+            // Besides greedy's partition, the reward's unit, judged outside the budget.
+            assert_eq!(seen.len(), 1 + 12 - broke, "the judge saw a draw that broke a rule");
+            for chips in &seen {
+                placement_ok(&p, chips).unwrap_or_else(|e| panic!("{name}: {e}"));
+            }
             continue;
         }
         assert!(!seen.is_empty(), "{name}");

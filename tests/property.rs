@@ -8,7 +8,7 @@ use common::random::{dag, topo, Topo};
 use mcmpart::problem::Placement;
 use mcmpart::solver::check;
 use proptest::prelude::*;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Clone, Debug)]
 struct Case {
@@ -94,47 +94,62 @@ fn longest_walk(arcs: &BTreeSet<(usize, usize)>, c: usize, a: usize, b: usize) -
     }
 }
 
-/// The rules written directly in Rust: the names of those the placement breaks.
-fn direct(c: &Case, chip_of: &[usize]) -> BTreeSet<String> {
+/// The rules written directly in Rust: how many instances of each the
+/// placement breaks (one per edge or per chip, as the rules' `forall`s
+/// ground), for the rules it breaks.
+fn direct(c: &Case, chip_of: &[usize]) -> BTreeMap<String, usize> {
     let n_chips = c.topo.chips();
     let placed = |i: usize| i >= c.replicable;
     let chip = |i: usize| chip_of[i - c.replicable];
-    let edges: Vec<(usize, usize)> = c
+    // Parallel edges are one edge of the graph.
+    let edges: BTreeSet<(usize, usize)> = c
         .edges
         .iter()
         .copied()
         .filter(|(a, b)| placed(*a) && placed(*b))
         .collect();
-    let mut broken = BTreeSet::new();
-    if edges.iter().any(|&(u, v)| chip(u) > chip(v)) {
-        broken.insert("acyclic_flow".to_string());
-    }
-    let used: BTreeSet<usize> = chip_of.iter().copied().collect();
-    if let Some(&top) = used.iter().max() {
-        if (0..=top).any(|d| !used.contains(&d)) {
-            broken.insert("no_skip".to_string());
+    let mut broken = BTreeMap::new();
+    let mut count = |name: String, n: usize| {
+        if n > 0 {
+            broken.insert(name, n);
         }
-    }
+    };
+    count(
+        "acyclic_flow".into(),
+        edges.iter().filter(|&&(u, v)| chip(u) > chip(v)).count(),
+    );
+    let used: BTreeSet<usize> = chip_of.iter().copied().collect();
+    let top = used.iter().max().copied().unwrap_or(0);
+    count("no_skip".into(), (0..=top).filter(|d| !used.contains(d)).count());
     let arcs: BTreeSet<(usize, usize)> = edges
         .iter()
         .map(|&(u, v)| (chip(u), chip(v)))
         .filter(|(a, b)| a != b)
         .collect();
-    if arcs.iter().any(|&(a, b)| longest_walk(&arcs, n_chips, a, b) != 1) {
-        broken.insert("triangle_dependency".to_string());
-    }
-    for d in 0..n_chips {
-        let load: u64 = (c.replicable..c.params_kib.len())
-            .filter(|&i| chip(i) == d)
-            .map(|i| c.params_kib[i])
-            .sum();
-        if load > c.memory_kib {
-            broken.insert("memory_capacity".to_string());
-        }
-    }
-    if edges.iter().any(|&(u, v)| c.topo.hops(chip(u), chip(v)) > c.near) {
-        broken.insert(format!("near(k = {})", c.near));
-    }
+    count(
+        "triangle_dependency".into(),
+        edges
+            .iter()
+            .filter(|&&(u, v)| chip(u) != chip(v) && longest_walk(&arcs, n_chips, chip(u), chip(v)) != 1)
+            .count(),
+    );
+    let over = (0..n_chips)
+        .filter(|&d| {
+            let load: u64 = (c.replicable..c.params_kib.len())
+                .filter(|&i| chip(i) == d)
+                .map(|i| c.params_kib[i])
+                .sum();
+            load > c.memory_kib
+        })
+        .count();
+    count("memory_capacity".into(), over);
+    count(
+        format!("near(k = {})", c.near),
+        edges
+            .iter()
+            .filter(|&&(u, v)| c.topo.hops(chip(u), chip(v)) > c.near)
+            .count(),
+    );
     broken
 }
 
@@ -150,10 +165,10 @@ proptest! {
         prop_assert_eq!(p.graph.num_placed(), c.params_kib.len() - c.replicable);
         for chip_of in &c.placements {
             let placement = Placement::new(chip_of.iter().map(|&x| x as u32).collect());
-            let got: BTreeSet<String> = check(&p.graph, &p.package, &p.constraints, &placement)
-                .into_iter()
-                .map(|v| v.name)
-                .collect();
+            let mut got: BTreeMap<String, usize> = BTreeMap::new();
+            for v in check(&p.graph, &p.package, &p.constraints, &placement) {
+                *got.entry(v.name).or_default() += 1;
+            }
             let want = direct(&c, chip_of);
             prop_assert_eq!(got, want, "program:\n{}\nplacement {:?}", text, chip_of);
         }

@@ -474,6 +474,18 @@ fn impossible_flag_values_are_refused_up_front() {
             ],
             "--moves",
         ),
+        // 10^19 wrapped the table budgets' loop round to 0: it never ended.
+        (
+            &[
+                "compare",
+                "examples/quickstart.mcm",
+                "--out",
+                "x",
+                "--budget",
+                "18446744073709551615",
+            ],
+            "--budget",
+        ),
         (
             &[
                 "train",

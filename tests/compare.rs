@@ -617,3 +617,36 @@ fn resume_takes_the_finished_runs_made_with_the_same_settings() {
     let (stdout, _, _) = compare("21", false);
     assert!(!stdout.contains("runs taken"), "{stdout}");
 }
+
+/// A deep rule (a sum of 20,000 terms) is searched on threads with room
+/// for it: compare's run threads overflowed their 2 MiB stacks on it.
+#[test]
+fn a_deep_rule_does_not_overflow_the_run_threads() {
+    let dir = common::scratch("compare-deep");
+    let terms = vec!["chip(u)"; 20_000].join(" + ");
+    let program = format!(
+        "{}let t = ring(n = 3, memory = 1 GiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         constraint deep() {{ forall u in nodes: {terms} >= 0 }}\n\
+         partition graph {{ a -> b -> c }} onto t as g {{ require acyclic_flow, deep }}\n",
+        common::HEADER
+    );
+    std::fs::write(dir.join("deep.mcm"), program).unwrap();
+    let o = common::mcmpart_in(
+        &dir,
+        &[
+            "compare",
+            "deep.mcm",
+            "--strategies",
+            "random,anneal",
+            "--budget",
+            "3",
+            "--repeats",
+            "1",
+            "--out",
+            "out",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(dir.join("out/summary.md").exists());
+}

@@ -471,3 +471,54 @@ fn unknown_units_name_the_nearest_one() {
     assert_has(&out, &["syntax error"]);
     assert!(!out.contains("unknown unit"), "{out}");
 }
+
+/// Integers are exact to 64 bits, and leaving them is an error, not a
+/// panic or a rounding (`m / -1` at the least integer panicked; values past
+/// 2^53 went through a float).
+#[test]
+fn integer_arithmetic_is_exact_and_overflow_is_an_error() {
+    for expr in ["m / -1", "abs(m)", "-m", "m - 1", "m * 2"] {
+        let out = errors(&format!("let m = -9223372036854775807 - 1\nlet x = {expr}\n"));
+        assert_has(&out, &["mcm::eval", "integer overflow"]);
+    }
+    // The least integer over -1 leaves nothing.
+    let c = common::compile(
+        "let m = -9223372036854775807 - 1\ntopology t() { chips c[m % -1 + 1] }\npartition graph { a } onto t()\n",
+    );
+    assert!(
+        c.ok(),
+        "{}",
+        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
+    );
+    assert_eq!(c.problem(None).unwrap().package.num_chips(), 1);
+    // 2^53 + 1 is odd.
+    let c = common::compile("topology t() { chips c[9007199254740993 % 2 + 1] }\npartition graph { a } onto t()\n");
+    assert!(
+        c.ok(),
+        "{}",
+        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
+    );
+    assert_eq!(c.problem(None).unwrap().package.num_chips(), 2);
+}
+
+/// Sizes are checked before anything is allocated: a chip count that
+/// overflowed the check, more chips than the tables of C² entries hold, a
+/// product of ranges, an item whose operators would nest past the stack.
+#[test]
+fn sizes_are_refused_before_they_are_allocated() {
+    let out = errors("topology t() { chips a\n chips b[9223372036854775807] }\nlet p = t()\n");
+    assert_has(&out, &["9223372036854775807 chips: a package has 0..=4096 chips"]);
+    let out = errors("topology t() { chips a[4097] }\nlet p = t()\n");
+    assert_has(&out, &["4097 chips"]);
+    let out = errors("let x = count(i in 0..100000, j in 0..100000)\n");
+    assert_has(&out, &["more than 10000000 bindings"]);
+    for deep in [
+        format!("let x = {}true\n", "not ".repeat(60_000)),
+        format!("let x = 1{}\n", " + 1".repeat(60_000)),
+        format!("let x = true{}\n", " -> true".repeat(30_000)),
+    ] {
+        let out = errors(&deep);
+        // Named, not drawn: the place is far along one line.
+        assert_has(&out, &["an item with more than 50000 operators", "(at test.mcm:1:"]);
+    }
+}

@@ -202,6 +202,33 @@ fn a_slow_evaluator_times_out_soon_after_the_limit() {
     assert!(t.elapsed().as_secs_f64() < 4.0, "took {:?}", t.elapsed());
 }
 
+/// An evaluator that answers and exits but leaves a process holding its
+/// output open is not waited for past the timeout; one that leaves a
+/// process with its output elsewhere is answered as usual.
+#[test]
+fn a_process_left_running_does_not_hold_the_judge() {
+    let dir = common::scratch("ev-left");
+    let p = problem(&dir, None);
+    let leaky = script(
+        &dir,
+        "leaky.sh",
+        "sleep 6 &\necho '{\"valid\": true, \"throughput\": 1}'\n",
+    );
+    let t = Instant::now();
+    let r = reason(judge(&p, &leaky, 0.5, 1).evaluate(&[0, 1, 2, 0]));
+    assert!(r.contains("left its output open"), "{r}");
+    assert!(t.elapsed().as_secs_f64() < 4.0, "took {:?}", t.elapsed());
+    let tidy = script(
+        &dir,
+        "tidy.sh",
+        "sleep 6 >/dev/null 2>&1 </dev/null &\necho '{\"valid\": true, \"throughput\": 1}'\n",
+    );
+    let t = Instant::now();
+    let v = judge(&p, &tidy, 0.5, 1).evaluate(&[0, 1, 2, 0]);
+    assert!(matches!(v, Verdict::Valid { .. }), "{v:?}");
+    assert!(t.elapsed().as_secs_f64() < 4.0, "took {:?}", t.elapsed());
+}
+
 #[test]
 fn a_slow_evaluator_that_never_reads_a_large_input_still_times_out() {
     // A graph whose partition JSON is far larger than a pipe's buffer: the

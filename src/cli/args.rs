@@ -65,6 +65,19 @@ pub fn moves(s: &str) -> Result<usize, String> {
     }
 }
 
+/// The most samples a `compare` run takes: its curves and tables hold a
+/// point per sample (and ten million samples is weeks of any strategy).
+pub const MAX_COMPARE_SAMPLES: usize = 10_000_000;
+
+/// A compare run's budget: 1 to [`MAX_COMPARE_SAMPLES`].
+pub fn compare_budget(s: &str) -> Result<usize, String> {
+    match counting(s) {
+        Ok(n) if n <= MAX_COMPARE_SAMPLES => Ok(n),
+        Ok(_) => Err(format!("`{s}` is more than {MAX_COMPARE_SAMPLES} samples")),
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +97,9 @@ mod tests {
         assert!(jobs("0").is_err() && jobs("100000").unwrap_err().contains("1024"));
         assert_eq!(moves("0"), Ok(0));
         assert!(moves("1000000000000").unwrap_err().contains("100000 moves"));
+        assert_eq!(compare_budget("2000"), Ok(2000));
+        assert!(compare_budget("18446744073709551615")
+            .unwrap_err()
+            .contains("10000000 samples"));
     }
 }

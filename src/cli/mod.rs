@@ -191,7 +191,14 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    // Deep but legal inputs recurse deeply in the front end: give it room.
+    // Deep but legal inputs recurse deeply in the front end: give it room,
+    // and the threads that search, train and judge.
+    if let Err(e) = rayon::ThreadPoolBuilder::new()
+        .stack_size(crate::WORKER_STACK)
+        .build_global()
+    {
+        eprintln!("warning: the worker threads keep the default stack: {e}");
+    }
     std::thread::Builder::new()
         .stack_size(256 << 20)
         .spawn(move || run(cli))

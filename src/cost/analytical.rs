@@ -8,6 +8,9 @@ use crate::package::Package;
 use crate::problem::Problem;
 use std::sync::Arc;
 
+/// No link: the route's end, or no route.
+const NO_LINK: u32 = u32::MAX;
+
 /// The model of one problem, with everything that does not depend on the
 /// partition computed once: chip speeds, link bandwidths, routes.
 pub struct CostModel {
@@ -19,9 +22,11 @@ pub struct CostModel {
     memory: Vec<Option<f64>>,
     /// Bytes/s per link.
     bandwidth: Vec<f64>,
-    /// Links on the route from `a` to `b` at `a * C + b`; `None` when
-    /// unreachable.
-    routes: Vec<Option<Vec<usize>>>,
+    /// The first link of the route from `a` to `b` at `a * C + b`
+    /// ([`NO_LINK`] when `a == b` or unreachable). A route's next link
+    /// depends only on where it is and where it goes, so C² entries hold
+    /// every route (lists of links would take C³).
+    next_link: Vec<u32>,
     /// Per decision node, its consumers among decision nodes and the bytes
     /// of each edge (parallel edges merged).
     consumers: Vec<Vec<(u32, u64)>>,
@@ -103,8 +108,14 @@ impl CostModel {
                 }
             }
         }
-        let routes = (0..c * c)
-            .map(|i| package.route((i / c) as u32, (i % c) as u32))
+        let next_link = (0..c * c)
+            .map(|i| {
+                let (a, b) = ((i / c) as u32, (i % c) as u32);
+                package
+                    .next_hop(a, b)
+                    .and_then(|y| package.link(a, y))
+                    .map_or(NO_LINK, |l| l as u32)
+            })
             .collect();
         let mut consumers = vec![Vec::new(); graph.num_placed()];
         for e in graph.placed_edges() {
@@ -117,13 +128,23 @@ impl CostModel {
             compute,
             memory,
             bandwidth,
-            routes,
+            next_link,
             consumers,
         })
     }
 
-    fn route(&self, a: u32, b: u32) -> Option<&[usize]> {
-        self.routes[a as usize * self.compute.len() + b as usize].as_deref()
+    /// The links from `a` to `b` in order, `None` when `b` is unreachable.
+    fn route(&self, a: u32, b: u32) -> Option<impl Iterator<Item = usize> + '_> {
+        self.package.hops(a, b)?;
+        let c = self.compute.len();
+        let mut at = a;
+        Some(std::iter::from_fn(move || {
+            let l = self.next_link[at as usize * c + b as usize];
+            (l != NO_LINK).then(|| {
+                at = self.package.links[l as usize].dst;
+                l as usize
+            })
+        }))
     }
 
     /// Seconds of compute per chip, replicable copies on every chip that
@@ -172,7 +193,7 @@ impl CostModel {
                         p.chips[to as usize].name
                     ));
                 };
-                for &l in route {
+                for l in route {
                     if stamp[l] != u as u32 {
                         stamp[l] = u as u32;
                         bytes[l] += size as f64;

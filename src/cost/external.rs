@@ -65,19 +65,30 @@ impl External {
         });
         let out = drain(child.stdout.take());
         let err = drain(child.stderr.take());
+        let started = Instant::now();
         let status = wait(&mut child, self.timeout);
-        if status.is_none() {
-            // Before joining the writer: it blocks while a child that does
-            // not read holds its stdin open.
-            kill(&mut child);
-        }
-        let _ = writer.join();
+        // The writer is not joined: it blocks while a process that does not
+        // read holds the evaluator's stdin open (one it left running, say).
+        drop(writer);
         let status = match status {
             Some(s) => s,
-            None => return Err(format!("evaluator timed out after {:.1} s", self.timeout.as_secs_f64())),
+            None => {
+                kill(&mut child);
+                return Err(format!("evaluator timed out after {:.1} s", self.timeout.as_secs_f64()));
+            }
         };
-        let stdout = out.join().unwrap_or_default();
-        let stderr = err.join().unwrap_or_default();
+        // A process it left running may hold the pipes open (`sleep 100 &
+        // echo ...`): wait for their end no longer than the timeout's rest.
+        let rest = self
+            .timeout
+            .saturating_sub(started.elapsed())
+            .max(Duration::from_millis(100));
+        let (Ok(stdout), Ok(stderr)) = (out.recv_timeout(rest), err.recv_timeout(Duration::from_millis(100))) else {
+            return Err(format!(
+                "evaluator exited but left its output open past the timeout of {:.1} s",
+                self.timeout.as_secs_f64()
+            ));
+        };
         if !status.success() {
             let tail = last_line(&stderr);
             return Err(match status.code() {
@@ -144,7 +155,9 @@ fn last_line(stderr: &str) -> String {
     }
 }
 
-fn drain<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<String> {
+/// Reads a pipe to its end on a thread; the text arrives on the channel.
+fn drain<R: Read + Send + 'static>(r: Option<R>) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut s = Vec::new();
         if let Some(mut r) = r {
@@ -152,8 +165,9 @@ fn drain<R: Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Stri
             let _ = r.by_ref().take(1 << 20).read_to_end(&mut s);
             let _ = std::io::copy(&mut r, &mut std::io::sink());
         }
-        String::from_utf8_lossy(&s).into_owned()
-    })
+        let _ = tx.send(String::from_utf8_lossy(&s).into_owned());
+    });
+    rx
 }
 
 fn wait(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
@@ -172,6 +186,7 @@ fn wait(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus
     }
 }
 
+/// Kills the evaluator's process group and reaps the evaluator.
 fn kill(child: &mut Child) {
     #[cfg(unix)]
     {

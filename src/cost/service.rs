@@ -106,6 +106,7 @@ impl Judge {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(jobs.max(1))
             .thread_name(|i| format!("mcmpart-eval-{i}"))
+            .stack_size(crate::WORKER_STACK)
             .build()
             .expect("a thread pool of `jobs` threads");
         Judge {

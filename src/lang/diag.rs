@@ -157,6 +157,9 @@ impl Diagnostic for Report {
     }
 }
 
+/// Labels further right than this are named, not drawn.
+const MAX_SNIPPET_COLUMN: usize = 4096;
+
 fn report(map: &SourceMap, d: &Diag) -> Report {
     let mut files: Vec<u32> = Vec::new();
     for l in &d.labels {
@@ -166,6 +169,25 @@ fn report(map: &SourceMap, d: &Diag) -> Report {
     }
     let part = |file: u32, code, message: String, help| {
         let f = map.get(file);
+        // A line too long to show (miette panics past column 65,535): the
+        // place in words instead of the snippet.
+        let far = d
+            .labels
+            .iter()
+            .filter(|l| l.span.file == file)
+            .map(|l| map.line_col(l.span))
+            .find(|&(_, col)| col > MAX_SNIPPET_COLUMN);
+        if let Some((line, col)) = far {
+            return Report {
+                code,
+                message: format!("{message} (at {}:{line}:{col})", f.name),
+                help,
+                warning: d.warning,
+                source: None,
+                labels: Vec::new(),
+                related: Vec::new(),
+            };
+        }
         let labels = d
             .labels
             .iter()

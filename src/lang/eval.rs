@@ -15,9 +15,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The most chips a topology may declare, and loop iterations it may run.
-const MAX_CHIPS: i64 = 1 << 16;
+/// The most chips a topology may declare, and loop iterations it may run:
+/// far beyond any package of this field, and few enough that the tables of
+/// C² entries (fewest hops, the cost model's routes) stay within memory.
+const MAX_CHIPS: i64 = 4096;
 const MAX_STEPS: u64 = 50_000_000;
+
+/// The most bindings one `forall`, `exists` or aggregate enumerates (and
+/// the longest range): a rule over every pair of nodes of the largest
+/// graphs (2,545 nodes: 6.5 million pairs) fits.
+const MAX_BINDINGS: usize = 10_000_000;
 
 #[derive(Clone, Debug)]
 pub enum Value {
@@ -45,6 +52,15 @@ impl Value {
 
     fn is_int(&self) -> bool {
         matches!(self, Value::Int(_) | Value::Chip(_))
+    }
+
+    /// An integer's exact value (`num` rounds beyond 2^53).
+    fn int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            Value::Chip(c) => Some(*c as i64),
+            _ => None,
+        }
     }
 
     fn dim(&self) -> Dim {
@@ -401,7 +417,9 @@ impl<'p> Evaluator<'p> {
                 }
             }
             ExprKind::Unary(UnOp::Neg, x) => match self.eval(x)? {
-                G::V(Value::Int(i)) => G::V(Value::Int(i.checked_neg().ok_or_else(|| rt(e.span, "overflow"))?)),
+                G::V(Value::Int(i)) => G::V(Value::Int(
+                    i.checked_neg().ok_or_else(|| rt(e.span, "integer overflow"))?,
+                )),
                 G::V(Value::Chip(c)) => G::V(Value::Int(-(c as i64))),
                 G::V(Value::Num(v, d)) => G::V(Value::Num(-v, d)),
                 G::T(t, int) => G::T(Term::Neg(Box::new(t)), int),
@@ -586,6 +604,12 @@ impl<'p> Evaluator<'p> {
                 let elems = self.domain(b);
                 self.locals.truncate(n);
                 for vals in elems? {
+                    // Checked as they grow: `i in 0..100000, j in 0..100000`
+                    // would allocate its product before any step is counted.
+                    if next.len() >= MAX_BINDINGS {
+                        return Err(rt(b.span, format!("more than {MAX_BINDINGS} bindings to enumerate"))
+                            .help("a rule over every pair or triple of a large domain is probably a mistake"));
+                    }
                     let mut c = combo.clone();
                     for (name, v) in b.pattern.names().into_iter().zip(vals) {
                         c.push((name.name.clone(), v));
@@ -603,7 +627,7 @@ impl<'p> Evaluator<'p> {
             Domain::Range(lo, hi) => {
                 let lo = self.int(lo)?;
                 let hi = self.int(hi)?;
-                if hi.saturating_sub(lo) > 10_000_000 {
+                if hi.saturating_sub(lo) > MAX_BINDINGS as i64 {
                     return Err(rt(b.span, "this range is too large to enumerate"));
                 }
                 (lo..hi).map(|i| vec![Value::Int(i)]).collect()
@@ -826,7 +850,7 @@ impl<'p> Evaluator<'p> {
                 }
             }
             "abs" => match arg(0).0 {
-                G::V(Value::Int(i)) => G::V(Value::Int(i.abs())),
+                G::V(Value::Int(i)) => G::V(Value::Int(i.checked_abs().ok_or_else(|| rt(span, "integer overflow"))?)),
                 G::V(Value::Num(x, d)) => G::V(Value::Num(x.abs(), d)),
                 G::V(Value::Chip(c)) => G::V(Value::Int(c as i64)),
                 g => {
@@ -953,7 +977,7 @@ impl<'p> Evaluator<'p> {
                 let n = match count {
                     Some(c) => {
                         let n = self.int(c)?;
-                        if n < 0 || n + start as i64 > MAX_CHIPS {
+                        if n < 0 || n > MAX_CHIPS - start as i64 {
                             return Err(rt(c.span, format!("{n} chips: a package has 0..={MAX_CHIPS} chips")));
                         }
                         for i in 0..n {
@@ -965,6 +989,9 @@ impl<'p> Evaluator<'p> {
                         Some(n as usize)
                     }
                     None => {
+                        if start as i64 >= MAX_CHIPS {
+                            return Err(rt(name.span, format!("a package has at most {MAX_CHIPS} chips")));
+                        }
                         b.chips.push(Chip {
                             name: name.name.clone(),
                             attrs,
@@ -1272,14 +1299,19 @@ fn binary(op: BinOp, a: G, b: G, span: Span) -> R<G> {
 }
 
 /// Integer division rounding down (towards minus infinity), as the checker
-/// does for placement-dependent terms; the remainder takes the divisor's sign.
-pub fn floor_div(a: i64, b: i64) -> i64 {
-    let q = a.wrapping_div(b);
-    if (a % b != 0) && ((a < 0) != (b < 0)) {
-        q - 1
-    } else {
-        q
-    }
+/// does for placement-dependent terms; `None` on overflow (the least
+/// integer over -1) or a zero divisor.
+fn floor_div(a: i64, b: i64) -> Option<i64> {
+    let q = a.checked_div(b)?;
+    Some(if a % b != 0 && ((a < 0) != (b < 0)) { q - 1 } else { q })
+}
+
+/// The remainder of [`floor_div`], with the divisor's sign.
+fn floor_rem(a: i64, b: i64) -> Option<i64> {
+    // Any integer over -1 leaves 0 (`checked_rem` calls the least one an
+    // overflow); |r| < |b| keeps r + b in range.
+    let r = if b == -1 { 0 } else { a.checked_rem(b)? };
+    Some(if r != 0 && ((r < 0) != (b < 0)) { r + b } else { r })
 }
 
 fn static_cmp(op: BinOp, x: &Value, y: &Value, span: Span) -> R<bool> {
@@ -1306,17 +1338,20 @@ fn static_cmp(op: BinOp, x: &Value, y: &Value, span: Span) -> R<bool> {
 fn static_arith(op: BinOp, x: &Value, y: &Value, span: Span) -> R<Value> {
     let overflow = || rt(span, "integer overflow");
     if x.is_int() && y.is_int() {
-        let (a, b) = (x.num().unwrap_or(0.0) as i64, y.num().unwrap_or(0.0) as i64);
+        let (a, b) = (x.int().unwrap_or(0), y.int().unwrap_or(0));
         if matches!(op, BinOp::Div | BinOp::Rem) && b == 0 {
             return Err(rt(span, "division by zero"));
         }
-        return Ok(Value::Int(match op {
-            BinOp::Add => a.checked_add(b).ok_or_else(overflow)?,
-            BinOp::Sub => a.checked_sub(b).ok_or_else(overflow)?,
-            BinOp::Mul => a.checked_mul(b).ok_or_else(overflow)?,
-            BinOp::Div => floor_div(a, b),
-            _ => a - b * floor_div(a, b),
-        }));
+        return Ok(Value::Int(
+            match op {
+                BinOp::Add => a.checked_add(b),
+                BinOp::Sub => a.checked_sub(b),
+                BinOp::Mul => a.checked_mul(b),
+                BinOp::Div => floor_div(a, b),
+                _ => floor_rem(a, b),
+            }
+            .ok_or_else(overflow)?,
+        ));
     }
     let (a, b) = match (x.num(), y.num()) {
         (Some(a), Some(b)) => (a, b),

@@ -33,7 +33,7 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_STRATEGIES)]
     pub strategies: Vec<String>,
     /// Samples (evaluated partitions) per run.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = super::args::compare_budget)]
     pub budget: usize,
     /// Runs per strategy and problem, with seeds S, S+1, ...
     #[arg(long, default_value_t = 3)]
@@ -334,7 +334,8 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
         .min(jobs.len());
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| {
+            let worker = std::thread::Builder::new().stack_size(crate::WORKER_STACK);
+            let spawned = worker.spawn_scoped(scope, || {
                 while let Some(&k) = schedule.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let (i, name, seed) = jobs[k];
                     let r = run_or_resume(k);
@@ -345,6 +346,10 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
                     *slots[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                 }
             });
+            // The runs it would have taken are reported as not finished.
+            if let Err(e) = spawned {
+                eprintln!("warning: a worker thread did not start: {e}");
+            }
         }
     });
     let reused = reused.into_inner();
@@ -483,9 +488,6 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
 }
 
 fn check_args(args: &CompareArgs) -> Result<(), String> {
-    if args.budget == 0 {
-        return Err("--budget must be at least 1 sample".into());
-    }
     if args.repeats == 0 {
         return Err("--repeats must be at least 1".into());
     }
@@ -506,10 +508,10 @@ fn check_args(args: &CompareArgs) -> Result<(), String> {
 fn budgets(args: &CompareArgs) -> Vec<usize> {
     let mut b: BTreeSet<usize> = args.budgets.iter().copied().collect();
     if b.is_empty() {
-        let mut n = 10;
+        let mut n: usize = 10;
         while n < args.budget {
             b.insert(n);
-            n *= 10;
+            n = n.saturating_mul(10);
         }
         b.insert(args.budget);
     }

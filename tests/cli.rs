@@ -453,3 +453,102 @@ fn bench_solver_checks_every_partition_and_writes_figures() {
     assert!(total > 0.0, "{v}");
     assert_eq!(v["mean_restarts"].as_f64().unwrap(), total / 5.0, "{v}");
 }
+
+/// Packages of hundreds of chips: the SAT model leaves out its chip-level
+/// arcs (C³ clauses: ring(512) asked for 4 GiB and aborted) and SAMPLE
+/// still answers, validly.
+#[test]
+fn sample_works_on_a_package_of_many_chips() {
+    let dir = common::scratch("cli-many-chips");
+    let f = dir.join("wide.mcm");
+    std::fs::write(
+        &f,
+        format!(
+            "{}let t = ring(n = 512, memory = 3 MiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s)\n\
+             let g = graph {{ a {{ params = 2 MiB }} -> b -> c {{ params = 2 MiB }} -> d  a -> c }}\n\
+             partition g onto t {{ require acyclic_flow, no_skip, triangle_dependency, memory_capacity }}\n",
+            common::HEADER
+        ),
+    )
+    .unwrap();
+    let p = dir.join("p.json");
+    let o = mcmpart(&["sample", f.to_str().unwrap(), "--out", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let o = mcmpart(&["verify", f.to_str().unwrap(), "--partition", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+}
+
+/// Byte counts past 64 bits are over any memory, not wrapped to little:
+/// the dynamic check refuses them, and the solver finds no partition where
+/// the loads only fit when wrapped.
+#[test]
+fn byte_counts_past_64_bits_do_not_wrap() {
+    let dir = common::scratch("cli-wrap");
+    let half = 1u64 << 63;
+    let graph = format!(
+        r#"{{"nodes": [{{"id": "a", "params": {half}}}, {{"id": "b", "params": {half}}}], "edges": [{{"from": "a", "to": "b"}}]}}"#
+    );
+    std::fs::write(dir.join("g.json"), graph).unwrap();
+    std::fs::write(
+        dir.join("one.mcm"),
+        "use std::topologies::ring\nlet t = ring(n = 1, memory = 3 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         partition graph(\"g.json\") onto t\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("p.json"), r#"{"placement": {"a": 0, "b": 0}}"#).unwrap();
+    let o = common::mcmpart_in(&dir, &["eval", "one.mcm", "--partition", "p.json"]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    assert!(text(&o).0.contains("runs out of memory"), "{:?}", text(&o));
+    let third = 1u64 << 62;
+    let graph = format!(
+        r#"{{"nodes": [{{"id": "a", "params": {third}}}, {{"id": "b", "params": {third}}}, {{"id": "c", "params": {third}}}], "edges": []}}"#
+    );
+    std::fs::write(dir.join("g3.json"), graph).unwrap();
+    std::fs::write(
+        dir.join("three.mcm"),
+        "use std::placement::memory_capacity\nuse std::topologies::ring\n\
+         let t = ring(n = 1, memory = 10000000000000000000 B, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         partition graph(\"g3.json\") onto t { require memory_capacity }\n",
+    )
+    .unwrap();
+    let o = common::mcmpart_in(&dir, &["sample", "three.mcm", "--out", "s.json"]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    assert!(text(&o).1.contains("has no valid partition"), "{:?}", text(&o));
+}
+
+/// Output cut short by the reader (`| head`) ends the program quietly, as
+/// other tools do, not with a panic.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcmpart"))
+        .args(["show", "data/graphs/gpt2-xl.json.gz"])
+        .current_dir(common::root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(!first.is_empty());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.signal(), Some(13), "{:?} {err}", o.status);
+}
+
+/// `import -o` naming a device is refused: the new file would be renamed
+/// over it.
+#[cfg(unix)]
+#[test]
+fn import_does_not_replace_a_device() {
+    use std::os::unix::fs::FileTypeExt;
+    let o = mcmpart(&["import", "tests/data/onnx/attention.onnx", "-o", "/dev/null"]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    assert!(text(&o).1.contains("not a regular file"), "{:?}", text(&o));
+    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+}

@@ -140,7 +140,7 @@ pub fn solver(
             match r {
                 Ok((pl, m)) => {
                     moved += m;
-                    used += pl.chips.iter().copied().max().map_or(0, |x| x as u64 + 1);
+                    used += pl.chips_used() as u64;
                     if !check(&p.graph, &p.package, &p.constraints, &pl).is_empty() {
                         invalid += 1;
                     }

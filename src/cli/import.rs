@@ -82,6 +82,14 @@ fn write_graph(g: &Graph, dest: &Path) -> Result<(), String> {
     let Some(file_name) = dest.file_name() else {
         return Err(format!("cannot write `{shown}`: it does not name a file"));
     };
+    // The new file is renamed into place: it would replace a device, a
+    // folder or a link rather than write into it (`-o /dev/full` replaced
+    // the device with a file).
+    if let Ok(m) = std::fs::symlink_metadata(dest) {
+        if !m.is_file() {
+            return Err(format!("cannot write `{shown}`: it exists and is not a regular file"));
+        }
+    }
     let dir = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

@@ -183,6 +183,13 @@ pub enum BenchCommand {
 
 /// Runs the command line; returns the exit code.
 pub fn main() -> i32 {
+    // Output piped into `head` ends quietly, as other tools' does, instead
+    // of a panic at the next print (Rust ignores SIGPIPE by default).
+    #[cfg(unix)]
+    // SAFETY: restores the default action of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

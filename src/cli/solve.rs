@@ -171,7 +171,7 @@ fn emit(
         out.error(&format!("cannot write `{}`: {e}", dest.display()), None);
         return 1;
     }
-    let used = pl.chips.iter().copied().max().map_or(0, |m| m + 1);
+    let used = pl.chips_used();
     if out.json {
         out.print_json(&serde_json::json!({
             "ok": true, "problem": p.name, "out": dest.display().to_string(), "moved": moved,

@@ -131,7 +131,8 @@ pub fn peak_memory(
     let mut span = vec![(0usize, 0usize, 0u64); g.nodes.len()];
     let mut first_overflow: Option<MemoryOverflow> = None;
     for (chip, seq) in on_chip.iter().enumerate() {
-        let weights: u64 = seq.iter().map(|&v| g.nodes[v].params).sum();
+        // Saturating: a byte count past 2^64 is over any memory, not 0.
+        let weights: u64 = seq.iter().fold(0u64, |w, &v| w.saturating_add(g.nodes[v].params));
         let mut touched = Vec::new();
         for (step, &v) in seq.iter().enumerate() {
             // The node's own output, live at least while it runs (a node
@@ -168,7 +169,7 @@ pub fn peak_memory(
             let l = live.max(0) as u64;
             peak = peak.max(l);
             if let (Some(cap), None) = (memory[chip], &first_overflow) {
-                if (weights + l) as f64 > cap {
+                if weights.saturating_add(l) as f64 > cap {
                     first_overflow = Some(MemoryOverflow {
                         chip: package.chips[chip].name.clone(),
                         node: g.nodes[seq[step]].id.clone(),
@@ -181,7 +182,7 @@ pub fn peak_memory(
             }
         }
         usage.weights[chip] = weights;
-        usage.peak[chip] = weights + peak;
+        usage.peak[chip] = weights.saturating_add(peak);
     }
     match first_overflow {
         Some(mut o) => {

@@ -6,6 +6,10 @@ use std::io::Read;
 use std::path::Path;
 
 /// Reads a graph file, gzip-compressed or not (told by its first bytes).
+/// The most bytes of JSON a compressed graph file may expand to: the
+/// largest graphs of the data set take 2 MiB.
+const MAX_GRAPH_TEXT: u64 = 256 << 20;
+
 pub fn load_graph_file(path: &Path) -> Result<Graph, GraphError> {
     let shown = path.display();
     let raw = std::fs::read(path).map_err(|e| {
@@ -13,11 +17,22 @@ pub fn load_graph_file(path: &Path) -> Result<Graph, GraphError> {
             .with_help("check the path; relative paths are resolved against the .mcm file's folder")
     })?;
     let text = if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut s = String::new();
-        flate2::read::GzDecoder::new(&raw[..])
-            .read_to_string(&mut s)
+        // Several members, as `cat a.gz b.gz` makes; at most MAX_GRAPH_TEXT
+        // bytes out (a few kilobytes can expand to gigabytes).
+        let mut bytes = Vec::new();
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .take(MAX_GRAPH_TEXT + 1)
+            .read_to_end(&mut bytes)
             .map_err(|e| GraphError::new(format!("`{shown}` is not valid gzip: {e}")))?;
-        s
+        if bytes.len() as u64 > MAX_GRAPH_TEXT {
+            return Err(GraphError::new(format!(
+                "`{shown}` expands to more than {} MiB of text",
+                MAX_GRAPH_TEXT >> 20
+            ))
+            .with_help("a graph file of this tool is at most a few megabytes; this one may be damaged"));
+        }
+        String::from_utf8(bytes)
+            .map_err(|_| GraphError::new(format!("`{shown}` holds gzip of text that is not UTF-8")))?
     } else {
         String::from_utf8(raw).map_err(|_| GraphError::new(format!("`{shown}` is not UTF-8 text")))?
     };
@@ -207,6 +222,32 @@ mod tests {
         assert_eq!(g.name, "bert-large");
         assert_eq!(g.edges[0].bytes, 4194304, "missing bytes default to the source output");
         assert!(g.nodes[1].extra.contains_key("shape"), "unknown fields are kept");
+    }
+
+    fn gz(text: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(text).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn compressed_files_are_read_whole_and_bounded() {
+        let dir = std::env::temp_dir().join(format!("mcmpart-gz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Two members (`cat a.gz b.gz`): both are read.
+        let text = br#"{"nodes": [{"id": "a"}, {"id": "b"}], "edges": [{"from": "a", "to": "b"}]}"#;
+        let (head, tail) = text.split_at(20);
+        let two = [gz(head), gz(tail)].concat();
+        std::fs::write(dir.join("two.json.gz"), two).unwrap();
+        assert_eq!(load_graph_file(&dir.join("two.json.gz")).unwrap().nodes.len(), 2);
+        // A small file that expands past the limit is refused.
+        let mut big = b"{\"nodes\": [".to_vec();
+        big.resize(MAX_GRAPH_TEXT as usize + 10, b' ');
+        std::fs::write(dir.join("bomb.json.gz"), gz(&big)).unwrap();
+        let e = load_graph_file(&dir.join("bomb.json.gz")).unwrap_err();
+        assert!(e.message.contains("expands to more than 256 MiB"), "{}", e.message);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

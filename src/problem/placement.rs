@@ -20,6 +20,12 @@ impl Placement {
     pub fn chip(&self, decision: u32) -> u32 {
         self.chips[decision as usize]
     }
+
+    /// How many chips hold a node (not the highest id + 1: without
+    /// `no_skip` chips may be left empty between used ones).
+    pub fn chips_used(&self) -> usize {
+        self.chips.iter().collect::<std::collections::BTreeSet<_>>().len()
+    }
 }
 
 #[derive(Debug, PartialEq)]
@@ -262,6 +268,12 @@ pub fn write_partition(path: &Path, p: &Placement, graph: &Graph, num_chips: usi
 mod tests {
     use super::*;
     use crate::graph::{Graph, Node};
+
+    #[test]
+    fn chips_used_counts_chips_not_the_highest_id() {
+        assert_eq!(Placement::new(vec![0, 7, 7, 3]).chips_used(), 3);
+        assert_eq!(Placement::new(vec![]).chips_used(), 0);
+    }
 
     fn g() -> Graph {
         Graph::new("g", vec![Node::new("a"), Node::new("b")], vec![(0, 1, None)]).unwrap()

@@ -61,8 +61,14 @@ impl Propagator for Memory {
         }
         s.set_cell(self.counted[x as usize], 1);
         let cell = self.load[d as usize];
-        // Loads are sums of integer byte counts: exact in an i64.
-        let load = s.cell(cell) + self.params[x as usize] as i64;
+        // Loads are sums of integer byte counts: exact in an i64. One past
+        // it (8 EiB) is over any memory: refused, never wrapped (a wrapped
+        // load let an invalid partition through).
+        let Some(load) = s.cell(cell).checked_add(self.params[x as usize] as i64) else {
+            return Err(Fail {
+                constraint: self.constraint,
+            });
+        };
         s.set_cell(cell, load);
         let room = self.capacity[d as usize] - load as f64;
         if room < 0.0 {

@@ -254,11 +254,18 @@ pub(crate) fn encode(solver: &mut Solver, problem: &Problem, opts: &SatOptions) 
             }
         }
     }
-    if opts.chip_flows {
+    // The chip-level arcs take C³ clauses: past a few hundred chips they
+    // would not fit in memory (512 chips: billions of literals), and the
+    // triangle rule is refined lazily without them.
+    let c = problem.package.num_chips();
+    if opts.chip_flows && c.saturating_mul(c).saturating_mul(c) <= MAX_FLOW_CELLS {
         flow_structure(&mut m, solver, problem, native, opts.arc_budget, &mut lazy);
     }
     (m, lazy)
 }
+
+/// The largest C³ the chip-level arcs are built for (128 chips).
+const MAX_FLOW_CELLS: usize = 128 * 128 * 128;
 
 /// Builds the chip-level arcs for the triangle constraints whose instances
 /// cover every placed edge.

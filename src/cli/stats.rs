@@ -16,8 +16,19 @@ pub fn run(out: &Output, graph: &Path, top: usize) -> i32 {
     };
     let s = stats(&g, top);
     if out.json {
-        out.print_json(&serde_json::to_value(&s).unwrap_or_default());
-        return 0;
+        return match serde_json::to_value(&s) {
+            Ok(v) => {
+                out.print_json(&v);
+                0
+            }
+            Err(e) => {
+                out.error(
+                    &format!("cannot write the figures of `{}` as JSON: {e}", graph.display()),
+                    None,
+                );
+                1
+            }
+        };
     }
     let q = |v: u128, d: Dim| format_quantity(v as f64, d);
     println!("graph {}", s.name);

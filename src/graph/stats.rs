@@ -11,6 +11,15 @@ pub struct NodeFigure {
     pub value: u64,
 }
 
+/// A total as a JSON number: exact while it fits 64 bits, a float past
+/// them (JSON has no 128-bit integers; such totals were written as `null`).
+fn total<S: serde::Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
+    match u64::try_from(*v) {
+        Ok(x) => s.serialize_u64(x),
+        Err(_) => s.serialize_f64(*v as f64),
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct GraphStats {
     pub name: String,
@@ -19,8 +28,11 @@ pub struct GraphStats {
     pub placed_nodes: usize,
     pub placed_edges: usize,
     pub replicable: usize,
+    #[serde(serialize_with = "total")]
     pub flops: u128,
+    #[serde(serialize_with = "total")]
     pub weight_bytes: u128,
+    #[serde(serialize_with = "total")]
     pub edge_bytes: u128,
     /// Nodes on the longest path from a source to a sink.
     pub depth: usize,
@@ -113,5 +125,23 @@ mod tests {
         assert_eq!((s.flops, s.weight_bytes, s.edge_bytes), (12, 3, 7));
         assert_eq!(s.top_flops[0].id, "b");
         assert_eq!(s.top_flops.len(), 1);
+    }
+
+    #[test]
+    fn totals_past_64_bits_are_numbers_in_json() {
+        let nodes = (0..3)
+            .map(|i| {
+                let mut n = Node::new(format!("n{i}"));
+                n.flops = u64::MAX;
+                n
+            })
+            .collect();
+        let s = stats(&Graph::new("g", nodes, vec![]).unwrap(), 1);
+        let v = serde_json::to_value(&s).unwrap();
+        assert!(
+            (v["flops"].as_f64().unwrap() - 3.0 * u64::MAX as f64).abs() < 1e6,
+            "{v}"
+        );
+        assert_eq!(v["weight_bytes"], 0);
     }
 }

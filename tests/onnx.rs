@@ -701,3 +701,26 @@ fn import_run_fails_cleanly() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A graph of more entries than the importer takes is refused before it is
+/// decoded: a million empty nodes are 2 MB of file and took gigabytes.
+#[test]
+fn a_graph_of_too_many_entries_is_refused_before_decoding() {
+    let n = 1_000_001usize;
+    let nodes: Vec<u8> = [0x0a, 0x00].repeat(n);
+    // ModelProto field 7 (the graph), length-delimited.
+    let mut model = vec![0x3a];
+    let mut len = nodes.len();
+    while len >= 0x80 {
+        model.push((len as u8 & 0x7f) | 0x80);
+        len >>= 7;
+    }
+    model.push(len as u8);
+    model.extend(nodes);
+    let e = import_onnx_bytes(&model, "many.onnx").unwrap_err();
+    assert!(
+        e.message.contains("1000001 nodes") && e.message.contains("more than 1000000"),
+        "{}",
+        e.message
+    );
+}

@@ -157,12 +157,77 @@ pub fn import_onnx(path: &Path) -> Result<Graph, GraphError> {
 /// Imports an ONNX model from its bytes. `name` is what error messages call
 /// the input (usually the file's path); its file stem names the graph when
 /// the model's graph has no name.
+/// The most entries (nodes, initializers, inputs, outputs, value infos) a
+/// graph may hold: decoding makes a few hundred bytes of each, whatever its
+/// size in the file (an empty node is 2 bytes: 10 MB of them took 5 GB).
+const MAX_GRAPH_ENTRIES: usize = 1_000_000;
+
+/// Counts the entries of `ModelProto.graph`'s repeated fields without
+/// decoding them; `None` when the bytes do not walk as protobuf (the
+/// decoder then says why).
+fn graph_entries(bytes: &[u8]) -> Option<usize> {
+    fn varint(b: &[u8], at: &mut usize) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *b.get(*at)?;
+            *at += 1;
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    // Visits each field of a message: (field number, its bytes if length-delimited).
+    fn fields<'a>(b: &'a [u8], mut visit: impl FnMut(u64, Option<&'a [u8]>)) -> Option<()> {
+        let mut at = 0;
+        while at < b.len() {
+            let key = varint(b, &mut at)?;
+            match key & 7 {
+                0 => {
+                    varint(b, &mut at)?;
+                    visit(key >> 3, None);
+                }
+                1 => at = at.checked_add(8)?,
+                5 => at = at.checked_add(4)?,
+                2 => {
+                    let len = usize::try_from(varint(b, &mut at)?).ok()?;
+                    let end = at.checked_add(len).filter(|&e| e <= b.len())?;
+                    visit(key >> 3, Some(&b[at..end]));
+                    at = end;
+                }
+                _ => return None,
+            }
+        }
+        Some(())
+    }
+    let mut graph = None;
+    fields(bytes, |f, body| {
+        if f == 7 {
+            graph = body;
+        }
+    })?;
+    let mut n = 0;
+    fields(graph?, |f, body| {
+        if body.is_some() && matches!(f, 1 | 5 | 11 | 12 | 13 | 15) {
+            n += 1;
+        }
+    })?;
+    Some(n)
+}
+
 pub fn import_onnx_bytes(bytes: &[u8], name: &str) -> Result<Graph, GraphError> {
     if bytes.is_empty() {
         return Err(
             GraphError::new(format!("`{name}` is not an ONNX model: the file is empty"))
                 .with_help("export the model again; an ONNX file is a serialized onnx.ModelProto"),
         );
+    }
+    if let Some(n) = graph_entries(bytes).filter(|&n| n > MAX_GRAPH_ENTRIES) {
+        return Err(GraphError::new(format!(
+            "`{name}` holds {n} nodes, tensors and values in its graph: more than {MAX_GRAPH_ENTRIES}"
+        ))
+        .with_help("a model this large (or a damaged file) is beyond what this tool places"));
     }
     let model = ModelProto::decode(bytes).map_err(|e| {
         GraphError::new(format!(

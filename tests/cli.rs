@@ -516,13 +516,12 @@ fn byte_counts_past_64_bits_do_not_wrap() {
     assert!(text(&o).1.contains("has no valid partition"), "{:?}", text(&o));
 }
 
-/// Output cut short by the reader (`| head`) ends the program quietly, as
-/// other tools do, not with a panic.
+/// Output cut short by the reader (`| head`) ends the program quietly with
+/// 141, as a shell reports SIGPIPE, not with a panic.
 #[cfg(unix)]
 #[test]
 fn a_closed_pipe_ends_output_quietly() {
     use std::io::{BufRead, BufReader};
-    use std::os::unix::process::ExitStatusExt;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcmpart"))
         .args(["show", "data/graphs/gpt2-xl.json.gz"])
         .current_dir(common::root())
@@ -538,17 +537,62 @@ fn a_closed_pipe_ends_output_quietly() {
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(o.status.signal(), Some(13), "{:?} {err}", o.status);
+    assert_eq!(o.status.code(), Some(141), "{:?} {err}", o.status);
 }
 
-/// `import -o` naming a device is refused: the new file would be renamed
-/// over it.
+/// An evaluator that exits without reading its input (larger than a pipe
+/// holds) is an invalid sample, not the end of the program: SIGPIPE stays
+/// ignored (restoring it killed mcmpart with 141).
+#[test]
+fn an_evaluator_that_does_not_read_its_input_is_an_invalid_sample() {
+    let dir = common::scratch("cli-ev-noread");
+    let nodes: Vec<String> = (0..4000)
+        .map(|i| format!(r#"{{"id": "a_rather_long_node_name_to_fill_the_pipe_{i}", "flops": 1000}}"#))
+        .collect();
+    std::fs::write(
+        dir.join("g.json"),
+        format!(r#"{{"nodes": [{}], "edges": []}}"#, nodes.join(",")),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("p.mcm"),
+        "use std::topologies::ring
+let t = ring(n = 2, memory = 1 GiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)
+         partition graph(\"g.json\") onto t {\n evaluate with \"exit 0\"\n}\n",
+    )
+    .unwrap();
+    let o = common::mcmpart_in(&dir, &["solve", "p.mcm", "--strategy", "random", "--budget", "3"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(err.contains("nothing printed"), "{out}\n{err}");
+}
+
+/// `import -o` naming a device, a link or a folder is refused: the new file
+/// would be renamed over it (it replaced /dev/full). A link stands in for
+/// the device, so that a regression harms nothing.
 #[cfg(unix)]
 #[test]
-fn import_does_not_replace_a_device() {
-    use std::os::unix::fs::FileTypeExt;
-    let o = mcmpart(&["import", "tests/data/onnx/attention.onnx", "-o", "/dev/null"]);
-    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
-    assert!(text(&o).1.contains("not a regular file"), "{:?}", text(&o));
-    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+fn import_does_not_replace_what_is_not_a_file() {
+    let dir = common::scratch("cli-import-link");
+    std::fs::write(dir.join("target.json"), "kept").unwrap();
+    std::os::unix::fs::symlink(dir.join("target.json"), dir.join("link.json")).unwrap();
+    std::fs::create_dir(dir.join("folder.json")).unwrap();
+    for dest in ["link.json", "folder.json"] {
+        let o = common::mcmpart_in(
+            &dir,
+            &[
+                "import",
+                common::root().join("tests/data/onnx/attention.onnx").to_str().unwrap(),
+                "-o",
+                dest,
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{dest}: {:?}", text(&o));
+        assert!(text(&o).1.contains("not a regular file"), "{dest}: {:?}", text(&o));
+    }
+    assert!(std::fs::symlink_metadata(dir.join("link.json"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_to_string(dir.join("target.json")).unwrap(), "kept");
 }

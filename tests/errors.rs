@@ -507,18 +507,37 @@ fn integer_arithmetic_is_exact_and_overflow_is_an_error() {
 #[test]
 fn sizes_are_refused_before_they_are_allocated() {
     let out = errors("topology t() { chips a\n chips b[9223372036854775807] }\nlet p = t()\n");
-    assert_has(&out, &["9223372036854775807 chips: a package has 0..=4096 chips"]);
+    assert_has(
+        &out,
+        &["9223372036854775807 chips: a package has at most 4096 chips, and 1 are declared before"],
+    );
     let out = errors("topology t() { chips a[4097] }\nlet p = t()\n");
     assert_has(&out, &["4097 chips"]);
     let out = errors("let x = count(i in 0..100000, j in 0..100000)\n");
-    assert_has(&out, &["more than 10000000 bindings"]);
+    assert_has(&out, &["more than 4000000 bindings"]);
+    // Integers compare exactly past 2^53 too.
+    let c = common::compile(
+        "let same = count(i in 0..1 where 9007199254740993 == 9007199254740992)\n\
+         topology t() { chips c[same + 1] }\npartition graph { a } onto t()\n",
+    );
+    assert!(
+        c.ok(),
+        "{}",
+        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
+    );
+    assert_eq!(c.problem(None).unwrap().package.num_chips(), 1);
     for deep in [
-        format!("let x = {}true\n", "not ".repeat(60_000)),
-        format!("let x = 1{}\n", " + 1".repeat(60_000)),
-        format!("let x = true{}\n", " -> true".repeat(30_000)),
+        format!("let x = {}true\n", "not ".repeat(70_000)),
+        format!("let x = 1{}\n", " + 1".repeat(70_000)),
+        format!("let x = true{}\n", " -> true".repeat(35_000)),
+        format!("let x = count({}true)\n", "forall i in 0..1: ".repeat(70_000)),
     ] {
         let out = errors(&deep);
         // Named, not drawn: the place is far along one line.
-        assert_has(&out, &["an item with more than 50000 operators", "(at test.mcm:1:"]);
+        assert_has(&out, &["a file with more than 60000 operators", "(at test.mcm:1:"]);
     }
+    // Lines that start with an item's keyword do not restart the count
+    // (`test` continues the expression here), nor does a string cut there.
+    let lines = format!("let test = 1\nlet x = 1\n{}", "test + 1 + 1 + 1 + 1\n".repeat(20_000));
+    assert_has(&errors(&lines), &["a file with more than 60000 operators"]);
 }

@@ -706,21 +706,30 @@ fn import_run_fails_cleanly() {
 /// decoded: a million empty nodes are 2 MB of file and took gigabytes.
 #[test]
 fn a_graph_of_too_many_entries_is_refused_before_decoding() {
-    let n = 1_000_001usize;
-    let nodes: Vec<u8> = [0x0a, 0x00].repeat(n);
-    // ModelProto field 7 (the graph), length-delimited.
-    let mut model = vec![0x3a];
-    let mut len = nodes.len();
-    while len >= 0x80 {
-        model.push((len as u8 & 0x7f) | 0x80);
-        len >>= 7;
-    }
-    model.push(len as u8);
-    model.extend(nodes);
-    let e = import_onnx_bytes(&model, "many.onnx").unwrap_err();
+    // ModelProto field 7 (the graph), length-delimited, of `n` empty nodes.
+    let graph = |n: usize| {
+        let nodes: Vec<u8> = [0x0a, 0x00].repeat(n);
+        let mut field = vec![0x3a];
+        let mut len = nodes.len();
+        while len >= 0x80 {
+            field.push((len as u8 & 0x7f) | 0x80);
+            len >>= 7;
+        }
+        field.push(len as u8);
+        field.extend(nodes);
+        field
+    };
+    let e = import_onnx_bytes(&graph(1_000_001), "many.onnx").unwrap_err();
     assert!(
         e.message.contains("1000001 nodes") && e.message.contains("more than 1000000"),
         "{}",
         e.message
     );
+    // The decoder merges repeated graph fields and steps over groups: so
+    // does the count (a group between two halves of 600,000).
+    let mut split = graph(600_000);
+    split.extend([0x0b, 0x08, 0x01, 0x0c]);
+    split.extend(graph(600_000));
+    let e = import_onnx_bytes(&split, "split.onnx").unwrap_err();
+    assert!(e.message.contains("1200000 nodes"), "{}", e.message);
 }

@@ -366,8 +366,8 @@ fn other_seeds_draw_other_samples() {
             .map(|seed| {
                 let (j, seen) = recording_judge(&p, 1);
                 run(&p, &j, name, Budget::Samples(12), seed).expect("feasible");
-                let seen = seen.lock().unwrap().clone();
-                seen
+                let partitions = seen.lock().unwrap().clone();
+                partitions
             })
             .collect();
         assert!(

@@ -181,15 +181,33 @@ pub enum BenchCommand {
     },
 }
 
+/// Output piped into a reader that stops (`| head`) ends quietly with 141,
+/// as a shell reports a tool killed by SIGPIPE, and a full disk with one
+/// line; both were panics at the next print. SIGPIPE itself stays ignored:
+/// an evaluator that exits without reading its input would kill us.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if let Some(why) = msg.strip_prefix("failed printing to stdout: ") {
+            if why.contains("Broken pipe") {
+                std::process::exit(141);
+            }
+            eprintln!("error: cannot write the output: {why}");
+            std::process::exit(1);
+        }
+        default(info);
+    }));
+}
+
 /// Runs the command line; returns the exit code.
 pub fn main() -> i32 {
-    // Output piped into `head` ends quietly, as other tools' does, instead
-    // of a panic at the next print (Rust ignores SIGPIPE by default).
-    #[cfg(unix)]
-    // SAFETY: restores the default action of one signal before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    quiet_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -79,11 +79,15 @@ impl External {
         };
         // A process it left running may hold the pipes open (`sleep 100 &
         // echo ...`): wait for their end no longer than the timeout's rest.
-        let rest = self
-            .timeout
-            .saturating_sub(started.elapsed())
-            .max(Duration::from_millis(100));
-        let (Ok(stdout), Ok(stderr)) = (out.recv_timeout(rest), err.recv_timeout(Duration::from_millis(100))) else {
+        let rest = || {
+            self.timeout
+                .saturating_sub(started.elapsed())
+                .max(Duration::from_millis(100))
+        };
+        let (Ok(stdout), Ok(stderr)) = (out.recv_timeout(rest()), err.recv_timeout(rest())) else {
+            // What holds them goes: its group, so that neither it nor our
+            // readers outlive the sample.
+            kill(&mut child);
             return Err(format!(
                 "evaluator exited but left its output open past the timeout of {:.1} s",
                 self.timeout.as_secs_f64()

@@ -5,11 +5,11 @@ use serde_json::{Map, Value};
 use std::io::Read;
 use std::path::Path;
 
-/// Reads a graph file, gzip-compressed or not (told by its first bytes).
 /// The most bytes of JSON a compressed graph file may expand to: the
 /// largest graphs of the data set take 2 MiB.
 const MAX_GRAPH_TEXT: u64 = 256 << 20;
 
+/// Reads a graph file, gzip-compressed or not (told by its first bytes).
 pub fn load_graph_file(path: &Path) -> Result<Graph, GraphError> {
     let shown = path.display();
     let raw = std::fs::read(path).map_err(|e| {

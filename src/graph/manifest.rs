@@ -59,9 +59,10 @@ pub fn entries(dir: &Path, split: Option<&str>) -> Result<Vec<Entry>, ManifestEr
         splits.insert(s.to_string());
         let file = text("file")?.ok_or_else(|| bad(&format!("graph {} has no `file`", i + 1)))?;
         // Inside the folder: the manifest describes its own files.
-        let inside = Path::new(file)
-            .components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        let inside = !file.is_empty()
+            && Path::new(file)
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
         if !inside {
             return Err(bad(&format!(
                 "graph {}: `file` `{file}` is not a path inside the folder",
@@ -137,6 +138,7 @@ mod tests {
             (r#"{"file": "a.json", "nodes": -1}"#, "`nodes` is -1, not a count"),
             (r#"{"file": "../a.json"}"#, "is not a path inside the folder"),
             (r#"{"file": "/etc/a.json"}"#, "is not a path inside the folder"),
+            (r#"{"file": ""}"#, "is not a path inside the folder"),
             (r#"{"file": "a.json"}, {"file": "a.json"}"#, "listed twice"),
         ] {
             let e = with(graphs).unwrap_err();

@@ -154,18 +154,16 @@ pub fn import_onnx(path: &Path) -> Result<Graph, GraphError> {
     import_onnx_bytes(&bytes, &shown)
 }
 
-/// Imports an ONNX model from its bytes. `name` is what error messages call
-/// the input (usually the file's path); its file stem names the graph when
-/// the model's graph has no name.
 /// The most entries (nodes, initializers, inputs, outputs, value infos) a
 /// graph may hold: decoding makes a few hundred bytes of each, whatever its
 /// size in the file (an empty node is 2 bytes: 10 MB of them took 5 GB).
 const MAX_GRAPH_ENTRIES: usize = 1_000_000;
 
 /// Counts the entries of `ModelProto.graph`'s repeated fields without
-/// decoding them; `None` when the bytes do not walk as protobuf (the
-/// decoder then says why).
-fn graph_entries(bytes: &[u8]) -> Option<usize> {
+/// decoding them, over every occurrence of the graph field (the decoder
+/// merges them); a walk that breaks off counts what it saw (the decoder
+/// then says why).
+fn graph_entries(bytes: &[u8]) -> usize {
     fn varint(b: &[u8], at: &mut usize) -> Option<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
@@ -178,44 +176,55 @@ fn graph_entries(bytes: &[u8]) -> Option<usize> {
         }
         None
     }
-    // Visits each field of a message: (field number, its bytes if length-delimited).
+    // Visits each field of a message: (field number, its bytes if
+    // length-delimited); groups (wire types 3 and 4) are stepped over, as
+    // the decoder does.
     fn fields<'a>(b: &'a [u8], mut visit: impl FnMut(u64, Option<&'a [u8]>)) -> Option<()> {
         let mut at = 0;
+        let mut groups = 0usize;
         while at < b.len() {
             let key = varint(b, &mut at)?;
             match key & 7 {
                 0 => {
                     varint(b, &mut at)?;
-                    visit(key >> 3, None);
                 }
                 1 => at = at.checked_add(8)?,
                 5 => at = at.checked_add(4)?,
                 2 => {
                     let len = usize::try_from(varint(b, &mut at)?).ok()?;
                     let end = at.checked_add(len).filter(|&e| e <= b.len())?;
-                    visit(key >> 3, Some(&b[at..end]));
+                    if groups == 0 {
+                        visit(key >> 3, Some(&b[at..end]));
+                    }
                     at = end;
                 }
+                3 => groups += 1,
+                4 => groups = groups.checked_sub(1)?,
                 _ => return None,
             }
         }
         Some(())
     }
-    let mut graph = None;
-    fields(bytes, |f, body| {
-        if f == 7 {
-            graph = body;
+    let mut graphs = Vec::new();
+    let _ = fields(bytes, |f, body| {
+        if let (7, Some(b)) = (f, body) {
+            graphs.push(b);
         }
-    })?;
+    });
     let mut n = 0;
-    fields(graph?, |f, body| {
-        if body.is_some() && matches!(f, 1 | 5 | 11 | 12 | 13 | 15) {
-            n += 1;
-        }
-    })?;
-    Some(n)
+    for g in graphs {
+        let _ = fields(g, |f, body| {
+            if body.is_some() && matches!(f, 1 | 5 | 11 | 12 | 13 | 15) {
+                n += 1;
+            }
+        });
+    }
+    n
 }
 
+/// Imports an ONNX model from its bytes. `name` is what error messages call
+/// the input (usually the file's path); its file stem names the graph when
+/// the model's graph has no name.
 pub fn import_onnx_bytes(bytes: &[u8], name: &str) -> Result<Graph, GraphError> {
     if bytes.is_empty() {
         return Err(
@@ -223,7 +232,8 @@ pub fn import_onnx_bytes(bytes: &[u8], name: &str) -> Result<Graph, GraphError> 
                 .with_help("export the model again; an ONNX file is a serialized onnx.ModelProto"),
         );
     }
-    if let Some(n) = graph_entries(bytes).filter(|&n| n > MAX_GRAPH_ENTRIES) {
+    let n = graph_entries(bytes);
+    if n > MAX_GRAPH_ENTRIES {
         return Err(GraphError::new(format!(
             "`{name}` holds {n} nodes, tensors and values in its graph: more than {MAX_GRAPH_ENTRIES}"
         ))

@@ -15,16 +15,17 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The most chips a topology may declare, and loop iterations it may run:
-/// far beyond any package of this field, and few enough that the tables of
-/// C² entries (fewest hops, the cost model's routes) stay within memory.
+/// The most chips a package may have: far beyond any package of this field,
+/// and few enough that the tables of C² entries (fewest hops, the cost
+/// model's routes) stay within memory.
 const MAX_CHIPS: i64 = 4096;
 const MAX_STEPS: u64 = 50_000_000;
 
 /// The most bindings one `forall`, `exists` or aggregate enumerates (and
-/// the longest range): a rule over every pair of nodes of the largest
-/// graphs (2,545 nodes: 6.5 million pairs) fits.
-const MAX_BINDINGS: usize = 10_000_000;
+/// the longest range): each is held at once, a few hundred bytes, so this
+/// stays near a gigabyte; a rule over every pair of nodes of a 2,000-node
+/// graph fits.
+const MAX_BINDINGS: usize = 4_000_000;
 
 #[derive(Clone, Debug)]
 pub enum Value {
@@ -978,7 +979,14 @@ impl<'p> Evaluator<'p> {
                     Some(c) => {
                         let n = self.int(c)?;
                         if n < 0 || n > MAX_CHIPS - start as i64 {
-                            return Err(rt(c.span, format!("{n} chips: a package has 0..={MAX_CHIPS} chips")));
+                            let before = match start {
+                                0 => String::new(),
+                                k => format!(", and {k} are declared before"),
+                            };
+                            return Err(rt(
+                                c.span,
+                                format!("{n} chips: a package has at most {MAX_CHIPS} chips{before}"),
+                            ));
                         }
                         for i in 0..n {
                             b.chips.push(Chip {
@@ -1327,6 +1335,18 @@ fn static_cmp(op: BinOp, x: &Value, y: &Value, span: Span) -> R<bool> {
         (Value::Bool(a), Value::Bool(b)) => eq(a == b),
         (Value::Node(a), Value::Node(b)) | (Value::Edge(a), Value::Edge(b)) | (Value::Link(a), Value::Link(b)) => {
             eq(a == b)
+        }
+        // Exactly: past 2^53 two integers can be one float.
+        _ if x.is_int() && y.is_int() => {
+            let (a, b) = (x.int().unwrap_or(0), y.int().unwrap_or(0));
+            Ok(match cmp_op(op) {
+                CmpOp::Eq => a == b,
+                CmpOp::Ne => a != b,
+                CmpOp::Lt => a < b,
+                CmpOp::Le => a <= b,
+                CmpOp::Gt => a > b,
+                CmpOp::Ge => a >= b,
+            })
         }
         _ => match (x.num(), y.num()) {
             (Some(a), Some(b)) => Ok(cmp_op(op).holds(a, b)),

@@ -29,7 +29,7 @@ pub fn parse_module(file: FileId, text: &str) -> Result<Module, Vec<Diag>> {
     if let Some(at) = too_many_operators(text) {
         return Err(vec![Diag::error(
             "mcm::syntax",
-            format!("an item with more than {MAX_OPERATORS} operators"),
+            format!("a file with more than {MAX_OPERATORS} operators"),
         )
         .label(Span::new(file, at, at + 1), "one too many")
         .help(
@@ -93,51 +93,52 @@ fn too_deep(text: &str) -> Option<usize> {
     None
 }
 
-/// More operators than this in one item are refused before parsing: chains
-/// without brackets (`not not ...`, `- - ...`, `a + b + ...`, `p -> q -> ...`)
-/// nest as deep as they are long in the parser and the passes after it.
-/// Every operator character and word counts (`->` twice), comments and
-/// strings not.
-const MAX_OPERATORS: usize = 50_000;
+/// More operators than this in one file are refused before parsing: chains
+/// without brackets (`not not ...`, `- - ...`, `a + b + ...`, `p -> q -> ...`,
+/// `forall i in r: forall ...`) nest as deep as they are long in the parser
+/// and the passes after it. Every operator character and the words `not`,
+/// `and`, `or`, `forall`, `exists` count (`->` twice), comments and strings
+/// not. Counted over the whole file, in one pass: items are cut at lines
+/// that start with a keyword, which an expression can continue with.
+const MAX_OPERATORS: usize = 60_000;
 
-/// Where an item's operator count passes [`MAX_OPERATORS`], if it does.
+/// Where the file's operator count passes [`MAX_OPERATORS`], if it does.
 fn too_many_operators(text: &str) -> Option<usize> {
-    for (start, end) in item_chunks(text) {
-        let chunk = &text[start..end];
-        let bytes = chunk.as_bytes();
-        let (mut count, mut i) = (0usize, 0usize);
-        while i < bytes.len() {
-            let b = bytes[i];
-            let step = match b {
-                b'/' if bytes.get(i + 1) == Some(&b'/') => chunk[i..].find('\n').unwrap_or(chunk.len() - i),
-                b'"' => {
-                    let mut j = i + 1;
-                    while j < bytes.len() && bytes[j] != b'"' {
-                        j += if bytes[j] == b'\\' { 2 } else { 1 };
-                    }
-                    j + 1 - i
+    let bytes = text.as_bytes();
+    let (mut count, mut i) = (0usize, 0usize);
+    while i < bytes.len() {
+        let b = bytes[i];
+        let step = match b {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => text[i..].find('\n').unwrap_or(text.len() - i),
+            b'"' => {
+                // To the closing quote; a backslash escapes the next byte,
+                // a line end included.
+                let mut j = i + 1;
+                while j < bytes.len() && bytes[j] != b'"' {
+                    j += if bytes[j] == b'\\' { 2 } else { 1 };
                 }
-                b'+' | b'-' | b'*' | b'/' | b'%' | b'<' | b'>' | b'=' | b'!' => {
-                    count += 1;
-                    1
-                }
-                _ if b.is_ascii_alphabetic() || b == b'_' => {
-                    let len = bytes[i..]
-                        .iter()
-                        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
-                        .count();
-                    if matches!(&chunk[i..i + len], "not" | "and" | "or") {
-                        count += 1;
-                    }
-                    len
-                }
-                _ => 1,
-            };
-            if count > MAX_OPERATORS {
-                return Some(start + i);
+                j + 1 - i
             }
-            i += step.max(1);
+            b'+' | b'-' | b'*' | b'/' | b'%' | b'<' | b'>' | b'=' | b'!' => {
+                count += 1;
+                1
+            }
+            _ if b.is_ascii_alphabetic() || b == b'_' => {
+                let len = bytes[i..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+                    .count();
+                if matches!(&text[i..i + len], "not" | "and" | "or" | "forall" | "exists") {
+                    count += 1;
+                }
+                len
+            }
+            _ => 1,
+        };
+        if count > MAX_OPERATORS {
+            return Some(i);
         }
+        i += step.max(1);
     }
     None
 }

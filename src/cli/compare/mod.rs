@@ -148,13 +148,13 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
     if !strategies_agree(out, &named, &args.rl) {
         return 2;
     }
-    // The names are known: what fails now is a checkpoint, an input.
-    if named.iter().any(|s| strategy_named(out, s, &args.rl).is_none()) {
-        return 1;
-    }
     if let Err(m) = check_args(args) {
         out.error(&m, None);
         return 2;
+    }
+    // The names and flags are right: what fails now is a checkpoint, an input.
+    if named.iter().any(|s| strategy_named(out, s, &args.rl).is_none()) {
+        return 1;
     }
     let budgets = budgets(args);
     for f in files {

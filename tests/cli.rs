@@ -272,7 +272,7 @@ fn bench_load_measures_every_graph() {
         f.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    let v: serde_json::Value = common::json_file(&f);
     assert!(v["graphs"].as_u64().unwrap() >= 80);
     assert!(v["largest"]["seconds"].as_f64().unwrap() > 0.0);
 }
@@ -359,7 +359,7 @@ fn repair_makes_an_invalid_proposal_valid_and_counts_the_moves() {
         completed.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&completed).unwrap()).unwrap();
+    let v: serde_json::Value = common::json_file(&completed);
     assert_eq!(v["placement"].as_object().unwrap().len(), 7, "{v}");
     let o = mcmpart(&[
         "verify",
@@ -426,7 +426,7 @@ fn bench_solver_checks_every_partition_and_writes_figures() {
             f.to_str().unwrap(),
         ]);
         assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        let v: serde_json::Value = common::json_file(&f);
         assert_eq!(v["invalid"], 0);
         assert_eq!(v["samples"], 5);
         assert!(v["partitions_per_second"].as_f64().unwrap() > 0.0);
@@ -448,7 +448,7 @@ fn bench_solver_checks_every_partition_and_writes_figures() {
         f.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    let v: serde_json::Value = common::json_file(&f);
     let total = v["restarts"].as_f64().unwrap();
     assert!(total > 0.0, "{v}");
     assert_eq!(v["mean_restarts"].as_f64().unwrap(), total / 5.0, "{v}");

@@ -314,7 +314,7 @@ fn solve_writes_the_best_partition_for_verify() {
         .map(|r| r["count"].as_u64().unwrap())
         .sum();
     assert_eq!(v["invalid"].as_u64(), Some(invalid));
-    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let written: serde_json::Value = common::json_file(&out);
     assert_eq!(written, v["partition"]);
     let e = json(&mcmpart(&[
         "eval",

@@ -228,8 +228,7 @@ fn compare_writes_curves_tables_and_figures_consistent_with_each_other() {
     assert_eq!(greedy_reach[3], "1", "greedy is at 1.0x from its one sample");
 
     // figures.json carries the same numbers.
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("figures.json")).unwrap()).unwrap();
+    let v: serde_json::Value = common::json_file(&out.join("figures.json"));
     assert_eq!(v["ok"], true);
     assert_eq!(v["problems"].as_array().unwrap().len(), 2);
     assert_eq!(v["strategies"], serde_json::json!(["greedy", "random", "anneal"]));
@@ -389,8 +388,7 @@ fn compare_applies_a_problem_to_every_graph_of_a_split() {
     let problems: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(problems.into_iter().collect::<Vec<_>>(), ["five", "seven"]);
     assert_eq!(rows.len(), 2 * (1 + 2 * 10));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("figures.json")).unwrap()).unwrap();
+    let v: serde_json::Value = common::json_file(&out.join("figures.json"));
     let nodes: Vec<u64> = v["problems"]
         .as_array()
         .unwrap()
@@ -555,14 +553,14 @@ fn resume_takes_the_finished_runs_made_with_the_same_settings() {
     std::fs::write(&files[0], "{\"format\": 1, \"fing").unwrap();
     std::fs::remove_file(&files[5]).unwrap();
     // A whole file whose run cannot be (more samples than the budget).
-    let mut run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files[2]).unwrap()).unwrap();
+    let mut run: serde_json::Value = common::json_file(&files[2]);
     let records = run["outcome"]["records"].as_array_mut().unwrap();
     records.push(records[0].clone());
     std::fs::write(&files[2], run.to_string()).unwrap();
     // Figures no run can have: a negative throughput, a chip the package
     // lacks, a best partition better than any of its samples.
     let edit = |f: &PathBuf, change: &dyn Fn(&mut serde_json::Value)| {
-        let mut run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let mut run: serde_json::Value = common::json_file(f);
         change(&mut run["outcome"]);
         std::fs::write(f, run.to_string()).unwrap();
     };

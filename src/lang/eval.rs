@@ -1337,17 +1337,7 @@ fn static_cmp(op: BinOp, x: &Value, y: &Value, span: Span) -> R<bool> {
             eq(a == b)
         }
         // Exactly: past 2^53 two integers can be one float.
-        _ if x.is_int() && y.is_int() => {
-            let (a, b) = (x.int().unwrap_or(0), y.int().unwrap_or(0));
-            Ok(match cmp_op(op) {
-                CmpOp::Eq => a == b,
-                CmpOp::Ne => a != b,
-                CmpOp::Lt => a < b,
-                CmpOp::Le => a <= b,
-                CmpOp::Gt => a > b,
-                CmpOp::Ge => a >= b,
-            })
-        }
+        _ if x.is_int() && y.is_int() => Ok(cmp_op(op).holds(x.int().unwrap_or(0), y.int().unwrap_or(0))),
         _ => match (x.num(), y.num()) {
             (Some(a), Some(b)) => Ok(cmp_op(op).holds(a, b)),
             _ => Err(rt(span, "these values cannot be compared")),

@@ -154,7 +154,8 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
-    pub fn holds(self, a: f64, b: f64) -> bool {
+    /// Numbers, or integers compared exactly.
+    pub fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
         match self {
             CmpOp::Eq => a == b,
             CmpOp::Ne => a != b,

@@ -65,6 +65,12 @@ pub fn text(o: &Output) -> (String, String) {
     )
 }
 
+/// A JSON file the binary wrote.
+pub fn json_file(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON ({e})", path.display()))
+}
+
 /// Standard output parsed as JSON.
 pub fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", text(o)))

@@ -181,7 +181,15 @@ pub fn parse_partition(text: &str, graph: &Graph, num_chips: usize) -> Result<Pl
                 None,
             ));
         }
-        if chips[d as usize].replace(chip as u32).is_some() {
+        // `show` reads a partition without a package: its chip count is the
+        // file's, and an id past 32 bits must not wrap to a low chip.
+        let Ok(chip) = u32::try_from(chip) else {
+            return Err(perr(
+                format!("node `{id}` is placed on chip {chip}, past any package"),
+                None,
+            ));
+        };
+        if chips[d as usize].replace(chip).is_some() {
             return Err(perr(format!("node `{id}` appears twice in the placement"), None));
         }
     }
@@ -304,5 +312,9 @@ mod tests {
         // A huge whole number is out of range, not unreadable.
         let e = parse_partition(r#"{"placement": {"a": 0, "b": 18446744073709551617}}"#, &g(), 2).unwrap_err();
         assert!(e.message.contains("chip 1844674407370955161"), "{}", e.message);
+        // With a chip count from the file (`show`), an id past 32 bits is
+        // refused, not wrapped to chip 0.
+        let e = parse_partition(r#"{"placement": {"a": 0, "b": 4294967296}}"#, &g(), 1 << 33).unwrap_err();
+        assert!(e.message.contains("chip 4294967296, past any package"), "{}", e.message);
     }
 }

@@ -221,3 +221,21 @@ fn a_package_without_compute_cannot_be_costed() {
     let e = CostModel::new(c.problem(None).unwrap()).err().expect("an error");
     assert!(e.message.contains("no `compute`"), "{}", e.message);
 }
+
+/// A partition that takes no time (nothing on it computes or moves) is no
+/// sample: its throughput would be infinite and every ratio to it NaN.
+#[test]
+fn a_partition_that_takes_no_time_is_invalid() {
+    let p = problem(RING3, "graph { a -> b }");
+    let a = Analytical::new(&p).unwrap();
+    match a.evaluate(&chips(&p, &[("a", 0), ("b", 0)])) {
+        Verdict::Invalid { reason } => assert!(reason.contains("takes no time"), "{reason}"),
+        v => panic!("expected invalid, got {v:?}"),
+    }
+    let p = problem(RING3, "graph { a { flops = 1 GFLOP } -> b }");
+    let a = Analytical::new(&p).unwrap();
+    assert!(matches!(
+        a.evaluate(&chips(&p, &[("a", 0), ("b", 0)])),
+        Verdict::Valid { .. }
+    ));
+}

@@ -521,7 +521,7 @@ mod tests {
         use crate::strategy::{self, Budget, Greedy};
         let text = "use std::placement::{acyclic_flow}\nuse std::topologies::ring\n\
                     let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
-                    let g = graph { a -> b -> c }\npartition g onto t { require acyclic_flow }\n";
+                    let g = graph { a { flops = 1 GFLOP } -> b -> c }\npartition g onto t { require acyclic_flow }\n";
         let dir = std::env::temp_dir().join(format!("mcmpart-failed-run-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let c = crate::lang::compile_str("t.mcm", text, &dir);

@@ -93,8 +93,12 @@ impl Evaluate for Analytical {
         }
         match self.model.latency(chips) {
             Ok(l) if l > 0.0 => Verdict::Valid { throughput: 1.0 / l },
-            Ok(_) => Verdict::Valid {
-                throughput: f64::INFINITY,
+            // An infinite throughput makes every ratio to it NaN (`vs greedy
+            // NaNx`): such a partition is no sample to compare.
+            Ok(_) => Verdict::Invalid {
+                reason:
+                    "the partition takes no time: nothing on it computes or moves data, so its throughput is undefined"
+                        .into(),
             },
             Err(reason) => Verdict::Invalid { reason },
         }

@@ -412,43 +412,34 @@ fn an_infeasible_problem_names_the_conflicting_rules_and_exits_non_zero() {
 #[test]
 fn bench_solver_checks_every_partition_and_writes_figures() {
     let dir = common::scratch("cli-bench-solver");
-    for mode in ["fix", "sample"] {
-        let f = dir.join(format!("{mode}.json"));
+    // Five partitions in `mode` and `order`; the figures `--out` wrote.
+    let bench = |mode: &str, order: &str| {
+        let f = dir.join(format!("{mode}-{order}.json"));
         let o = mcmpart(&[
             "bench",
             "solver",
             "examples/bert_ring36.mcm",
             "--mode",
             mode,
+            "--order",
+            order,
             "--samples",
             "5",
             "--out",
             f.to_str().unwrap(),
         ]);
         assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-        let v: serde_json::Value = common::json_file(&f);
+        common::json_file(&f)
+    };
+    for mode in ["fix", "sample"] {
+        let v = bench(mode, "random");
         assert_eq!(v["invalid"], 0);
         assert_eq!(v["samples"], 5);
         assert!(v["partitions_per_second"].as_f64().unwrap() > 0.0);
     }
     // The means are per partition, as the text report's: in a shuffled
     // order every SAMPLE pass restarts.
-    let f = dir.join("shuffled.json");
-    let o = mcmpart(&[
-        "bench",
-        "solver",
-        "examples/bert_ring36.mcm",
-        "--mode",
-        "sample",
-        "--order",
-        "shuffled",
-        "--samples",
-        "5",
-        "--out",
-        f.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
-    let v: serde_json::Value = common::json_file(&f);
+    let v = bench("sample", "shuffled");
     let total = v["restarts"].as_f64().unwrap();
     assert!(total > 0.0, "{v}");
     assert_eq!(v["mean_restarts"].as_f64().unwrap(), total / 5.0, "{v}");

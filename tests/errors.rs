@@ -340,15 +340,10 @@ fn small_mistakes_get_specific_messages() {
 
 #[test]
 fn lets_with_types_and_defaults_that_use_earlier_parameters_are_accepted() {
-    let c = common::compile(
+    common::compile_ok(
         "let m: bytes = 3 MiB\nlet n: int = 2\n\
          topology pair(n: int = 2, memory: bytes = 1 MiB, half: bytes = memory / 2) {\n  chips c[n] { memory = half }\n}\n\
          let p = pair()\nconstraint slack(f: real = 1.5) { forall d in chips: d.memory * f >= 0 B }\n",
-    );
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
     );
 }
 
@@ -482,22 +477,12 @@ fn integer_arithmetic_is_exact_and_overflow_is_an_error() {
         assert_has(&out, &["mcm::eval", "integer overflow"]);
     }
     // The least integer over -1 leaves nothing.
-    let c = common::compile(
+    let c = common::compile_ok(
         "let m = -9223372036854775807 - 1\ntopology t() { chips c[m % -1 + 1] }\npartition graph { a } onto t()\n",
-    );
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
     );
     assert_eq!(c.problem(None).unwrap().package.num_chips(), 1);
     // 2^53 + 1 is odd.
-    let c = common::compile("topology t() { chips c[9007199254740993 % 2 + 1] }\npartition graph { a } onto t()\n");
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
-    );
+    let c = common::compile_ok("topology t() { chips c[9007199254740993 % 2 + 1] }\npartition graph { a } onto t()\n");
     assert_eq!(c.problem(None).unwrap().package.num_chips(), 2);
 }
 
@@ -516,14 +501,9 @@ fn sizes_are_refused_before_they_are_allocated() {
     let out = errors("let x = count(i in 0..100000, j in 0..100000)\n");
     assert_has(&out, &["more than 4000000 bindings"]);
     // Integers compare exactly past 2^53 too.
-    let c = common::compile(
+    let c = common::compile_ok(
         "let same = count(i in 0..1 where 9007199254740993 == 9007199254740992)\n\
          topology t() { chips c[same + 1] }\npartition graph { a } onto t()\n",
-    );
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
     );
     assert_eq!(c.problem(None).unwrap().package.num_chips(), 1);
     for deep in [

@@ -9,12 +9,7 @@ use mcmpart::solver::check;
 use mcmpart::testing::{self, Status};
 
 fn run_tests(text: &str) -> Vec<testing::TestResult> {
-    let c = common::compile(text);
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
-    );
+    let c = common::compile_ok(text);
     c.tests.iter().map(testing::run).collect()
 }
 
@@ -22,16 +17,11 @@ fn run_tests(text: &str) -> Vec<testing::TestResult> {
 fn constant_and_placement_dependent_division_agree() {
     // (x + 7) / -2 and (x + 7) % -2 for x on chip 0, computed once from a
     // constant chip id and once from chip(u): both round down.
-    let c = common::compile(
+    let c = common::compile_ok(
         "topology t() { chips c[3] }\nlet g = graph { a }\n\
          constraint by_chip() { forall d in chips where d == 0: (d + 7) / -2 == -4 and (d + 7) % -2 == -1 }\n\
          constraint by_node() { forall u in nodes: (chip(u) + 7) / -2 == -4 and (chip(u) + 7) % -2 == -1 }\n\
          partition g onto t() { require by_chip, by_node }\n",
-    );
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
     );
     let p = c.problem(None).unwrap();
     assert!(check(&p.graph, &p.package, &p.constraints, &Placement::new(vec![0])).is_empty());
@@ -43,13 +33,8 @@ fn constant_and_placement_dependent_division_agree() {
 
 #[test]
 fn count_at_the_end_of_a_line_does_not_swallow_the_next() {
-    let c = common::compile(
+    let c = common::compile_ok(
         "let k = count(i in 0..4)\ntopology t() { chips c[k] }\nlet p = t()\npartition graph { a } onto p\n",
-    );
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
     );
     assert_eq!(c.problem(None).unwrap().package.num_chips(), 4);
 }
@@ -81,14 +66,9 @@ fn expect_violates_with_other_arguments_is_checked_on_its_own() {
 
 #[test]
 fn a_let_does_not_hide_a_builtin_function() {
-    let c = common::compile(
+    let c = common::compile_ok(
         "let chip = 3\ntopology t() { chips c[5] }\nconstraint low() { forall u in nodes: chip(u) <= chip }\n\
          partition graph { a } onto t() { require low }\n",
-    );
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
     );
     // `chip(u)` is the built-in, `chip` alone the let: a on 3 holds, on 4 not.
     let p = c.problem(None).unwrap();

@@ -43,13 +43,17 @@ pub fn seconds(s: &str) -> Result<f64, String> {
 /// a process); far more than any machine has cores only exhausts it.
 pub const MAX_JOBS: usize = 1024;
 
+/// A count of 1 to `max`; past it, "`s` is more than MAX WHAT".
+fn counting_at_most(s: &str, max: usize, what: &str) -> Result<usize, String> {
+    match counting(s)? {
+        n if n <= max => Ok(n),
+        _ => Err(format!("`{s}` is more than {max} {what}")),
+    }
+}
+
 /// Evaluations at once: 1 to [`MAX_JOBS`].
 pub fn jobs(s: &str) -> Result<usize, String> {
-    match counting(s) {
-        Ok(n) if n <= MAX_JOBS => Ok(n),
-        Ok(_) => Err(format!("`{s}` is more than {MAX_JOBS} evaluations at once")),
-        Err(e) => Err(e),
-    }
+    counting_at_most(s, MAX_JOBS, "evaluations at once")
 }
 
 /// The most moves a rollout may make: far more than any useful number, and
@@ -71,11 +75,7 @@ pub const MAX_COMPARE_SAMPLES: usize = 10_000_000;
 
 /// A compare run's budget: 1 to [`MAX_COMPARE_SAMPLES`].
 pub fn compare_budget(s: &str) -> Result<usize, String> {
-    match counting(s) {
-        Ok(n) if n <= MAX_COMPARE_SAMPLES => Ok(n),
-        Ok(_) => Err(format!("`{s}` is more than {MAX_COMPARE_SAMPLES} samples")),
-        Err(e) => Err(e),
-    }
+    counting_at_most(s, MAX_COMPARE_SAMPLES, "samples")
 }
 
 #[cfg(test)]

@@ -28,6 +28,13 @@ pub fn compile_in(dir: &Path, text: &str) -> Compiled {
     compile_str("test.mcm", text, dir)
 }
 
+/// A program that must compile: its diagnostics are the failure message.
+pub fn compile_ok(text: &str) -> Compiled {
+    let c = compile(text);
+    assert!(c.ok(), "{}", render_text(&c.program.sources, &c.diags));
+    c
+}
+
 /// The rendered diagnostics of a program that must not compile.
 pub fn errors(text: &str) -> String {
     errors_in(&root(), text)

@@ -56,9 +56,19 @@ const SMALL: &[&str] = &[
 ];
 
 fn train(dir: &Path, out: &str) -> serde_json::Value {
+    train_on(dir, out, None)
+}
+
+/// `train` with rayon's pool at `threads` when given.
+fn train_on(dir: &Path, out: &str, threads: Option<usize>) -> serde_json::Value {
     let mut args = vec!["train", "--json", "--out", out];
     args.extend(SMALL);
-    let o = mcmpart_in(dir, &args);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mcmpart"));
+    cmd.args(&args).current_dir(dir);
+    if let Some(t) = threads {
+        cmd.env("RAYON_NUM_THREADS", t.to_string());
+    }
+    let o = cmd.output().expect("run mcmpart");
     let (stdout, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}\n{err}");
     json(&o)
@@ -139,9 +149,11 @@ fn train_writes_checkpoints_logs_and_a_curve_that_rl_then_uses() {
 
 #[test]
 fn training_is_reproducible_with_a_seed() {
+    // On one thread and on three: rollouts go to threads as rayon splits
+    // them, and none may carry solver state into another.
     let (dir, _) = setup("rl-seed");
-    train(&dir, "one");
-    train(&dir, "two");
+    train_on(&dir, "one", Some(1));
+    train_on(&dir, "two", Some(3));
     let strip = |rows: Vec<Vec<String>>| -> Vec<Vec<String>> {
         rows.into_iter()
             .map(|mut r| {

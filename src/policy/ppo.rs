@@ -120,19 +120,26 @@ pub fn sample_actions(probs: &[Vec<f32>], rng: &mut impl Rng) -> (Vec<u32>, Vec<
     let mut log_probs = Vec::with_capacity(probs.len());
     for p in probs {
         let total: f32 = p.iter().sum();
-        let mut x = rng.random::<f32>() * total;
-        let mut pick = p.len() - 1;
-        for (c, &w) in p.iter().enumerate() {
-            if x < w {
-                pick = c;
-                break;
-            }
-            x -= w;
-        }
+        let pick = draw_index(p, rng.random::<f32>());
         actions.push(pick as u32);
         log_probs.push((p[pick] / total).max(f32::MIN_POSITIVE).ln());
     }
     (actions, log_probs)
+}
+
+/// The index `u` (uniform in [0, 1)) falls on in `p`'s cumulative weights.
+/// Rounding can carry `u` past the last weight: then the last chip with a
+/// positive weight, never one the policy gives no chance.
+fn draw_index(p: &[f32], u: f32) -> usize {
+    let total: f32 = p.iter().sum();
+    let mut x = u * total;
+    for (c, &w) in p.iter().enumerate() {
+        if x < w {
+            return c;
+        }
+        x -= w;
+    }
+    p.iter().rposition(|&w| w > 0.0).unwrap_or(p.len().saturating_sub(1))
 }
 
 /// Log-probabilities of given chips, for proposals drawn outside [`sample_actions`].
@@ -332,4 +339,18 @@ pub fn update(
         approx_kl: sum.approx_kl / k,
         clip_frac: sum.clip_frac / k,
     })
+}
+
+#[cfg(test)]
+mod draw_tests {
+    use super::draw_index;
+
+    #[test]
+    fn a_draw_carried_past_the_weights_takes_the_last_possible_chip() {
+        assert_eq!(draw_index(&[0.25, 0.75, 0.0], 0.1), 0);
+        assert_eq!(draw_index(&[0.25, 0.75, 0.0], 0.5), 1);
+        // u = 1 stands for rounding that carries the draw past the sum.
+        assert_eq!(draw_index(&[0.25, 0.75, 0.0], 1.0), 1);
+        assert_eq!(draw_index(&[0.0, 0.0], 1.0), 1, "no weight at all: the last chip");
+    }
 }

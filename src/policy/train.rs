@@ -192,8 +192,10 @@ pub struct TrainReport {
     pub elapsed_s: f64,
 }
 
-/// Rollouts on one task, drawn in parallel: each with its own solver and
-/// a generator seeded by (seed, i), so results do not depend on threads.
+/// Rollouts on one task, drawn in parallel: each with a solver of its own
+/// (a solver keeps what its SAT oracle learnt, and rayon's split of the
+/// rollouts among threads varies) and a generator seeded by (seed, i), so
+/// results do not depend on threads.
 pub fn collect(
     policy: &Policy,
     f: &GraphFeatures,
@@ -208,15 +210,11 @@ pub fn collect(
     let (probs, value) = policy.act(f, Some(&task.fallback))?;
     let props: Vec<_> = (0..k)
         .into_par_iter()
-        .map_init(
-            || Solver::new(&task.problem, Options::default()).ok(),
-            |solver, i| {
-                let solver = solver.as_mut()?;
-                let mut rng =
-                    ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64));
-                propose(&probs, style, solver, &mut rng, Some(&task.fallback)).ok()
-            },
-        )
+        .map(|i| {
+            let mut solver = Solver::new(&task.problem, Options::default()).ok()?;
+            let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64));
+            propose(&probs, style, &mut solver, &mut rng, Some(&task.fallback)).ok()
+        })
         .collect();
     let props: Vec<_> = props.into_iter().flatten().collect();
     if props.is_empty() {

@@ -14,4 +14,4 @@ pub mod store;
 
 pub use checker::{check, Checker, Violation};
 pub use engine::{Infeasible, Options, Solver, Stats};
-pub use search::{fix, fix_or, node_order, sample, Order, Probs};
+pub use search::{fix, fix_or, node_order, sample, sample_or, Order, Probs};

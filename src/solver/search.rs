@@ -198,6 +198,20 @@ fn pass_budget(order: &[u32]) -> Option<u64> {
 /// SAMPLE: each node in order gets a chip drawn from its distribution
 /// restricted to its current domain.
 pub fn sample(solver: &mut Solver, order: &[u32], probs: Probs, rng: &mut impl Rng) -> Result<Placement, Infeasible> {
+    sample_or(solver, order, probs, rng, None)
+}
+
+/// [`sample`] with a known valid partition near the distribution (a
+/// search's current state): when both passes give up, the last resort
+/// merges the second pass's proposal into it. Without one the last resort
+/// is the SAT oracle's kept witness, one partition whatever was drawn.
+pub fn sample_or(
+    solver: &mut Solver,
+    order: &[u32],
+    probs: Probs,
+    rng: &mut impl Rng,
+    fallback: Option<&[u32]>,
+) -> Result<Placement, Infeasible> {
     solver.reset();
     let budget = pass_budget(order);
     solver.set_backjump(budget.is_none());
@@ -218,7 +232,7 @@ pub fn sample(solver: &mut Solver, order: &[u32], probs: Probs, rng: &mut impl R
         solver.set_backjump(true);
         if !fixed? {
             solver.stats.restarts += 1;
-            last_resort(solver, &proposal, probs, rng, None)?;
+            last_resort(solver, &proposal, probs, rng, fallback)?;
         }
     }
     finish(solver)

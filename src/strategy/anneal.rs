@@ -92,6 +92,12 @@ impl Strategy for Anneal {
         let n = search.problem.graph.num_placed();
         let c = search.problem.package.num_chips();
         let mut state = vec![vec![0.0f32; c]; n];
+        // The valid partition the state is centred on (the last one kept):
+        // a draw whose SAMPLE passes dead-end is merged into it, instead of
+        // the SAT oracle's kept witness, which is one partition whatever
+        // was drawn (on Inception v3 and Swin-T every sample had been
+        // greedy's partition).
+        let mut current: Option<Vec<u32>> = None;
         if let Some(w) = self.warm {
             // Sharpen on greedy's partition as the solver made it valid:
             // sampling around a valid partition meets few dead ends.
@@ -101,6 +107,7 @@ impl Strategy for Anneal {
             for (u, &g) in start.iter().enumerate() {
                 state[u][g as usize] = sharp;
             }
+            current = Some(start);
         }
         let nb = Neighbours::new(search.problem);
         let shape = CostModel::new(search.problem).ok().filter(|_| self.balance > 0.0);
@@ -135,7 +142,7 @@ impl Strategy for Anneal {
                         }
                     }
                 }
-                let chips = search.sample(Some(&softmax(&logits)))?;
+                let chips = search.sample_or(Some(&softmax(&logits)), current.as_deref())?;
                 cands.push((logits, chips));
             }
             let verdicts = search.submit(cands.iter().map(|(_, ch)| ch.clone()).collect());
@@ -169,6 +176,7 @@ impl Strategy for Anneal {
                 }
                 mode = state.iter().map(|r| argmax(r) as u32).collect();
                 energy = Some(e);
+                current = Some(chips);
             }
         }
         Ok(())

@@ -17,7 +17,7 @@ pub use rl::{load_stem, Rl, RlOptions, SHIPPED};
 
 use crate::cost::{Judge, Verdict};
 use crate::problem::{Placement, Problem};
-use crate::solver::{fix, node_order, sample, Infeasible, Options, Order, Probs, Solver, Stats};
+use crate::solver::{fix, node_order, sample_or, Infeasible, Options, Order, Probs, Solver, Stats};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -319,8 +319,14 @@ impl<'p> Search<'p> {
 
     /// SAMPLE in a fresh node order.
     pub fn sample(&mut self, probs: Probs) -> Result<Vec<u32>, Infeasible> {
+        self.sample_or(probs, None)
+    }
+
+    /// SAMPLE with a valid partition near `probs` to fall back on (see
+    /// [`crate::solver::sample_or`]).
+    pub fn sample_or(&mut self, probs: Probs, fallback: Option<&[u32]>) -> Result<Vec<u32>, Infeasible> {
         let order = node_order(&self.solver, self.order, &mut self.rng);
-        Ok(sample(&mut self.solver, &order, probs, &mut self.rng)?.chips)
+        Ok(sample_or(&mut self.solver, &order, probs, &mut self.rng, fallback)?.chips)
     }
 
     /// FIX a proposal, in a fresh node order.

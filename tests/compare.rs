@@ -616,6 +616,73 @@ fn resume_takes_the_finished_runs_made_with_the_same_settings() {
     assert!(!stdout.contains("runs taken"), "{stdout}");
 }
 
+/// Run files kept gzipped (as the runs behind the book are committed) are
+/// taken as the plain ones; one made with other settings is moved aside
+/// gzipped, and going back to those settings finds it.
+#[test]
+fn resume_takes_gzipped_runs() {
+    use std::io::Write;
+    let dir = common::scratch("compare-resume-gz");
+    let (a, _) = tiny_problems(&dir);
+    let out = dir.join("out");
+    let compare = |budget: &str| {
+        let argv = [
+            "compare",
+            a.to_str().unwrap(),
+            "--strategies",
+            "random",
+            "--budget",
+            budget,
+            "--repeats",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+            "--resume",
+        ];
+        let o = mcmpart(&argv);
+        let (stdout, stderr) = text(&o);
+        assert!(o.status.success(), "{stdout}\n{stderr}");
+        (stdout, stderr, curves_without_times(&out))
+    };
+    let (_, _, first) = compare("15");
+    let runs: Vec<PathBuf> = std::fs::read_dir(out.join("runs"))
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|f| f.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for f in &runs {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&std::fs::read(f).unwrap()).unwrap();
+        std::fs::write(format!("{}.gz", f.display()), gz.finish().unwrap()).unwrap();
+        std::fs::remove_file(f).unwrap();
+    }
+    let (stdout, _, again) = compare("15");
+    assert!(stdout.contains("2 of 2 runs taken from"), "{stdout}");
+    assert_eq!(again, first);
+    // Another budget: the gzipped runs go aside, still gzipped.
+    let (stdout, stderr, _) = compare("16");
+    assert!(!stdout.contains("runs taken"), "{stdout}");
+    assert_eq!(
+        stderr.matches("held a run made with other settings").count(),
+        2,
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches(".json.gz` held a run").count(), 2, "{stderr}");
+    assert_eq!(stderr.matches(".json.gz`\n").count(), 2, "kept aside gzipped: {stderr}");
+    let (stdout, _, back) = compare("15");
+    assert!(stdout.contains("2 of 2 runs taken from"), "{stdout}");
+    assert_eq!(back, first);
+    // A damaged gzipped file is run again, with a warning naming it.
+    for f in &runs {
+        std::fs::remove_file(f).unwrap();
+        std::fs::write(format!("{}.gz", f.display()), [0x1f, 0x8b, 8, 0, 1, 2]).unwrap();
+    }
+    let (stdout, stderr, _) = compare("15");
+    assert!(!stdout.contains("runs taken"), "{stdout}");
+    assert!(stderr.contains("is not gzipped text"), "{stderr}");
+}
+
 /// A deep rule (a sum of 20,000 terms) is searched on threads with room
 /// for it: compare's run threads overflowed their 2 MiB stacks on it.
 #[test]

@@ -2,6 +2,8 @@
 //! `OUT/runs/PROBLEM/STRATEGY.seedK.json` with a fingerprint of everything
 //! that decides its result, so that a compare stopped part-way keeps the
 //! runs it finished and `--resume` takes them instead of running them again.
+//! A run file may also be kept gzipped (`STRATEGY.seedK.json.gz`), as the
+//! runs behind the book's figures are committed; a plain file shadows it.
 
 use super::super::search::RlArgs;
 use super::{problem_folder, safe_name};
@@ -9,6 +11,7 @@ use crate::digest::Fnv1a;
 use crate::problem::Problem;
 use crate::strategy::{Outcome, SHIPPED};
 use serde::{Deserialize, Serialize};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Version of the run file layout; a file of another version is run again.
@@ -65,12 +68,39 @@ impl Journal {
         path.with_extension(format!("{tag}.json"))
     }
 
-    /// The run file at `path`, if it reads as one.
-    fn read(path: &Path) -> Result<RunFile, Stale> {
-        let text = match std::fs::read_to_string(path) {
+    /// The gzipped twin of a run file's path (`X.json.gz` for `X.json`).
+    fn gzipped(path: &Path) -> PathBuf {
+        let mut s = path.as_os_str().to_owned();
+        s.push(".gz");
+        PathBuf::from(s)
+    }
+
+    /// The run file at `path`, or else at its gzipped twin, if it reads as one;
+    /// with the path it was read from.
+    fn read(path: &Path) -> Result<(RunFile, PathBuf), Stale> {
+        match Self::read_one(path) {
+            Err(Stale::Missing) => {
+                let gz = Self::gzipped(path);
+                Self::read_one(&gz).map(|r| (r, gz))
+            }
+            r => r.map(|r| (r, path.to_path_buf())),
+        }
+    }
+
+    fn read_one(path: &Path) -> Result<RunFile, Stale> {
+        let raw = match std::fs::read(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Stale::Missing),
             Err(e) => return Err(Stale::Unreadable(format!("`{}`: {e}", path.display()))),
+        };
+        let text = if raw.starts_with(&[0x1f, 0x8b]) {
+            let mut text = String::new();
+            flate2::read::GzDecoder::new(&raw[..])
+                .read_to_string(&mut text)
+                .map_err(|e| Stale::Unreadable(format!("`{}` is not gzipped text: {e}", path.display())))?;
+            text
+        } else {
+            String::from_utf8(raw).map_err(|_| Stale::Unreadable(format!("`{}` is not UTF-8 text", path.display())))?
         };
         serde_json::from_str(&text)
             .map_err(|e| Stale::Unreadable(format!("`{}` is not a run file: {e}", path.display())))
@@ -90,13 +120,12 @@ impl Journal {
         if !self.resume {
             return Err(Stale::Missing);
         }
-        let mut path = self.path(label, strategy, seed);
-        let mut run = Self::read(&path)?;
+        let path = self.path(label, strategy, seed);
+        let (mut run, mut path) = Self::read(&path)?;
         if run.format != FORMAT || run.fingerprint != fingerprint {
             // Made with other settings; one made with these may be aside.
-            path = Self::aside(&path, fingerprint);
-            run = match Self::read(&path) {
-                Ok(r) if r.format == FORMAT && r.fingerprint == fingerprint => r,
+            (run, path) = match Self::read(&Self::aside(&self.path(label, strategy, seed), fingerprint)) {
+                Ok((r, p)) if r.format == FORMAT && r.fingerprint == fingerprint => (r, p),
                 Ok(_) | Err(Stale::Missing) => return Err(Stale::Other),
                 Err(e) => return Err(e),
             };
@@ -133,12 +162,15 @@ impl Journal {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create `{}`: {e}", dir.display()))?;
         // A finished run made with other settings (another budget, say) is
         // kept aside, not replaced: it took as long to make as this one.
-        if let Some(old) = Self::read(&path).ok().filter(|old| old.fingerprint != fingerprint) {
-            let kept = Self::aside(&path, &old.fingerprint);
-            std::fs::rename(&path, &kept).map_err(|e| format!("cannot move `{}` aside: {e}", path.display()))?;
+        if let Some((old, at)) = Self::read(&path).ok().filter(|(old, _)| old.fingerprint != fingerprint) {
+            let mut kept = Self::aside(&path, &old.fingerprint);
+            if at != path {
+                kept = Self::gzipped(&kept);
+            }
+            std::fs::rename(&at, &kept).map_err(|e| format!("cannot move `{}` aside: {e}", at.display()))?;
             eprintln!(
                 "note: `{}` held a run made with other settings; it is kept as `{}`",
-                path.display(),
+                at.display(),
                 kept.display()
             );
         }

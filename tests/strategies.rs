@@ -607,5 +607,14 @@ fn anneals_dead_ends_are_draws_of_their_own() {
     assert!(seen.len() >= 3, "{} distinct partitions in 8 samples", seen.len());
     for chips in seen.iter() {
         assert!(check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.clone())).is_empty());
-    }
+    } // The merges' trials give up on a few failures without SAT backjumps
+      // (a SAT call each, a second a sample here): six more samples, all
+      // merged, ask the oracle nothing more than the first two did.
+    let (j2, _) = recording_judge(&p, 1);
+    let two = run(&p, &j2, "anneal", Budget::Samples(2), 0).expect("feasible");
+    assert_eq!(
+        o.solver.sat_calls, two.solver.sat_calls,
+        "{:?} {:?}",
+        o.solver, two.solver
+    );
 }

@@ -120,11 +120,11 @@ impl Journal {
         if !self.resume {
             return Err(Stale::Missing);
         }
-        let path = self.path(label, strategy, seed);
-        let (mut run, mut path) = Self::read(&path)?;
+        let latest = self.path(label, strategy, seed);
+        let (mut run, mut path) = Self::read(&latest)?;
         if run.format != FORMAT || run.fingerprint != fingerprint {
             // Made with other settings; one made with these may be aside.
-            (run, path) = match Self::read(&Self::aside(&self.path(label, strategy, seed), fingerprint)) {
+            (run, path) = match Self::read(&Self::aside(&latest, fingerprint)) {
                 Ok((r, p)) if r.format == FORMAT && r.fingerprint == fingerprint => (r, p),
                 Ok(_) | Err(Stale::Missing) => return Err(Stale::Other),
                 Err(e) => return Err(e),

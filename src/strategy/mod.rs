@@ -243,6 +243,8 @@ pub struct Search<'p> {
     judge: &'p Judge,
     budget: Budget,
     pub rng: ChaCha8Rng,
+    /// The run's seed, for what a strategy seeds besides `rng` (fresh policy weights).
+    seed: u64,
     /// Order for SAMPLE and FIX passes.
     pub order: Order,
     start: Instant,
@@ -260,6 +262,7 @@ impl<'p> Search<'p> {
             judge,
             budget,
             rng: ChaCha8Rng::seed_from_u64(seed),
+            seed,
             order: Order::Random,
             start: Instant::now(),
             records: Vec::new(),
@@ -267,6 +270,10 @@ impl<'p> Search<'p> {
             invalid: BTreeMap::new(),
             progress: None,
         })
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     /// Called after every sample (the command line's progress bar).

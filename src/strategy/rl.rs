@@ -286,6 +286,26 @@ impl Strategy for Rl {
 
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
         self.error = None;
+        if self.opts.from_scratch {
+            // Fresh weights each run, drawn from the run's seed, so that
+            // repeats from scratch are independent starts.
+            let config = PolicyConfig {
+                seed: search.seed(),
+                ..PolicyConfig::default()
+            };
+            let fresh = Policy::new(&config, &Device::Cpu, DType::F32)
+                .and_then(|mut p| p.set_temperature(self.opts.temperature).map(|()| p));
+            match fresh {
+                Ok(p) => {
+                    self.policy = p;
+                    self.opt = None;
+                }
+                Err(e) => {
+                    self.error = Some(e.to_string());
+                    return Ok(());
+                }
+            }
+        }
         let p = search.problem;
         // Greedy's throughput, judged outside the budget, normalises rewards.
         let proposal: Vec<Option<u32>> = greedy_proposal(p).into_iter().map(Some).collect();
@@ -321,7 +341,45 @@ impl Strategy for Rl {
 
 #[cfg(test)]
 mod tests {
-    use super::Score;
+    use super::{Rl, RlOptions, Score};
+    use crate::cost::{Judge, JudgeOptions};
+    use crate::strategy::{run, Budget};
+
+    /// The first weight of a from-scratch policy after a one-sample run
+    /// (one sample ends the run before any update) under `seed`.
+    fn scratch_weight(seed: u64) -> f32 {
+        let text = "use std::topologies::ring\nlet t = ring(n = 4, memory = 1 GiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s)\n\
+                    let g = graph { a { flops = 1 GFLOP }\n b { flops = 2 GFLOP }\n a -> b }\n\
+                    partition g onto t { maximize throughput }\n";
+        let c = crate::lang::compile_str("t.mcm", text, std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+        assert!(
+            c.ok(),
+            "{}",
+            crate::lang::diag::render_text(&c.program.sources, &c.diags)
+        );
+        let p = c.problem(None).expect("one problem");
+        let j = Judge::new(p, &JudgeOptions::default()).expect("a judge");
+        let mut rl = Rl::new(
+            "rl-scratch",
+            RlOptions {
+                from_scratch: true,
+                ..RlOptions::default()
+            },
+        )
+        .expect("fresh weights");
+        run(p, &j, &mut rl, Budget::Samples(1), seed, None).expect("feasible");
+        let vars = rl.policy.vars();
+        let (_, v) = vars.iter().min_by_key(|(name, _)| name.clone()).expect("weights");
+        v.as_tensor().flatten_all().unwrap().to_vec1::<f32>().unwrap()[0]
+    }
+
+    /// From scratch, the run's seed draws the initial weights: repeats are
+    /// independent starts, and a seed fixes them.
+    #[test]
+    fn scratch_weights_follow_the_runs_seed() {
+        assert_eq!(scratch_weight(1), scratch_weight(1));
+        assert_ne!(scratch_weight(0), scratch_weight(1));
+    }
 
     /// Rewards are finite: 1 at greedy's score, 0 before there is a unit
     /// (greedy's partition invalid at evaluation and no valid rollout yet).

@@ -17,6 +17,7 @@ pub mod quantity;
 pub mod solver;
 pub mod strategy;
 pub mod testing;
+pub mod textfile;
 
 /// The stack of every thread that searches, trains or judges: a deep but
 /// legal rule recurses there (a 20,000-term sum overflowed 2 MiB threads).

@@ -1,8 +1,8 @@
 //! Reading and writing the graph file format (`*.json`, `*.json.gz`).
 
 use super::{Graph, GraphError, Node};
+use crate::textfile::{decode, TextError};
 use serde_json::{Map, Value};
-use std::io::Read;
 use std::path::Path;
 
 /// The most bytes of JSON a compressed graph file may expand to: the
@@ -16,26 +16,17 @@ pub fn load_graph_file(path: &Path) -> Result<Graph, GraphError> {
         GraphError::new(format!("cannot read graph file `{shown}`: {e}"))
             .with_help("check the path; relative paths are resolved against the .mcm file's folder")
     })?;
-    let text = if raw.starts_with(&[0x1f, 0x8b]) {
-        // Several members, as `cat a.gz b.gz` makes; at most MAX_GRAPH_TEXT
-        // bytes out (a few kilobytes can expand to gigabytes).
-        let mut bytes = Vec::new();
-        flate2::read::MultiGzDecoder::new(&raw[..])
-            .take(MAX_GRAPH_TEXT + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| GraphError::new(format!("`{shown}` is not valid gzip: {e}")))?;
-        if bytes.len() as u64 > MAX_GRAPH_TEXT {
-            return Err(GraphError::new(format!(
-                "`{shown}` expands to more than {} MiB of text",
-                MAX_GRAPH_TEXT >> 20
-            ))
-            .with_help("a graph file of this tool is at most a few megabytes; this one may be damaged"));
+    let text = decode(raw, MAX_GRAPH_TEXT).map_err(|e| match e {
+        TextError::Gzip(e) => GraphError::new(format!("`{shown}` is not valid gzip: {e}")),
+        TextError::TooLarge(max) => {
+            GraphError::new(format!("`{shown}` expands to more than {} MiB of text", max >> 20))
+                .with_help("a graph file of this tool is at most a few megabytes; this one may be damaged")
         }
-        String::from_utf8(bytes)
-            .map_err(|_| GraphError::new(format!("`{shown}` holds gzip of text that is not UTF-8")))?
-    } else {
-        String::from_utf8(raw).map_err(|_| GraphError::new(format!("`{shown}` is not UTF-8 text")))?
-    };
+        TextError::NotUtf8 { gzipped: true } => {
+            GraphError::new(format!("`{shown}` holds gzip of text that is not UTF-8"))
+        }
+        TextError::NotUtf8 { gzipped: false } => GraphError::new(format!("`{shown}` is not UTF-8 text")),
+    })?;
     parse_graph_json(&text).map_err(|e| GraphError {
         message: format!("{shown}: {}", e.message),
         help: e.help,

@@ -283,7 +283,7 @@ pub fn import_onnx_bytes(bytes: &[u8], name: &str) -> Result<Graph, GraphError> 
 fn not_onnx_help(bytes: &[u8]) -> String {
     let head = &bytes[..bytes.len().min(8)];
     let text_start = bytes.iter().copied().find(|b| !b.is_ascii_whitespace()).unwrap_or(0);
-    if head.starts_with(&[0x1f, 0x8b]) {
+    if crate::textfile::is_gzip(head) {
         "this is gzip data; an ONNX model is not compressed (a `.json.gz` graph file is read \
          directly, not imported)"
             .into()

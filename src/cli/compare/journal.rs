@@ -10,12 +10,16 @@ use super::{problem_folder, safe_name};
 use crate::digest::Fnv1a;
 use crate::problem::Problem;
 use crate::strategy::{Outcome, SHIPPED};
+use crate::textfile::{decode, TextError};
 use serde::{Deserialize, Serialize};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Version of the run file layout; a file of another version is run again.
 const FORMAT: u32 = 1;
+
+/// The most bytes of JSON a gzipped run file may expand to: a run of
+/// 2,000 samples takes about 200 KB.
+const MAX_RUN_TEXT: u64 = 256 << 20;
 
 #[derive(Serialize, Deserialize)]
 struct RunFile {
@@ -93,15 +97,14 @@ impl Journal {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Stale::Missing),
             Err(e) => return Err(Stale::Unreadable(format!("`{}`: {e}", path.display()))),
         };
-        let text = if raw.starts_with(&[0x1f, 0x8b]) {
-            let mut text = String::new();
-            flate2::read::GzDecoder::new(&raw[..])
-                .read_to_string(&mut text)
-                .map_err(|e| Stale::Unreadable(format!("`{}` is not gzipped text: {e}", path.display())))?;
-            text
-        } else {
-            String::from_utf8(raw).map_err(|_| Stale::Unreadable(format!("`{}` is not UTF-8 text", path.display())))?
-        };
+        let shown = path.display();
+        let text = decode(raw, MAX_RUN_TEXT).map_err(|e| {
+            Stale::Unreadable(match e {
+                TextError::Gzip(e) => format!("`{shown}` is not gzipped text: {e}"),
+                TextError::TooLarge(max) => format!("`{shown}` expands to more than {} MiB of text", max >> 20),
+                TextError::NotUtf8 { .. } => format!("`{shown}` is not UTF-8 text"),
+            })
+        })?;
         serde_json::from_str(&text)
             .map_err(|e| Stale::Unreadable(format!("`{}` is not a run file: {e}", path.display())))
     }

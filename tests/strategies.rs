@@ -602,9 +602,10 @@ fn anneals_dead_ends_are_draws_of_their_own() {
     let (j, seen) = recording_judge(&p, 1);
     let o = run(&p, &j, "anneal", Budget::Samples(8), 0).expect("feasible");
     assert!(o.solver.restarts >= 8, "the passes no longer dead-end: {:?}", o.solver);
-    // The judge caches by partition: it sees each distinct one once.
+    // The judge caches by partition: it sees each distinct one once, the
+    // start (greedy's, the witness of old) judged outside the budget among them.
     let seen = seen.lock().unwrap();
-    assert!(seen.len() >= 3, "{} distinct partitions in 8 samples", seen.len());
+    assert!(seen.len() >= 2, "{} distinct partitions in 8 samples", seen.len());
     for chips in seen.iter() {
         assert!(check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.clone())).is_empty());
     } // The merges' trials give up on a few failures without SAT backjumps
@@ -617,4 +618,32 @@ fn anneals_dead_ends_are_draws_of_their_own() {
         "{:?} {:?}",
         o.solver, two.solver
     );
+}
+
+/// ViT-L/16 on the 36-die ring: a draw around greedy's partition whose one
+/// unlikely chip cascades through the flow rules lands 17 times below
+/// greedy. Anneal's first draw was kept whatever it scored, so under seed 0
+/// the whole run refined such a partition (0.065x over greedy after 2,000
+/// samples); greedy's start, judged outside the budget, is now the state to
+/// beat, and the draws stay near it.
+#[test]
+fn anneal_keeps_greedys_start_until_a_draw_beats_it() {
+    let text = std::fs::read_to_string(common::root().join("examples/bert_ring36.mcm"))
+        .unwrap()
+        .replace("graphs/bert-large.json", "../data/graphs/vit_l_16.json.gz");
+    let compiled = common::compile_in(&common::root().join("examples"), &text);
+    let p = compiled.problem(None).expect("compiles").clone();
+    let j = judge(&p);
+    let greedy = run(&p, &j, "greedy", Budget::Samples(1), 0).unwrap().best.unwrap();
+    for seed in 0..2 {
+        let o = run(&p, &j, "anneal", Budget::Samples(10), seed).expect("feasible");
+        let best = o.best.expect("valid draws");
+        placement_ok(&p, &best.chips).unwrap();
+        assert!(
+            best.throughput >= 0.99 * greedy.throughput,
+            "seed {seed}: anneal's best {} against greedy's {}",
+            best.throughput,
+            greedy.throughput
+        );
+    }
 }

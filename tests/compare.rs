@@ -715,3 +715,41 @@ fn a_deep_rule_does_not_overflow_the_run_threads() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(dir.join("out/summary.md").exists());
 }
+
+/// Two compares on one folder would both make the runs it lacks and
+/// overwrite each other's files: while one holds the folder, another is
+/// refused with a message that says so, and runs again once it lets go.
+#[test]
+fn a_folder_in_use_by_another_compare_is_refused() {
+    let dir = common::scratch("compare-lock");
+    let (a, _) = tiny_problems(&dir);
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let argv = [
+        "compare",
+        a.to_str().unwrap(),
+        "--strategies",
+        "random",
+        "--budget",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+    ];
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(out.join(".lock"))
+        .unwrap();
+    held.try_lock().expect("the test takes the lock first");
+    let o = mcmpart(&argv);
+    let (stdout, stderr) = text(&o);
+    assert!(!o.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("is in use by another compare"), "{stderr}");
+    assert!(!out.join("runs").exists(), "the refused compare wrote runs");
+    drop(held);
+    let o = mcmpart(&argv);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+}

@@ -30,6 +30,36 @@ struct RunFile {
     outcome: Outcome,
 }
 
+/// Takes `OUT/.lock` for this process: two compares writing one folder
+/// would both make the runs it lacks and overwrite each other's files (and
+/// one built from older code would put its runs among the other's). An OS
+/// lock, so a killed compare leaves none behind. Err: message and help.
+pub fn lock(out: &Path) -> Result<std::fs::File, (String, String)> {
+    let path = out.join(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| {
+            (
+                format!("cannot open `{}`: {e}", path.display()),
+                "check the folder's permissions".into(),
+            )
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err((
+            format!("`{}` is in use by another compare", out.display()),
+            "wait for it to end, or give this one another --out (it would run the same missing runs)".into(),
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err((
+            format!("cannot lock `{}`: {e}", path.display()),
+            "a file system without locks? give another --out".into(),
+        )),
+    }
+}
+
 /// Where runs are kept, and whether runs on disk are taken.
 pub struct Journal {
     dir: PathBuf,

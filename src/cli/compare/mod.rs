@@ -174,6 +174,14 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> i32 {
         out.error(&format!("cannot create `{}`: {e}", args.out.display()), None);
         return 1;
     }
+    // Held until this compare ends (the OS lets go of it if it is killed).
+    let _lock = match journal::lock(&args.out) {
+        Ok(l) => l,
+        Err((m, help)) => {
+            out.error(&m, Some(&help));
+            return 1;
+        }
+    };
 
     let mut prepared: Vec<Prepared> = Vec::new();
     let mut skipped: Vec<(String, String)> = Vec::new();

@@ -37,16 +37,18 @@ pub fn decode(raw: Vec<u8>, max: u64) -> Result<String, TextError> {
     String::from_utf8(bytes).map_err(|_| TextError::NotUtf8 { gzipped: true })
 }
 
+/// Gzipped bytes, for the tests of the readers.
+#[cfg(test)]
+pub(crate) fn gzip(text: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(text).unwrap();
+    e.finish().unwrap()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{decode, TextError};
-    use std::io::Write;
-
-    fn gzip(text: &[u8]) -> Vec<u8> {
-        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        e.write_all(text).unwrap();
-        e.finish().unwrap()
-    }
+    use super::{decode, gzip, TextError};
 
     #[test]
     fn plain_and_gzipped_text_read_alike() {

@@ -215,13 +215,6 @@ mod tests {
         assert!(g.nodes[1].extra.contains_key("shape"), "unknown fields are kept");
     }
 
-    fn gz(text: &[u8]) -> Vec<u8> {
-        use std::io::Write;
-        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        e.write_all(text).unwrap();
-        e.finish().unwrap()
-    }
-
     #[test]
     fn compressed_files_are_read_whole_and_bounded() {
         let dir = std::env::temp_dir().join(format!("mcmpart-gz-{}", std::process::id()));
@@ -229,13 +222,13 @@ mod tests {
         // Two members (`cat a.gz b.gz`): both are read.
         let text = br#"{"nodes": [{"id": "a"}, {"id": "b"}], "edges": [{"from": "a", "to": "b"}]}"#;
         let (head, tail) = text.split_at(20);
-        let two = [gz(head), gz(tail)].concat();
+        let two = [crate::textfile::gzip(head), crate::textfile::gzip(tail)].concat();
         std::fs::write(dir.join("two.json.gz"), two).unwrap();
         assert_eq!(load_graph_file(&dir.join("two.json.gz")).unwrap().nodes.len(), 2);
         // A small file that expands past the limit is refused.
         let mut big = b"{\"nodes\": [".to_vec();
         big.resize(MAX_GRAPH_TEXT as usize + 10, b' ');
-        std::fs::write(dir.join("bomb.json.gz"), gz(&big)).unwrap();
+        std::fs::write(dir.join("bomb.json.gz"), crate::textfile::gzip(&big)).unwrap();
         let e = load_graph_file(&dir.join("bomb.json.gz")).unwrap_err();
         assert!(e.message.contains("expands to more than 256 MiB"), "{}", e.message);
         let _ = std::fs::remove_dir_all(&dir);

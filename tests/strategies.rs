@@ -587,6 +587,16 @@ fn a_failed_strategy_keeps_its_samples_and_says_why() {
     assert_eq!(ok.failure, None);
 }
 
+/// The shipped example's problem (the 36-die ring, the four rules) with a
+/// graph of `data/graphs` in BERT-large's place.
+fn ring36_problem(graph: &str) -> Problem {
+    let text = std::fs::read_to_string(common::root().join("examples/bert_ring36.mcm"))
+        .unwrap()
+        .replace("graphs/bert-large.json", &format!("../data/graphs/{graph}.json.gz"));
+    let compiled = common::compile_in(&common::root().join("examples"), &text);
+    compiled.problem(None).expect("compiles").clone()
+}
+
 /// Inception v3 on the 36-die ring: anneal's SAMPLE passes dead-end on its
 /// draws, and the last resort was the SAT oracle's kept witness, greedy's
 /// partition, for every sample (2,000 of 2,000 in the test split's run).
@@ -594,11 +604,7 @@ fn a_failed_strategy_keeps_its_samples_and_says_why() {
 /// partitions of their own.
 #[test]
 fn anneals_dead_ends_are_draws_of_their_own() {
-    let text = std::fs::read_to_string(common::root().join("examples/bert_ring36.mcm"))
-        .unwrap()
-        .replace("graphs/bert-large.json", "../data/graphs/inception_v3.json.gz");
-    let compiled = common::compile_in(&common::root().join("examples"), &text);
-    let p = compiled.problem(None).expect("compiles").clone();
+    let p = ring36_problem("inception_v3");
     let (j, seen) = recording_judge(&p, 1);
     let o = run(&p, &j, "anneal", Budget::Samples(8), 0).expect("feasible");
     assert!(o.solver.restarts >= 8, "the passes no longer dead-end: {:?}", o.solver);
@@ -628,11 +634,7 @@ fn anneals_dead_ends_are_draws_of_their_own() {
 /// beat, and the draws stay near it.
 #[test]
 fn anneal_keeps_greedys_start_until_a_draw_beats_it() {
-    let text = std::fs::read_to_string(common::root().join("examples/bert_ring36.mcm"))
-        .unwrap()
-        .replace("graphs/bert-large.json", "../data/graphs/vit_l_16.json.gz");
-    let compiled = common::compile_in(&common::root().join("examples"), &text);
-    let p = compiled.problem(None).expect("compiles").clone();
+    let p = ring36_problem("vit_l_16");
     let j = judge(&p);
     let greedy = run(&p, &j, "greedy", Budget::Samples(1), 0).unwrap().best.unwrap();
     for seed in 0..2 {

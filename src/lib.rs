@@ -1,24 +1,18 @@
 //! mcmpart: places machine-learning graphs on multi-chip packages.
 //!
-//! The crate follows the pipeline a problem travels through:
-//! [`lang`] (parse, resolve, types and units, ground) → [`problem`] (the
-//! grounded model) → [`solver`] (checker, search) ; with the [`graph`] and
-//! [`package`] models beside it, [`testing`] for test blocks, and [`cli`].
+//! The workspace follows the pipeline a problem travels through:
+//! `mcm-core` (quantities, spans, graph, package, the grounded problem) →
+//! `mcm-lang` (parse, resolve, types and units, ground) → `mcm-solver`
+//! (propagators, engine, SAT backing, checker) → `mcm-search` (cost models,
+//! strategies, the learned policy). This crate is the last stage: the
+//! command line ([`cli`]), the experiments it runs ([`experiment`]) and the
+//! runner of `test` blocks ([`testing`]). It re-exports the stages so that a
+//! user of the library needs one dependency.
 
 pub mod cli;
-pub mod cost;
-pub mod digest;
-pub mod graph;
-pub mod lang;
-pub mod package;
-pub mod policy;
-pub mod problem;
-pub mod quantity;
-pub mod solver;
-pub mod strategy;
 pub mod testing;
-pub mod textfile;
 
-/// The stack of every thread that searches, trains or judges: a deep but
-/// legal rule recurses there (a 20,000-term sum overflowed 2 MiB threads).
-pub const WORKER_STACK: usize = 64 << 20;
+pub use mcm_core::{diag, digest, graph, package, problem, quantity, source, textfile, WORKER_STACK};
+pub use mcm_lang as lang;
+pub use mcm_search::{cost, policy, strategy};
+pub use mcm_solver as solver;

@@ -3,7 +3,7 @@
 //! marked ```mcm,failing that show failures on purpose; the `$ mcmpart`
 //! sessions of the tutorials and chapters in `SESSIONS` print what they show.
 
-mod common;
+use crate::common;
 
 use mcmpart::testing::{self, Status};
 use std::path::{Path, PathBuf};
@@ -59,7 +59,7 @@ fn every_mcm_block_in_the_book_behaves_as_marked() {
                 assert!(
                     c.ok(),
                     "{at}: does not compile:\n{}",
-                    mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
+                    mcmpart::diag::render_text(&c.program.sources, &c.diags)
                 );
                 let results: Vec<_> = c.tests.iter().map(testing::run).collect();
                 if tags.contains(&"failing") {

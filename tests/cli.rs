@@ -1,6 +1,6 @@
 //! The command line end to end: exit codes, text and JSON output.
 
-mod common;
+use crate::common;
 
 use common::{json, mcmpart, text};
 

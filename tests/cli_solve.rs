@@ -1,7 +1,7 @@
 //! `mcmpart eval` and `mcmpart solve` end to end: figures, exit codes, text
 //! and JSON output, budgets, and partitions that `verify` accepts.
 
-mod common;
+use crate::common;
 
 use common::{json, mcmpart, mcmpart_in, text};
 

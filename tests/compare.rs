@@ -3,7 +3,7 @@
 //! graph folder with its own manifest, and clean errors. Also the front-end
 //! hook it uses, `compile_*_with_graph`.
 
-mod common;
+use crate::common;
 
 use common::{mcmpart, text};
 

@@ -1,6 +1,6 @@
 //! The analytical cost model and the dynamic check on hand-computed cases.
 
-mod common;
+use crate::common;
 
 use mcmpart::cost::{Analytical, CostModel, Evaluate, Verdict};
 use mcmpart::graph::{Graph, Node};
@@ -14,11 +14,7 @@ fn problem(package: &str, graph: &str) -> Problem {
         "use std::topologies::{{ring, mesh}}\nlet t = {package}\nlet g = {graph}\npartition g onto t {{\n    maximize throughput\n}}\n"
     );
     let c = common::compile(&text);
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
-    );
+    assert!(c.ok(), "{}", mcmpart::diag::render_text(&c.program.sources, &c.diags));
     c.problem(None).unwrap().clone()
 }
 
@@ -213,11 +209,7 @@ fn the_dynamic_check_names_the_chip_and_the_node() {
 fn a_package_without_compute_cannot_be_costed() {
     let text = "topology bare() {\n    chips die[2] { memory = 1 GiB }\n    link die[0] -> die[1] { bandwidth = 1 GB/s }\n}\nlet g = graph { a -> b }\npartition g onto bare() {\n    maximize throughput\n}\n";
     let c = common::compile(text);
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
-    );
+    assert!(c.ok(), "{}", mcmpart::diag::render_text(&c.program.sources, &c.diags));
     let e = CostModel::new(c.problem(None).unwrap()).err().expect("an error");
     assert!(e.message.contains("no `compute`"), "{}", e.message);
 }

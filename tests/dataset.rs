@@ -2,7 +2,7 @@
 //! matches its manifest figures; the splits keep transformers out of
 //! training; BERT-large has the size the literature gives it.
 
-mod common;
+use crate::common;
 
 use mcmpart::graph::load_graph_file;
 use serde_json::Value;

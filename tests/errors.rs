@@ -1,7 +1,7 @@
 //! Each kind of error, with its rendered diagnostic checked: what it says,
 //! where it points, and what it suggests.
 
-mod common;
+use crate::common;
 
 use common::{errors, errors_in, scratch, HEADER};
 
@@ -104,7 +104,7 @@ fn dimension_arithmetic_is_checked_and_accepted_where_right() {
     assert!(
         ok.ok(),
         "{}",
-        mcmpart::lang::diag::render_text(&ok.program.sources, &ok.diags)
+        mcmpart::diag::render_text(&ok.program.sources, &ok.diags)
     );
     let out = errors("constraint c() { forall u in nodes: u.flops + u.params > 0 }\n");
     assert_has(&out, &["cannot add a flop and bytes"]);

@@ -3,7 +3,7 @@
 //! cache, parallel runs), a search that meets failures on the way, and the
 //! problem's `evaluate with` through the command line.
 
-mod common;
+use crate::common;
 
 use common::mcmpart_in as mcmpart;
 
@@ -37,11 +37,7 @@ fn problem(dir: &Path, evaluate: Option<&str>) -> Problem {
          partition g onto t {{\n    maximize throughput\n{ev}}}\n"
     );
     let c = common::compile_in(dir, &text);
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
-    );
+    assert!(c.ok(), "{}", mcmpart::diag::render_text(&c.program.sources, &c.diags));
     c.problem(None).unwrap().clone()
 }
 
@@ -249,11 +245,7 @@ fn a_slow_evaluator_that_never_reads_a_large_input_still_times_out() {
          let g = graph {{\n{g}}}\npartition g onto t\n"
     );
     let c = common::compile_in(&dir, &text);
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
-    );
+    assert!(c.ok(), "{}", mcmpart::diag::render_text(&c.program.sources, &c.diags));
     let p = c.problem(None).unwrap().clone();
     let slow = script(&dir, "slow.sh", "sleep 6\n");
     let j = judge(&p, &slow, 0.3, 1);
@@ -402,11 +394,7 @@ fn the_dynamic_check_runs_before_the_evaluator() {
          let g = graph { w { params = 60 MB, output_bytes = 60 MB } -> a { flops = 1 GFLOP, output_bytes = 30 MB } -> b { flops = 1 GFLOP, output_bytes = 30 MB } }\n\
          partition g onto t\n";
     let c = common::compile_in(&dir, text);
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
-    );
+    assert!(c.ok(), "{}", mcmpart::diag::render_text(&c.program.sources, &c.diags));
     let p = c.problem(None).unwrap().clone();
     let r = reason(judge(&p, &s, 10.0, 1).evaluate(&[0, 0, 0]));
     assert!(r.contains("chip `die[0]`") && r.contains("at node `b`"), "{r}");

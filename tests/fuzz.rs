@@ -1,7 +1,7 @@
 //! The front end returns errors, never panics, on arbitrary and mutated
 //! input: programs, graph files and partition files.
 
-mod common;
+use crate::common;
 
 use mcmpart::graph::{parse_graph_json, Graph, Node};
 use proptest::prelude::*;
@@ -173,6 +173,6 @@ fn deep_nesting_is_an_error_not_a_crash() {
     let deep = format!("let x = {}1{}\n", "(".repeat(5000), ")".repeat(5000));
     let c = common::compile(&deep);
     assert!(!c.ok());
-    let out = mcmpart::lang::diag::render_text(&c.program.sources, &c.diags);
+    let out = mcmpart::diag::render_text(&c.program.sources, &c.diags);
     assert!(out.contains("nested more than"), "{out}");
 }

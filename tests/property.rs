@@ -2,7 +2,7 @@
 //! the checker, evaluating the stdlib's formulas, agrees with a direct Rust
 //! implementation of the four rules (and of `near(k)`) on every case.
 
-mod common;
+use crate::common;
 
 use common::random::{dag, topo, Topo};
 use mcmpart::problem::Placement;
@@ -160,7 +160,7 @@ proptest! {
     fn checker_agrees_with_a_direct_implementation(c in case()) {
         let text = program(&c);
         let compiled = common::compile(&text);
-        prop_assert!(compiled.ok(), "{}\n{}", text, mcmpart::lang::diag::render_text(&compiled.program.sources, &compiled.diags));
+        prop_assert!(compiled.ok(), "{}\n{}", text, mcmpart::diag::render_text(&compiled.program.sources, &compiled.diags));
         let p = compiled.problem(None).expect("one problem");
         prop_assert_eq!(p.graph.num_placed(), c.params_kib.len() - c.replicable);
         for chip_of in &c.placements {

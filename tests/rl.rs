@@ -3,7 +3,7 @@
 //! emits partitions `verify` accepts; the no-solver ablation breaks rules
 //! that FIX keeps; damaged checkpoints are refused.
 
-mod common;
+use crate::common;
 
 use common::{chain_graph, json, mcmpart_in, ring_problem, text};
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! along what the chip flow needs instead of being undone; a weight goes
 //! with its only user. Hand-made distributions make each draw certain.
 
-mod common;
+use crate::common;
 
 use mcmpart::policy::rollout::{propose, Draw, Mode, Style};
 use mcmpart::problem::{Placement, Problem};

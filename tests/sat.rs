@@ -3,7 +3,7 @@
 //! under random decisions, cores that really conflict, and agreement of the
 //! native and generic encodings.
 
-mod common;
+use crate::common;
 
 use mcmpart::problem::{GroundConstraint, Placement, Problem};
 use mcmpart::solver::exhaustive;
@@ -116,7 +116,7 @@ fn compile(text: &str) -> Problem {
     assert!(
         c.ok(),
         "{text}\n{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
+        mcmpart::diag::render_text(&c.program.sources, &c.diags)
     );
     c.problem(None).expect("one problem").clone()
 }

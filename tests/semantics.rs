@@ -2,7 +2,7 @@
 //! division, aggregates at the end of a line, expectations by bare name,
 //! and built-ins that a `let` might shadow.
 
-mod common;
+use crate::common;
 
 use mcmpart::problem::Placement;
 use mcmpart::solver::check;

@@ -3,7 +3,7 @@
 //! SAMPLE with uniform probabilities reaches every valid partition, and the
 //! native and generic paths agree.
 
-mod common;
+use crate::common;
 
 use mcmpart::problem::{Placement, Problem};
 use mcmpart::solver::{check, exhaustive, fix, fix_or, node_order, sample, Options, Order, Solver};
@@ -61,7 +61,7 @@ fn problem(text: &str) -> Problem {
     assert!(
         c.ok(),
         "{text}\n{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
+        mcmpart::diag::render_text(&c.program.sources, &c.diags)
     );
     c.problem(None).unwrap().clone()
 }

@@ -1,6 +1,6 @@
 //! Every program of the language brief behaves as its comment says.
 
-mod common;
+use crate::common;
 
 use mcmpart::lang::compile_file;
 use mcmpart::testing::{self, Status};
@@ -10,7 +10,7 @@ fn run_file(rel: &str) -> Vec<testing::TestResult> {
     assert!(
         c.ok(),
         "{rel} does not compile:\n{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
+        mcmpart::diag::render_text(&c.program.sources, &c.diags)
     );
     c.tests.iter().map(testing::run).collect()
 }
@@ -53,11 +53,7 @@ fn the_brief_topologies_constraints_and_near_work_as_written() {
 #[test]
 fn the_brief_problem_compiles_bert_large_onto_36_dies() {
     let c = compile_file(&common::root().join("examples/bert_ring36.mcm"));
-    assert!(
-        c.ok(),
-        "{}",
-        mcmpart::lang::diag::render_text(&c.program.sources, &c.diags)
-    );
+    assert!(c.ok(), "{}", mcmpart::diag::render_text(&c.program.sources, &c.diags));
     let p = c.problem(None).expect("one problem");
     assert_eq!(p.name, "bert");
     assert_eq!(p.graph.name, "bert-large");

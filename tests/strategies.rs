@@ -3,7 +3,7 @@
 //! best-so-far curves within the budget, a seed fixes the outcome, and the
 //! pipeline DP keeps its stages within memory. Then one real graph.
 
-mod common;
+use crate::common;
 
 use common::random::{dag, topo, Topo};
 use mcmpart::cost::{Analytical, CostModel, Evaluate, Judge, JudgeOptions, Verdict};
@@ -78,7 +78,7 @@ fn compile(c: &Case) -> Problem {
     assert!(
         compiled.ok(),
         "{text}\n{}",
-        mcmpart::lang::diag::render_text(&compiled.program.sources, &compiled.diags)
+        mcmpart::diag::render_text(&compiled.program.sources, &compiled.diags)
     );
     compiled.problem(None).expect("one problem").clone()
 }
@@ -348,7 +348,7 @@ fn shipped_graph_problem(graph: &str, ring: &str) -> Problem {
     assert!(
         compiled.ok(),
         "{}",
-        mcmpart::lang::diag::render_text(&compiled.program.sources, &compiled.diags)
+        mcmpart::diag::render_text(&compiled.program.sources, &compiled.diags)
     );
     compiled.problem(None).unwrap().clone()
 }

@@ -4,7 +4,7 @@
 
 use super::Output;
 use crate::cost::{CostModel, Judge, JudgeOptions, Verdict};
-use crate::lang::diag::render_text;
+use crate::diag::render_text;
 use crate::problem::read_partition;
 use crate::quantity::{format_quantity, Dim};
 use crate::solver::check;

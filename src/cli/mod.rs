@@ -14,7 +14,7 @@ mod test;
 mod train;
 mod verify;
 
-use crate::lang::diag::{render_text, to_json, Diag};
+use crate::diag::{render_text, to_json, Diag};
 use crate::lang::{compile_file, Compiled};
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};

@@ -213,7 +213,7 @@ pub fn strategy_named(out: &Output, name: &str, rl: &RlArgs) -> Option<Box<dyn s
 
 fn unknown_strategy(out: &Output, name: &str) {
     let known = strategy::NAMES.join(", ");
-    let help = crate::lang::diag::suggest(name, strategy::NAMES.iter().copied())
+    let help = crate::diag::suggest(name, strategy::NAMES.iter().copied())
         .map(|s| format!("did you mean `{s}`? The strategies are {known}"))
         .unwrap_or_else(|| format!("the strategies are {known}"));
     out.error(&format!("unknown strategy `{name}`"), Some(&help));

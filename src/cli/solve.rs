@@ -2,10 +2,10 @@
 //! solver, by SAMPLE with uniform probabilities or by FIX from a proposal.
 
 use super::Output;
-use crate::lang::diag::{render_text, Diag};
-use crate::lang::source::SourceMap;
+use crate::diag::{render_text, Diag};
 use crate::problem::{partition_json, read_proposal, write_partition, Problem};
 use crate::solver::{check, fix, node_order, sample, Infeasible, Options, Order, Solver};
+use crate::source::SourceMap;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::path::Path;

@@ -17,7 +17,7 @@ pub fn run(out: &Output, files: &[PathBuf]) -> i32 {
                 // One JSON document in all: the diagnostics go inside it.
                 broken_files.push(serde_json::json!({
                     "file": f.display().to_string(),
-                    "diagnostics": crate::lang::diag::to_json(&c.program.sources, &c.diags),
+                    "diagnostics": crate::diag::to_json(&c.program.sources, &c.diags),
                 }));
             } else {
                 out.diagnostics(&c, &c.diags);

@@ -1,7 +1,7 @@
 //! `mcmpart verify FILE --partition P.json`: the checker's verdict.
 
 use super::Output;
-use crate::lang::diag::{render_text, Diag};
+use crate::diag::{render_text, Diag};
 use crate::problem::read_partition;
 use crate::solver::{check, Violation};
 use std::path::Path;

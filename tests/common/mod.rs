@@ -3,7 +3,7 @@
 
 pub mod random;
 
-use mcmpart::lang::diag::render_text;
+use mcmpart::diag::render_text;
 use mcmpart::lang::{compile_str, Compiled};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -228,7 +228,7 @@ impl Journal {
         h.field(format!("{:?}{:?}", problem.graph.nodes, problem.graph.edges).as_bytes());
         h.field(format!("{:?}{:?}", problem.package.chips, problem.package.links).as_bytes());
         for c in &problem.constraints {
-            h.field(format!("{}{:?}{:?}", c.name, c.args, c.native).as_bytes());
+            h.field(format!("{}{:?}{}", c.name, c.args, legacy_native_tag(c.native.as_deref())).as_bytes());
         }
         h.field(format!("{:?}{:?}", problem.objective, problem.evaluator).as_bytes());
         for s in sources {
@@ -254,5 +254,26 @@ impl Journal {
             h.field(&std::fs::read(sidecar).unwrap_or_default());
         }
         h.hex()
+    }
+}
+
+/// The native tag as the run files' fingerprints spell it (`Some(NoSkip)`,
+/// `None`): the Debug text of the enum that named native rules before the
+/// rule registry, kept so that committed runs still load with `--resume`.
+fn legacy_native_tag(key: Option<&str>) -> String {
+    match key {
+        None => "None".to_string(),
+        Some(k) => {
+            let camel: String = k
+                .split('_')
+                .map(|w| {
+                    let mut c = w.chars();
+                    c.next()
+                        .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                        .unwrap_or_default()
+                })
+                .collect();
+            format!("Some({camel})")
+        }
     }
 }

@@ -1,0 +1,320 @@
+//! Placements and the partition file format (`*.partition.json`).
+
+use crate::graph::Graph;
+use serde::de::{MapAccess, Visitor};
+use serde::Deserialize;
+use std::fmt;
+use std::path::Path;
+
+/// A chip id for every placed node, indexed by decision index.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Placement {
+    pub chips: Vec<u32>,
+}
+
+impl Placement {
+    pub fn new(chips: Vec<u32>) -> Placement {
+        Placement { chips }
+    }
+
+    pub fn chip(&self, decision: u32) -> u32 {
+        self.chips[decision as usize]
+    }
+
+    /// How many chips hold a node (not the highest id + 1: without
+    /// `no_skip` chips may be left empty between used ones).
+    pub fn chips_used(&self) -> usize {
+        self.chips.iter().collect::<std::collections::BTreeSet<_>>().len()
+    }
+}
+
+#[derive(Debug, PartialEq)]
+pub struct PartitionError {
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl fmt::Display for PartitionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn perr(message: String, help: Option<&str>) -> PartitionError {
+    PartitionError {
+        message,
+        help: help.map(str::to_string),
+    }
+}
+
+/// The placement map keeps every entry in file order, so that a node named
+/// twice is an error rather than silently the last one.
+struct Entries(Vec<(String, i128)>);
+
+impl<'de> Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Entries;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object from node id to chip id")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Entries, A::Error> {
+                let mut out = Vec::new();
+                while let Some(k) = m.next_key::<String>()? {
+                    let c = m.next_value_seed(ChipOf(&k))?;
+                    out.push((k, c));
+                }
+                Ok(Entries(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The chip id of node `.0` as written: a whole number (a huge one is
+/// kept, to be reported as out of range); `1.0` or `"1"` is refused.
+struct ChipOf<'a>(&'a str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ChipOf<'_> {
+    type Value = i128;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<i128, D::Error> {
+        struct V<'a>(&'a str);
+        impl Visitor<'_> for V<'_> {
+            type Value = i128;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a chip id (a whole number) for node `{}`", self.0)
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<i128, E> {
+                Ok(v.into())
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<i128, E> {
+                Ok(v.into())
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<i128, E> {
+                // JSON integers past 64 bits arrive as floats.
+                if v.fract() == 0.0 && v.abs() >= 9.2e18 {
+                    return Ok(v as i128);
+                }
+                Err(E::custom(format!(
+                    "node `{}` is placed on {v:?}, but a chip id is a whole number",
+                    self.0
+                )))
+            }
+        }
+        d.deserialize_any(V(self.0))
+    }
+}
+
+#[derive(Deserialize)]
+struct PartitionFile {
+    graph: Option<String>,
+    chips: Option<i128>,
+    placement: Entries,
+}
+
+/// A JSON error of a partition or proposal file, its place first (serde_json
+/// ends its message with it).
+fn json_error(e: serde_json::Error, help: &str) -> PartitionError {
+    let place = format!(" at line {} column {}", e.line(), e.column());
+    let what = e.to_string();
+    let what = what.strip_suffix(&place).unwrap_or(&what);
+    perr(format!("line {}, column {}: {what}", e.line(), e.column()), Some(help))
+}
+
+/// Reads a partition file for `graph` on a package of `num_chips` chips.
+pub fn read_partition(path: &Path, graph: &Graph, num_chips: usize) -> Result<Placement, PartitionError> {
+    let shown = path.display();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| perr(format!("cannot read partition file `{shown}`: {e}"), None))?;
+    parse_partition(&text, graph, num_chips).map_err(|e| PartitionError {
+        message: format!("{shown}: {}", e.message),
+        help: e.help,
+    })
+}
+
+/// Parses partition JSON; every placed node exactly once, chips in range.
+pub fn parse_partition(text: &str, graph: &Graph, num_chips: usize) -> Result<Placement, PartitionError> {
+    let f: PartitionFile = serde_json::from_str(text).map_err(|e| {
+        json_error(
+            e,
+            "a partition is {\"graph\": NAME, \"chips\": C, \"placement\": {\"node\": chip, ...}}",
+        )
+    })?;
+    if let Some(g) = &f.graph {
+        if *g != graph.name {
+            return Err(perr(
+                format!(
+                    // Also read by `show`, which has a graph but no problem.
+                    "the partition is for graph `{g}`, but this graph is `{}`",
+                    graph.name
+                ),
+                Some("pick the problem with --problem, or the partition made for this graph"),
+            ));
+        }
+    }
+    if let Some(c) = f.chips {
+        if c != num_chips as i128 {
+            return Err(perr(
+                format!("the partition is for {c} chips, but the package has {num_chips}"),
+                None,
+            ));
+        }
+    }
+    let mut chips: Vec<Option<u32>> = vec![None; graph.num_placed()];
+    for (id, chip) in f.placement.0 {
+        let node = graph.node_index(&id).ok_or_else(|| {
+            perr(
+                format!("the placement names node `{id}`, which the graph does not have"),
+                Some(&crate::diag::unknown_help(&id, "node", graph.ids())),
+            )
+        })?;
+        let d = graph.decision_of(node).ok_or_else(|| {
+            perr(
+                format!("node `{id}` is replicable: it takes no placement"),
+                Some("leave replicable nodes out of the placement"),
+            )
+        })?;
+        if chip < 0 || chip >= num_chips as i128 {
+            return Err(perr(
+                format!("node `{id}` is placed on chip {chip}, but chips are 0..{num_chips}"),
+                None,
+            ));
+        }
+        // `show` reads a partition without a package: its chip count is the
+        // file's, and an id past 32 bits must not wrap to a low chip.
+        let Ok(chip) = u32::try_from(chip) else {
+            return Err(perr(
+                format!("node `{id}` is placed on chip {chip}, past any package"),
+                None,
+            ));
+        };
+        if chips[d as usize].replace(chip).is_some() {
+            return Err(perr(format!("node `{id}` appears twice in the placement"), None));
+        }
+    }
+    let missing: Vec<&str> = (0..graph.num_placed())
+        .filter(|d| chips[*d].is_none())
+        .map(|d| graph.placed_node(d as u32).id.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(perr(
+            format!(
+                "{} node(s) have no chip: {}",
+                missing.len(),
+                crate::graph::list_ids(missing.iter().copied())
+            ),
+            Some("every node that is not replicable appears exactly once"),
+        ));
+    }
+    Ok(Placement::new(chips.into_iter().map(|c| c.unwrap_or(0)).collect()))
+}
+
+/// Reads a proposal for FIX: like a partition, but nodes may be missing
+/// (`None`); chips must still be in range and nodes known and named once.
+pub fn read_proposal(path: &Path, graph: &Graph, num_chips: usize) -> Result<Vec<Option<u32>>, PartitionError> {
+    let shown = path.display();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| perr(format!("cannot read proposal file `{shown}`: {e}"), None))?;
+    parse_proposal(&text, graph, num_chips).map_err(|e| PartitionError {
+        message: format!("{shown}: {}", e.message),
+        help: e.help,
+    })
+}
+
+pub fn parse_proposal(text: &str, graph: &Graph, num_chips: usize) -> Result<Vec<Option<u32>>, PartitionError> {
+    let f: PartitionFile = serde_json::from_str(text).map_err(|e| {
+        json_error(
+            e,
+            "a proposal is {\"placement\": {\"node\": chip, ...}}, nodes may be missing",
+        )
+    })?;
+    let mut chips: Vec<Option<u32>> = vec![None; graph.num_placed()];
+    let mut seen = vec![false; graph.num_placed()];
+    for (id, chip) in f.placement.0 {
+        let node = graph.node_index(&id).ok_or_else(|| {
+            perr(
+                format!("the proposal names node `{id}`, which the graph does not have"),
+                Some(&crate::diag::unknown_help(&id, "node", graph.ids())),
+            )
+        })?;
+        let Some(d) = graph.decision_of(node) else {
+            continue;
+        };
+        if chip < 0 || chip >= num_chips as i128 {
+            return Err(perr(
+                format!("node `{id}` is proposed for chip {chip}, but chips are 0..{num_chips}"),
+                None,
+            ));
+        }
+        if std::mem::replace(&mut seen[d as usize], true) {
+            return Err(perr(format!("node `{id}` appears twice in the proposal"), None));
+        }
+        chips[d as usize] = Some(chip as u32);
+    }
+    Ok(chips)
+}
+
+/// The partition file for a placement.
+pub fn partition_json(p: &Placement, graph: &Graph, num_chips: usize) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for (d, c) in p.chips.iter().enumerate() {
+        m.insert(graph.placed_node(d as u32).id.clone(), (*c).into());
+    }
+    serde_json::json!({"graph": graph.name, "chips": num_chips, "placement": m})
+}
+
+/// Writes a partition file atomically (write to a temporary, then rename).
+pub fn write_partition(path: &Path, p: &Placement, graph: &Graph, num_chips: usize) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(&partition_json(p, graph, num_chips))?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text + "\n")?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{Graph, Node};
+
+    #[test]
+    fn chips_used_counts_chips_not_the_highest_id() {
+        assert_eq!(Placement::new(vec![0, 7, 7, 3]).chips_used(), 3);
+        assert_eq!(Placement::new(vec![]).chips_used(), 0);
+    }
+
+    fn g() -> Graph {
+        Graph::new("g", vec![Node::new("a"), Node::new("b")], vec![(0, 1, None)]).unwrap()
+    }
+
+    #[test]
+    fn reads_and_rejects() {
+        let p = parse_partition(r#"{"graph": "g", "chips": 2, "placement": {"b": 1, "a": 0}}"#, &g(), 2).unwrap();
+        assert_eq!(p.chips, vec![0, 1]);
+        let e = parse_partition(r#"{"placement": {"a": 0, "a": 1, "b": 0}}"#, &g(), 2).unwrap_err();
+        assert!(e.message.contains("`a` appears twice"), "{}", e.message);
+        let e = parse_partition(r#"{"placement": {"a": 0}}"#, &g(), 2).unwrap_err();
+        assert!(e.message.contains("`b`"), "{}", e.message);
+        let e = parse_partition(r#"{"placement": {"a": 0, "b": 2}}"#, &g(), 2).unwrap_err();
+        assert!(e.message.contains("chip 2"), "{}", e.message);
+        let e = parse_partition(r#"{"placement": {"a": 0, "c": 0}}"#, &g(), 2).unwrap_err();
+        assert!(e.message.contains("`c`"), "{}", e.message);
+        let e = parse_partition(r#"{"placement": [1]}"#, &g(), 2).unwrap_err();
+        assert!(e.message.contains("line 1"), "{}", e.message);
+        let e = parse_partition(r#"{"graph": "h", "placement": {"a": 0, "b": 1}}"#, &g(), 2).unwrap_err();
+        assert_eq!(e.message, "the partition is for graph `h`, but this graph is `g`");
+        // A chip id that is no whole number is said to be one, placed once.
+        let e = parse_partition(r#"{"placement": {"a": 0, "b": 1.0}}"#, &g(), 2).unwrap_err();
+        assert_eq!(
+            e.message,
+            "line 1, column 31: node `b` is placed on 1.0, but a chip id is a whole number"
+        );
+        // A huge whole number is out of range, not unreadable.
+        let e = parse_partition(r#"{"placement": {"a": 0, "b": 18446744073709551617}}"#, &g(), 2).unwrap_err();
+        assert!(e.message.contains("chip 1844674407370955161"), "{}", e.message);
+        // With a chip count from the file (`show`), an id past 32 bits is
+        // refused, not wrapped to chip 0.
+        let e = parse_partition(r#"{"placement": {"a": 0, "b": 4294967296}}"#, &g(), 1 << 33).unwrap_err();
+        assert!(e.message.contains("chip 4294967296, past any package"), "{}", e.message);
+    }
+}

@@ -1,0 +1,296 @@
+//! The analytical cost model of the solver brief: per chip, compute time
+//! plus the time of the links leaving it; latency is the slowest chip.
+
+use super::memory::{self, EdgeIndex, MemoryOverflow, PeakMemory};
+use super::CostError;
+use mcm_core::graph::Graph;
+use mcm_core::package::Package;
+use mcm_core::problem::Problem;
+use std::sync::Arc;
+
+/// No link: the route's end, or no route.
+const NO_LINK: u32 = u32::MAX;
+
+/// The model of one problem, with everything that does not depend on the
+/// partition computed once: chip speeds, link bandwidths, routes.
+pub struct CostModel {
+    pub graph: Arc<Graph>,
+    pub package: Arc<Package>,
+    /// FLOP/s per chip.
+    compute: Vec<f64>,
+    /// Bytes per chip, `None` where a chip declares no memory.
+    memory: Vec<Option<f64>>,
+    /// Bytes/s per link.
+    bandwidth: Vec<f64>,
+    /// The first link of the route from `a` to `b` at `a * C + b`
+    /// ([`NO_LINK`] when `a == b` or unreachable). A route's next link
+    /// depends only on where it is and where it goes, so C² entries hold
+    /// every route (lists of links would take C³).
+    next_link: Vec<u32>,
+    /// Per decision node, its consumers among decision nodes and the bytes
+    /// of each edge (parallel edges merged).
+    consumers: Vec<Vec<(u32, u64)>>,
+    edges: EdgeIndex,
+}
+
+/// One chip's share of a partition's cost.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ChipCost {
+    pub chip: u32,
+    pub name: String,
+    /// Nodes placed here (replicable copies not counted).
+    pub nodes: usize,
+    /// Seconds of compute, replicable copies included.
+    pub compute_s: f64,
+    /// Seconds of the links leaving this chip.
+    pub link_s: f64,
+    /// compute_s + link_s.
+    pub stage_s: f64,
+    pub weight_bytes: u64,
+    /// Weights plus the largest set of live activations (dynamic check).
+    pub peak_bytes: u64,
+    pub memory_bytes: Option<f64>,
+}
+
+/// The whole cost of a partition, with the lower bound.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CostReport {
+    pub latency_s: f64,
+    pub throughput: f64,
+    /// Total flops / total compute: no partition has a lower latency.
+    pub bound_latency_s: f64,
+    pub bound_throughput: f64,
+    /// The slowest chip, which sets the latency.
+    pub bottleneck: u32,
+    pub chips: Vec<ChipCost>,
+    /// The dynamic check's verdict; `None` when it passes.
+    pub memory_overflow: Option<String>,
+}
+
+impl CostModel {
+    pub fn new(problem: &Problem) -> Result<CostModel, CostError> {
+        let (graph, package) = (problem.graph.clone(), problem.package.clone());
+        let c = package.num_chips();
+        if c == 0 {
+            return Err(CostError::new("the package has no chips", "declare at least one chip"));
+        }
+        let mut compute = Vec::with_capacity(c);
+        let mut memory = Vec::with_capacity(c);
+        for (i, chip) in package.chips.iter().enumerate() {
+            let v = package.chip_number(i as u32, "compute");
+            match v {
+                Some(x) if x > 0.0 && x.is_finite() => compute.push(x),
+                Some(_) => {
+                    return Err(CostError::new(
+                        format!("chip `{}` has a compute rate that is not positive", chip.name),
+                        "the cost model divides flops by `compute`; give every chip a positive rate",
+                    ))
+                }
+                None => {
+                    return Err(CostError::new(
+                        format!("chip `{}` (chip {i}) has no `compute` attribute", chip.name),
+                        "the cost model needs `compute = ... TFLOP/s` on every chip",
+                    ))
+                }
+            }
+            memory.push(package.chip_number(i as u32, "memory"));
+        }
+        let mut bandwidth = Vec::with_capacity(package.links.len());
+        for l in &package.links {
+            let (a, b) = (&package.chips[l.src as usize].name, &package.chips[l.dst as usize].name);
+            match l.attrs.get("bandwidth").and_then(|s| s.as_f64()) {
+                Some(x) if x > 0.0 && x.is_finite() => bandwidth.push(x),
+                _ => {
+                    return Err(CostError::new(
+                        format!("the link `{a}` -> `{b}` has no positive `bandwidth`"),
+                        "the cost model needs `bandwidth = ... GB/s` on every link",
+                    ))
+                }
+            }
+        }
+        let next_link = (0..c * c)
+            .map(|i| {
+                let (a, b) = ((i / c) as u32, (i % c) as u32);
+                package
+                    .next_hop(a, b)
+                    .and_then(|y| package.link(a, y))
+                    .map_or(NO_LINK, |l| l as u32)
+            })
+            .collect();
+        let mut consumers = vec![Vec::new(); graph.num_placed()];
+        for e in graph.placed_edges() {
+            consumers[e.src as usize].push((e.dst, e.bytes));
+        }
+        Ok(CostModel {
+            edges: EdgeIndex::new(&graph),
+            graph,
+            package,
+            compute,
+            memory,
+            bandwidth,
+            next_link,
+            consumers,
+        })
+    }
+
+    /// The links from `a` to `b` in order, `None` when `b` is unreachable.
+    fn route(&self, a: u32, b: u32) -> Option<impl Iterator<Item = usize> + '_> {
+        self.package.hops(a, b)?;
+        let c = self.compute.len();
+        let mut at = a;
+        Some(std::iter::from_fn(move || {
+            let l = self.next_link[at as usize * c + b as usize];
+            (l != NO_LINK).then(|| {
+                at = self.package.links[l as usize].dst;
+                l as usize
+            })
+        }))
+    }
+
+    /// Seconds of compute per chip, replicable copies on every chip that
+    /// hosts one of their consumers.
+    fn compute_times(&self, chips: &[u32]) -> Vec<f64> {
+        let mut t = vec![0.0; self.compute.len()];
+        let g = &self.graph;
+        for (d, &c) in chips.iter().enumerate() {
+            t[c as usize] += g.placed_node(d as u32).flops as f64 / self.compute[c as usize];
+        }
+        for (n, hosts) in memory::replica_hosts(g, &self.edges, chips) {
+            for c in hosts {
+                t[c as usize] += g.nodes[n].flops as f64 / self.compute[c as usize];
+            }
+        }
+        t
+    }
+
+    /// Bytes carried per link: each node's output goes once to each other
+    /// chip hosting a consumer, along its route; a link shared by several
+    /// destinations carries it once.
+    fn link_bytes(&self, chips: &[u32]) -> Result<Vec<f64>, String> {
+        let mut bytes = vec![0.0; self.bandwidth.len()];
+        let mut stamp = vec![u32::MAX; self.bandwidth.len()];
+        let mut dests: Vec<u32> = Vec::new();
+        for (u, outs) in self.consumers.iter().enumerate() {
+            let from = chips[u];
+            dests.clear();
+            let mut size = 0u64;
+            for &(v, b) in outs {
+                let to = chips[v as usize];
+                if to != from {
+                    size = size.max(b);
+                    if !dests.contains(&to) {
+                        dests.push(to);
+                    }
+                }
+            }
+            for &to in &dests {
+                let Some(route) = self.route(from, to) else {
+                    let p = &self.package;
+                    return Err(format!(
+                        "node `{}` on chip `{}` sends to chip `{}`, which no route reaches",
+                        self.graph.placed_node(u as u32).id,
+                        p.chips[from as usize].name,
+                        p.chips[to as usize].name
+                    ));
+                };
+                for l in route {
+                    if stamp[l] != u as u32 {
+                        stamp[l] = u as u32;
+                        bytes[l] += size as f64;
+                    }
+                }
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// Stage time per chip: compute plus the links leaving it.
+    fn stages(&self, chips: &[u32]) -> Result<(Vec<f64>, Vec<f64>), String> {
+        self.check_len(chips)?;
+        let compute = self.compute_times(chips);
+        let mut links = vec![0.0; compute.len()];
+        for (l, b) in self.link_bytes(chips)?.into_iter().enumerate() {
+            links[self.package.links[l].src as usize] += b / self.bandwidth[l];
+        }
+        Ok((compute, links))
+    }
+
+    fn check_len(&self, chips: &[u32]) -> Result<(), String> {
+        if chips.len() != self.graph.num_placed() {
+            return Err(format!(
+                "a partition of {} nodes for a graph with {}",
+                chips.len(),
+                self.graph.num_placed()
+            ));
+        }
+        if let Some(&c) = chips.iter().find(|&&c| c as usize >= self.compute.len()) {
+            return Err(format!(
+                "chip {c} does not exist (the package has {})",
+                self.compute.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Seconds per inference: the slowest chip's stage.
+    pub fn latency(&self, chips: &[u32]) -> Result<f64, String> {
+        Ok(self.stage_times(chips)?.into_iter().fold(0.0, f64::max))
+    }
+
+    /// Every chip's stage time (compute plus outgoing links), in seconds.
+    pub fn stage_times(&self, chips: &[u32]) -> Result<Vec<f64>, String> {
+        let (compute, links) = self.stages(chips)?;
+        Ok(compute.iter().zip(&links).map(|(a, b)| a + b).collect())
+    }
+
+    /// Total flops / total compute.
+    pub fn bound_latency(&self) -> f64 {
+        self.graph.total_flops() as f64 / self.compute.iter().sum::<f64>()
+    }
+
+    /// The dynamic check: weights plus live activations per chip.
+    pub fn peak_memory(&self, chips: &[u32]) -> Result<PeakMemory, MemoryOverflow> {
+        memory::peak_memory(&self.graph, &self.edges, &self.package, &self.memory, chips)
+    }
+
+    /// Latency, throughput, the bound, and every chip's share.
+    pub fn report(&self, chips: &[u32]) -> Result<CostReport, String> {
+        let (compute, links) = self.stages(chips)?;
+        let (peak, overflow) = match self.peak_memory(chips) {
+            Ok(p) => (p, None),
+            Err(o) => (o.usage.clone(), Some(o.to_string())),
+        };
+        let mut counts = vec![0usize; compute.len()];
+        for &c in chips {
+            counts[c as usize] += 1;
+        }
+        let per_chip: Vec<ChipCost> = (0..compute.len())
+            .map(|c| ChipCost {
+                chip: c as u32,
+                name: self.package.chips[c].name.clone(),
+                nodes: counts[c],
+                compute_s: compute[c],
+                link_s: links[c],
+                stage_s: compute[c] + links[c],
+                weight_bytes: peak.weights[c],
+                peak_bytes: peak.peak[c],
+                memory_bytes: self.memory[c],
+            })
+            .collect();
+        let (bottleneck, latency) =
+            per_chip
+                .iter()
+                .map(|c| (c.chip, c.stage_s))
+                .fold((0, 0.0), |best, x| if x.1 > best.1 { x } else { best });
+        let bound = self.bound_latency();
+        Ok(CostReport {
+            latency_s: latency,
+            throughput: 1.0 / latency,
+            bound_latency_s: bound,
+            bound_throughput: 1.0 / bound,
+            bottleneck,
+            chips: per_chip,
+            memory_overflow: overflow,
+        })
+    }
+}

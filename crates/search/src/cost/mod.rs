@@ -1,0 +1,106 @@
+//! Judging valid partitions: the analytical cost model of the solver brief,
+//! the dynamic peak-memory check, external evaluators, and the evaluation
+//! service (cache, parallel runs) the search strategies ask.
+//!
+//! Everything here takes a full placement as one chip id per decision node
+//! (`&[u32]`, as the solver hands it out) and returns a [`Verdict`].
+
+mod analytical;
+mod external;
+mod memory;
+mod service;
+
+pub use analytical::{ChipCost, CostModel, CostReport};
+pub use external::External;
+pub use memory::{MemoryOverflow, PeakMemory};
+pub use service::{Judge, JudgeOptions, JudgeStats};
+
+use mcm_core::problem::Problem;
+use std::fmt;
+
+/// What an evaluation says of one partition.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Verdict {
+    /// A partition that runs; higher throughput is better.
+    Valid { throughput: f64 },
+    /// A partition that fails at evaluation (the dynamic check, an
+    /// evaluator's refusal, crash, timeout or unreadable output).
+    Invalid { reason: String },
+}
+
+impl Verdict {
+    pub fn throughput(&self) -> Option<f64> {
+        match self {
+            Verdict::Valid { throughput } => Some(*throughput),
+            Verdict::Invalid { .. } => None,
+        }
+    }
+}
+
+/// Judges partitions of one problem. Implementations must be callable from
+/// several threads at once (evaluations run in parallel).
+pub trait Evaluate: Send + Sync {
+    fn evaluate(&self, chips: &[u32]) -> Verdict;
+}
+
+/// A problem the cost model cannot judge (a missing attribute, a package
+/// without room for its graph's routes), found before any search starts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostError {
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl CostError {
+    fn new(message: impl Into<String>, help: impl Into<String>) -> CostError {
+        CostError {
+            message: message.into(),
+            help: Some(help.into()),
+        }
+    }
+}
+
+impl fmt::Display for CostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The built-in judge: the dynamic peak-memory check, then the analytical
+/// cost model's throughput.
+pub struct Analytical {
+    pub model: CostModel,
+    /// Run the dynamic check first (on by default).
+    pub dynamic_check: bool,
+}
+
+impl Analytical {
+    pub fn new(problem: &Problem) -> Result<Analytical, CostError> {
+        Ok(Analytical {
+            model: CostModel::new(problem)?,
+            dynamic_check: true,
+        })
+    }
+}
+
+impl Evaluate for Analytical {
+    fn evaluate(&self, chips: &[u32]) -> Verdict {
+        if self.dynamic_check {
+            if let Err(o) = self.model.peak_memory(chips) {
+                return Verdict::Invalid { reason: o.to_string() };
+            }
+        }
+        match self.model.latency(chips) {
+            Ok(l) if l > 0.0 => Verdict::Valid { throughput: 1.0 / l },
+            // An infinite throughput makes every ratio to it NaN (`vs greedy
+            // NaNx`): such a partition is no sample to compare.
+            Ok(_) => Verdict::Invalid {
+                reason:
+                    "the partition takes no time: nothing on it computes or moves data, so its throughput is undefined"
+                        .into(),
+            },
+            Err(reason) => Verdict::Invalid { reason },
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! mcmpart's search: the cost models and the judge strategies ask
+//! ([`cost`]), the strategies behind one interface ([`strategy`]), and the
+//! learned policy ([`policy`]). The only crate of the workspace that links
+//! candle.
+
+pub mod cost;
+pub mod policy;
+pub mod strategy;

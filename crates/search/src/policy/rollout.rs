@@ -1,0 +1,236 @@
+//! One rollout: the policy's distributions become a partition request, in
+//! one of three ways (the paper's variants). Training and the `rl`
+//! strategies share this, so what is trained is what is deployed.
+
+use super::ppo::{log_probs_of, sample_actions};
+use mcm_solver::{fix_or, node_order, sample, Infeasible, Order, Solver};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// How a proposal meets the solver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// The policy draws a chip per node; FIX keeps every draw still allowed
+    /// and puts the rest on the nearest allowed chip (or, when it gives up on
+    /// a draw near the partition the policy refines, merges the draw into
+    /// it). Always valid.
+    #[default]
+    Fix,
+    /// SAMPLE draws each node from the policy's distribution restricted to
+    /// its current domain. Always valid.
+    Sample,
+    /// The draw as it is, no solver (the paper's ablation): a partition that
+    /// breaks a rule is an invalid sample.
+    NoSolver,
+}
+
+/// How a rollout turns the policy's distributions into a proposal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Draw {
+    /// Every node draws its chip from its distribution (the paper's
+    /// rollout).
+    Dense,
+    /// From the placement the policy refines (the anchor), one to `k` moves
+    /// (uniformly many): a node is picked with the probability the policy
+    /// gives to its leaving the anchor's chip, and goes to another chip with
+    /// the policy's probabilities. A weight only one node uses goes where
+    /// that node goes, and a weight the anchor keeps away from its user
+    /// joins it when picked. FIX then decides the moved nodes first, so that
+    /// propagation carries a move's consequences (a node moved up takes
+    /// along the descendants the chip flow needs above it; one moved down,
+    /// the ancestors) instead of undoing it: the block moves that balance a
+    /// pipeline, which independent per-node draws almost never make. With no
+    /// anchor, a dense draw.
+    Moves(usize),
+}
+
+/// How rollouts are made: how a draw meets the solver, and how it is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Style {
+    pub mode: Mode,
+    pub draw: Draw,
+}
+
+/// What one rollout asked for and what it got.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Proposal {
+    /// The chips the PPO update credits (the policy's own draw; the
+    /// partition itself under SAMPLE, where no separate draw exists).
+    pub actions: Vec<u32>,
+    pub log_probs: Vec<f32>,
+    /// The nodes whose actions are the rollout's decisions, when not all
+    /// are: a [`Draw::Moves`] rollout's picked nodes.
+    pub credit: Option<Vec<u32>>,
+    /// The partition to evaluate.
+    pub chips: Vec<u32>,
+    /// FIX gave up on the proposal and could merge none of it into the
+    /// fallback partition, which it returned: not the policy's work, so it
+    /// earns no reward and is not evaluated.
+    pub fell_back: bool,
+}
+
+/// A rollout from `probs` (a distribution per node, as [`super::Policy::probs`] gives).
+/// `anchor`, the valid partition the policy refines, bounds FIX's time
+/// (see [`fix_or`]) and is where [`Draw::Moves`] start from.
+pub fn propose(
+    probs: &[Vec<f32>],
+    Style { mode, draw }: Style,
+    solver: &mut Solver,
+    rng: &mut impl Rng,
+    anchor: Option<&[u32]>,
+) -> Result<Proposal, Infeasible> {
+    if mode == Mode::Sample {
+        let order = node_order(solver, Order::Random, rng);
+        let p = sample(solver, &order, Some(probs), rng)?;
+        return Ok(Proposal {
+            log_probs: log_probs_of(probs, &p.chips),
+            actions: p.chips.clone(),
+            credit: None,
+            chips: p.chips,
+            fell_back: false,
+        });
+    }
+    match (draw, anchor) {
+        (Draw::Moves(k), Some(anchor)) => {
+            let (actions, picked) = draw_moves(probs, anchor, k, solver.problem.graph.weight_users(), rng);
+            let log_probs = log_probs_of(probs, &actions);
+            let mut p = settle(probs, mode, (actions, log_probs), solver, rng, Some(anchor), true)?;
+            p.credit = Some(picked);
+            Ok(p)
+        }
+        _ => settle(probs, mode, sample_actions(probs, rng), solver, rng, anchor, false),
+    }
+}
+
+/// A [`Draw::Moves`] draw: the chips, and the nodes picked to move.
+fn draw_moves(
+    probs: &[Vec<f32>],
+    anchor: &[u32],
+    k: usize,
+    weight_users: &[Option<u32>],
+    rng: &mut impl Rng,
+) -> (Vec<u32>, Vec<u32>) {
+    let with_user = |w: usize| weight_users[w].is_some_and(|u| anchor[u as usize] == anchor[w]);
+    // A weight beside its user moves only with it, so it is never picked.
+    let leave: Vec<f64> = (0..probs.len())
+        .map(|u| match with_user(u) {
+            true => 0.0,
+            false => (1.0 - probs[u][anchor[u] as usize] as f64).max(0.0),
+        })
+        .collect();
+    let mut actions = anchor.to_vec();
+    let mut picked = Vec::new();
+    for _ in 0..rng.random_range(1..=k.max(1)) {
+        let Some(u) = pick(&leave, rng) else { break };
+        let away: Vec<f64> = (0..probs[u].len())
+            .map(|c| if c as u32 == anchor[u] { 0.0 } else { probs[u][c] as f64 })
+            .collect();
+        if let Some(c) = pick(&away, rng) {
+            actions[u] = c as u32;
+            picked.push(u as u32);
+        }
+    }
+    for (w, user) in weight_users.iter().enumerate() {
+        if let Some(u) = *user {
+            if with_user(w) || actions[w] != anchor[w] {
+                actions[w] = actions[u as usize];
+            }
+        }
+    }
+    picked.sort_unstable();
+    picked.dedup();
+    (actions, picked)
+}
+
+/// An index drawn with probability proportional to its weight; `None` when
+/// every weight is 0.
+fn pick(weights: &[f64], rng: &mut impl Rng) -> Option<usize> {
+    let total: f64 = weights.iter().sum();
+    if total <= 0.0 || !total.is_finite() {
+        return None;
+    }
+    let mut x = rng.random::<f64>() * total;
+    let last = weights.iter().rposition(|&w| w > 0.0)?;
+    for (i, &w) in weights.iter().enumerate() {
+        if x < w {
+            return Some(i);
+        }
+        x -= w;
+    }
+    Some(last)
+}
+
+/// Like [`propose`], with each node's most likely chip instead of a draw
+/// (greedy decoding; under `sample` it is a plain [`propose`]).
+pub fn propose_likeliest(
+    probs: &[Vec<f32>],
+    mode: Mode,
+    solver: &mut Solver,
+    rng: &mut impl Rng,
+    fallback: Option<&[u32]>,
+) -> Result<Proposal, Infeasible> {
+    if mode == Mode::Sample {
+        let style = Style {
+            mode,
+            draw: Draw::Dense,
+        };
+        return propose(probs, style, solver, rng, fallback);
+    }
+    let actions: Vec<u32> = probs
+        .iter()
+        .map(|p| (0..p.len()).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(0) as u32)
+        .collect();
+    let log_probs = log_probs_of(probs, &actions);
+    settle(probs, mode, (actions, log_probs), solver, rng, fallback, false)
+}
+
+/// The proposal of chosen chips, the partition FIX'd, or as they are
+/// without the solver. With `moved_first`, FIX decides the nodes whose chip
+/// differs from `fallback` first (in the random topological order's turn),
+/// then the rest.
+fn settle(
+    probs: &[Vec<f32>],
+    mode: Mode,
+    (actions, log_probs): (Vec<u32>, Vec<f32>),
+    solver: &mut Solver,
+    rng: &mut impl Rng,
+    fallback: Option<&[u32]>,
+    moved_first: bool,
+) -> Result<Proposal, Infeasible> {
+    let before = solver.stats.fallbacks;
+    let chips = if mode == Mode::NoSolver {
+        actions.clone()
+    } else {
+        let proposal: Vec<Option<u32>> = actions.iter().copied().map(Some).collect();
+        let mut order = node_order(solver, Order::Random, rng);
+        if let (true, Some(anchor)) = (moved_first, fallback) {
+            let (mut moved, kept): (Vec<u32>, Vec<u32>) =
+                order.iter().partition(|&&u| actions[u as usize] != anchor[u as usize]);
+            moved.extend(kept);
+            order = moved;
+        }
+        fix_or(solver, &order, &proposal, Some(probs), rng, fallback)?.0.chips
+    };
+    Ok(Proposal {
+        actions,
+        log_probs,
+        credit: None,
+        chips,
+        fell_back: solver.stats.fallbacks > before,
+    })
+}
+
+/// The reason recorded for a rollout whose proposal FIX gave up on.
+pub const FELL_BACK: &str = "FIX gave up on the policy's proposal and kept none of it (its fallback is not evaluated)";
+
+/// The reward of a throughput: its ratio to the greedy baseline's on the
+/// same problem (0 for an invalid partition), so graphs of very different
+/// speeds weigh alike.
+pub fn reward(throughput: Option<f64>, greedy: f64) -> f32 {
+    match throughput {
+        Some(t) if greedy > 0.0 && t.is_finite() => (t / greedy) as f32,
+        _ => 0.0,
+    }
+}

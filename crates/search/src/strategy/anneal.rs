@@ -1,0 +1,343 @@
+//! Simulated annealing over distributions, as the paper describes: the
+//! state is a per-node distribution over chips (as logits), a move shifts a
+//! few nodes' modes to a neighbouring chip, SAMPLE draws a valid partition
+//! from the moved distributions, and the Metropolis rule on log throughput
+//! decides whether the move is kept.
+//!
+//! A move slides a node across the boundary of its chip's stage: up one chip
+//! when all its consumers are already there or beyond, down one when all its
+//! inputs are (weights used by it alone travel with it). Any other move on a
+//! pipelined placement closes a cycle or a shortcut in the chip flow, which
+//! the solver then repairs by moving many nodes, far from the state. Half
+//! the moves relieve a slowest chip instead: it passes nodes to the next
+//! chip until it is under a target, which passes on its excess in turn, a
+//! chain that ends where there is room (an unused chip, a light stage).
+//!
+//! Pipelines of repeated layers put several chips at the same slowest stage,
+//! where unloading one leaves the throughput as it was; the energy adds a
+//! small term for how many stages are near the slowest (from the analytical
+//! model's per-chip stage times), so such moves count as progress.
+//!
+//! By default the state starts sharpened on the greedy placement, so the
+//! search refines the baseline; from uniform distributions (the paper's
+//! cold start) it spends most of a small budget on partitions far below
+//! greedy (see the book's strategies chapter).
+
+use super::{Search, Strategy};
+use crate::cost::CostModel;
+use mcm_solver::Infeasible;
+use rand::Rng;
+
+#[derive(Clone, Debug)]
+pub struct Anneal {
+    /// Starting and final temperature, on log throughput: at temperature T
+    /// a move that loses a fraction x of throughput is kept with
+    /// probability about exp(-x / T).
+    pub t_start: f64,
+    pub t_end: f64,
+    /// Most boundary slides in one move (each move draws 1..=moves).
+    pub moves: usize,
+    /// How far above its old mode a moved node's new chip goes (logits).
+    pub step: f32,
+    /// Random picks tried per move before giving up on finding a boundary node.
+    pub tries: usize,
+    /// Start from the greedy placement with this logit on its chips (about
+    /// ln(C) + 7 puts 99.9% of the mass there); `None` starts uniform.
+    pub warm: Option<f32>,
+    /// Logit added to every node's sampled chip when a move is kept.
+    pub pull: f32,
+    /// Weight of the plateau term in the energy (0 turns it off): when
+    /// several chips share the slowest stage, a move that unloads one of
+    /// them leaves the throughput as it was, so the energy also counts how
+    /// close the other stages are to the slowest (by the analytical model).
+    pub balance: f64,
+    /// Share of moves that relieve a slowest chip (see `Neighbours::relieve`).
+    pub relief: f64,
+}
+
+impl Default for Anneal {
+    fn default() -> Anneal {
+        Anneal {
+            t_start: 0.01,
+            t_end: 0.0002,
+            moves: 3,
+            step: 3.0,
+            tries: 64,
+            warm: Some(7.0),
+            pull: 0.3,
+            balance: 0.05,
+            relief: 0.5,
+        }
+    }
+}
+
+fn softmax(logits: &[Vec<f32>]) -> Vec<Vec<f32>> {
+    logits
+        .iter()
+        .map(|row| {
+            let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let e: Vec<f32> = row.iter().map(|x| (x - m).exp()).collect();
+            let s: f32 = e.iter().sum();
+            e.into_iter().map(|x| x / s).collect()
+        })
+        .collect()
+}
+
+impl Strategy for Anneal {
+    fn name(&self) -> &str {
+        "anneal"
+    }
+
+    fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
+        let n = search.problem.graph.num_placed();
+        let c = search.problem.package.num_chips();
+        let mut state = vec![vec![0.0f32; c]; n];
+        // The valid partition the state is centred on (the last one kept):
+        // a draw whose SAMPLE passes dead-end is merged into it, instead of
+        // the SAT oracle's kept witness, which is one partition whatever
+        // was drawn (on Inception v3 and Swin-T every sample had been
+        // greedy's partition).
+        let mut current: Option<Vec<u32>> = None;
+        let nb = Neighbours::new(search.problem);
+        let shape = CostModel::new(search.problem).ok().filter(|_| self.balance > 0.0);
+        let plateau = |chips: &[u32]| shape.as_ref().map_or(0.0, |m| self.balance * plateau(m, chips));
+        let mut energy: Option<f64> = None;
+        if let Some(w) = self.warm {
+            // Sharpen on greedy's partition as the solver made it valid:
+            // sampling around a valid partition meets few dead ends.
+            let proposal: Vec<Option<u32>> = super::greedy_proposal(search.problem).into_iter().map(Some).collect();
+            let start = search.fix(&proposal, None)?;
+            let sharp = w + (c as f32).ln();
+            for (u, &g) in start.iter().enumerate() {
+                state[u][g as usize] = sharp;
+            }
+            // Its energy, judged outside the budget as the `rl` strategies
+            // judge their greedy anchor, is the one to beat: else the first
+            // draw is kept whatever it scores, and a draw whose one unlikely
+            // chip cascades through the flow rules (on ViT-L/16, 17 times
+            // slower than greedy) became the state the whole run refined.
+            energy = search
+                .reference(&start)
+                .throughput()
+                .filter(|t| *t > 0.0 && t.is_finite())
+                .map(|t| -t.ln() + plateau(&start));
+            current = Some(start);
+        }
+        let mut mode: Vec<u32> = state.iter().map(|r| argmax(r) as u32).collect();
+        while !search.done() {
+            let temp = self.t_start * (self.t_end / self.t_start).powf(search.progress());
+            let mut cands = Vec::new();
+            for _ in 0..search.batch() {
+                let mut logits = state.clone();
+                if energy.is_some() || search.samples() > 0 {
+                    let mut moved = mode.clone();
+                    for _ in 0..search.rng.random_range(1..=self.moves.max(1)) {
+                        let stages = shape.as_ref().and_then(|m| m.stage_times(&moved).ok());
+                        let groups = if let Some(stages) = stages.filter(|_| search.rng.random_bool(self.relief)) {
+                            nb.relieve(&moved, stages, &mut search.rng)
+                        } else {
+                            nb.boundary_move(&moved, c as u32, self.tries, &mut search.rng)
+                                .into_iter()
+                                .collect()
+                        };
+                        if groups.is_empty() {
+                            break;
+                        }
+                        for (group, to) in groups {
+                            for u in group {
+                                let row = &mut logits[u as usize];
+                                row[to as usize] = row[argmax(row)] + self.step;
+                                moved[u as usize] = to;
+                            }
+                        }
+                    }
+                }
+                let chips = search.sample_or(Some(&softmax(&logits)), current.as_deref())?;
+                cands.push((logits, chips));
+            }
+            let verdicts = search.submit(cands.iter().map(|(_, ch)| ch.clone()).collect());
+            let last = cands.last().map(|(l, _)| l.clone());
+            let best = cands
+                .into_iter()
+                .zip(verdicts)
+                .filter_map(|((l, ch), v)| {
+                    let e = -v?.throughput()?.ln() + plateau(&ch);
+                    Some((l, ch, e))
+                })
+                .min_by(|a, b| a.2.total_cmp(&b.2));
+            let Some((logits, chips, e)) = best else {
+                if energy.is_none() {
+                    // Nothing valid yet: wander instead of resampling the
+                    // same distributions.
+                    if let Some(l) = last {
+                        state = l;
+                    }
+                }
+                continue;
+            };
+            let keep = match energy {
+                None => true,
+                Some(cur) => e <= cur || search.rng.random::<f64>() < (-(e - cur) / temp).exp(),
+            };
+            if keep {
+                state = logits;
+                for (u, &ch) in chips.iter().enumerate() {
+                    state[u][ch as usize] += self.pull;
+                }
+                mode = state.iter().map(|r| argmax(r) as u32).collect();
+                energy = Some(e);
+                current = Some(chips);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How crowded the top of the stage times is, in [0, ln(chips) / P]:
+/// ln(L_P norm / max) grows with the number of chips near the slowest.
+pub(super) fn plateau(model: &CostModel, chips: &[u32]) -> f64 {
+    const P: i32 = 16;
+    let Ok(stages) = model.stage_times(chips) else {
+        return 0.0;
+    };
+    let max = stages.iter().copied().fold(0.0, f64::max);
+    if max <= 0.0 {
+        return 0.0;
+    }
+    let norm: f64 = stages.iter().map(|s| (s / max).powi(P)).sum();
+    norm.ln() / P as f64
+}
+
+fn argmax(row: &[f32]) -> usize {
+    (0..row.len()).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap_or(0)
+}
+
+/// Placed-node adjacency, and for each node the weights only it consumes
+/// (sources with one consumer), which move with it.
+struct Neighbours {
+    succ: Vec<Vec<u32>>,
+    pred: Vec<Vec<u32>>,
+    tied: Vec<Vec<u32>>,
+    /// Each node's position along the graph's pipeline order.
+    rank: Vec<u32>,
+    flops: Vec<f64>,
+    /// Each chip's compute rate (1 where the package gives none).
+    rate: Vec<f64>,
+}
+
+impl Neighbours {
+    fn new(problem: &mcm_core::problem::Problem) -> Neighbours {
+        let n = problem.graph.num_placed();
+        let (mut succ, mut pred) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+        for e in problem.graph.placed_edges() {
+            succ[e.src as usize].push(e.dst);
+            pred[e.dst as usize].push(e.src);
+        }
+        let tied = (0..n)
+            .map(|u| {
+                pred[u]
+                    .iter()
+                    .copied()
+                    .filter(|&p| pred[p as usize].is_empty() && succ[p as usize].len() == 1)
+                    .collect()
+            })
+            .collect();
+        let mut rank = vec![0; n];
+        for (i, &u) in problem.graph.pipeline_order().iter().enumerate() {
+            rank[u as usize] = i as u32;
+        }
+        let flops = (0..n as u32)
+            .map(|u| problem.graph.placed_node(u).flops as f64)
+            .collect();
+        let p = &problem.package;
+        let rate = (0..p.num_chips() as u32)
+            .map(|c| p.chip_number(c, "compute").filter(|&r| r > 0.0).unwrap_or(1.0))
+            .collect();
+        Neighbours {
+            succ,
+            pred,
+            tied,
+            rank,
+            flops,
+            rate,
+        }
+    }
+
+    /// Whether `u` may join chip `to`, one above or below its own, without
+    /// reversing an edge of `at` (its tied weights go along).
+    fn can_slide(&self, u: usize, to: u32, at: &[u32]) -> bool {
+        if to > at[u] {
+            self.succ[u].iter().all(|&s| at[s as usize] >= to)
+        } else {
+            let tied = &self.tied[u];
+            self.pred[u].iter().all(|&p| tied.contains(&p) || at[p as usize] <= to)
+        }
+    }
+
+    fn is_tied(&self, u: usize) -> bool {
+        self.pred[u].is_empty() && self.succ[u].len() == 1
+    }
+
+    /// Unloads a slowest chip along the pipeline: it passes its last nodes
+    /// (in pipeline order) to the next chip until its stage is below a target
+    /// a little under the slowest, the next chip passes on what it now has too
+    /// much, and so on until a chip has room (or the first nodes downwards).
+    /// A single slide only overloads the neighbour; this carries the load to
+    /// wherever there is room, such as an unused chip at the pipeline's end.
+    /// `stages`: each chip's stage time under `at`; compute moves with nodes.
+    fn relieve(&self, at: &[u32], mut stages: Vec<f64>, rng: &mut impl Rng) -> Vec<(Vec<u32>, u32)> {
+        let chips = stages.len() as u32;
+        let max = stages.iter().copied().fold(0.0, f64::max);
+        let slowest: Vec<u32> = (0..chips).filter(|&c| stages[c as usize] >= 0.999 * max).collect();
+        let Some(&start) = slowest.get(rng.random_range(0..slowest.len().max(1))) else {
+            return Vec::new();
+        };
+        let target = max * (1.0 - rng.random_range(0.0..0.1));
+        let up = rng.random_bool(0.5);
+        let mut at = at.to_vec();
+        let mut out = Vec::new();
+        let mut from = start;
+        while stages[from as usize] > target {
+            let to = if up { from + 1 } else { from.wrapping_sub(1) };
+            if to >= chips {
+                break;
+            }
+            let pick = (0..at.len())
+                .filter(|&u| at[u] == from && !self.is_tied(u) && self.can_slide(u, to, &at))
+                .max_by_key(|&u| if up { self.rank[u] } else { u32::MAX - self.rank[u] });
+            let Some(u) = pick else { break };
+            let mut group = vec![u as u32];
+            group.extend(&self.tied[u]);
+            for &v in &group {
+                at[v as usize] = to;
+                stages[from as usize] -= self.flops[v as usize] / self.rate[from as usize];
+                stages[to as usize] += self.flops[v as usize] / self.rate[to as usize];
+            }
+            out.push((group, to));
+            if stages[from as usize] <= target {
+                from = to;
+            }
+        }
+        out
+    }
+
+    /// A node (with its tied weights) and the neighbouring chip it can slide
+    /// to without reversing any edge of `at`; `None` after `tries` misses.
+    fn boundary_move(&self, at: &[u32], chips: u32, tries: usize, rng: &mut impl Rng) -> Option<(Vec<u32>, u32)> {
+        let n = at.len();
+        for _ in 0..tries {
+            let u = rng.random_range(0..n);
+            if self.is_tied(u) {
+                continue; // a tied weight moves with its consumer
+            }
+            let m = at[u];
+            let to = if rng.random_bool(0.5) { m + 1 } else { m.wrapping_sub(1) };
+            if to < chips && self.can_slide(u, to, at) {
+                let mut group = vec![u as u32];
+                group.extend(&self.tied[u]);
+                return Some((group, to));
+            }
+        }
+        None
+    }
+}

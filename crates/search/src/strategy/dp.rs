@@ -1,0 +1,143 @@
+//! Pipeline partitioning by dynamic programming, after the thesis seed:
+//! cut a topological order of the nodes into contiguous stages, one per
+//! chip in id order, minimising the slowest stage's estimated time (its
+//! compute plus the bytes it sends on), with each stage's weights within
+//! its chip's memory; the solver then makes each cut valid by FIX.
+//!
+//! The DP yields the best cut for every number of chips used; those are
+//! the candidates, evaluated from the best estimate on while the budget
+//! lasts.
+
+use super::{Search, Strategy};
+use mcm_core::problem::Problem;
+use mcm_solver::{Infeasible, Order};
+
+pub struct Dp;
+
+/// The best cut of `order` for each number of chips `k` (1..=C) with its
+/// estimated latency, best first; cuts that fit no memory are left out.
+#[allow(clippy::needless_range_loop)] // row k of the table reads row k - 1
+pub fn pipeline_cuts(problem: &Problem, order: &[u32]) -> Vec<(f64, Vec<u32>)> {
+    let g = &problem.graph;
+    let p = &problem.package;
+    let (n, c) = (order.len(), p.num_chips());
+    if n == 0 || c == 0 {
+        return Vec::new();
+    }
+    let attr = |i: usize, name: &str| p.chip_number(i as u32, name);
+    let compute: Vec<f64> = (0..c).map(|i| attr(i, "compute").unwrap_or(1.0)).collect();
+    let memory: Vec<f64> = (0..c).map(|i| attr(i, "memory").unwrap_or(f64::INFINITY)).collect();
+    // The link to the next chip, else the slowest link out.
+    let bandwidth: Vec<f64> = (0..c)
+        .map(|i| {
+            let bw = |l: &mcm_core::package::Link| l.attrs.get("bandwidth").and_then(|s| s.as_f64()).unwrap_or(1.0);
+            match p.link(i as u32, i as u32 + 1) {
+                Some(l) => bw(&p.links[l]),
+                None => p
+                    .links
+                    .iter()
+                    .filter(|l| l.src == i as u32)
+                    .map(bw)
+                    .fold(f64::INFINITY, f64::min),
+            }
+        })
+        .collect();
+    let mut pos = vec![0usize; n];
+    for (i, &d) in order.iter().enumerate() {
+        pos[d as usize] = i;
+    }
+    // Per position: last consumer's position and the largest tensor sent.
+    let mut last = vec![0usize; n];
+    let mut size = vec![0f64; n];
+    for e in g.placed_edges() {
+        let (s, t) = (pos[e.src as usize], pos[e.dst as usize]);
+        last[s] = last[s].max(t);
+        size[s] = size[s].max(e.bytes as f64);
+    }
+    let mut flops = vec![0f64; n + 1];
+    let mut params = vec![0f64; n + 1];
+    for (i, &d) in order.iter().enumerate() {
+        let node = g.placed_node(d);
+        flops[i + 1] = flops[i] + node.flops as f64;
+        params[i + 1] = params[i] + node.params as f64;
+    }
+    // f[k][j]: best max stage time for the first j nodes on chips 0..k.
+    let inf = f64::INFINITY;
+    let mut f = vec![vec![inf; n + 1]; c + 1];
+    let mut arg = vec![vec![0usize; n + 1]; c + 1];
+    f[0][0] = 0.0;
+    for k in 1..=c {
+        let chip = k - 1;
+        for j in 1..=n {
+            let mut sent = 0.0;
+            for i in (0..j).rev() {
+                if last[i] >= j {
+                    sent += size[i];
+                }
+                if params[j] - params[i] > memory[chip] {
+                    break;
+                }
+                if f[k - 1][i] == inf {
+                    continue;
+                }
+                let out = if j < n { sent / bandwidth[chip] } else { 0.0 };
+                let stage = (flops[j] - flops[i]) / compute[chip] + out;
+                let v = f[k - 1][i].max(stage);
+                if v < f[k][j] {
+                    f[k][j] = v;
+                    arg[k][j] = i;
+                }
+            }
+        }
+    }
+    let mut cuts: Vec<(f64, Vec<u32>)> = Vec::new();
+    for k in 1..=c {
+        if f[k][n] == inf {
+            continue;
+        }
+        let mut chips = vec![0u32; n];
+        let mut j = n;
+        for kk in (1..=k).rev() {
+            let i = arg[kk][j];
+            for &d in &order[i..j] {
+                chips[d as usize] = (kk - 1) as u32;
+            }
+            j = i;
+        }
+        cuts.push((f[k][n], chips));
+    }
+    cuts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    cuts
+}
+
+impl Strategy for Dp {
+    fn name(&self) -> &str {
+        "dp"
+    }
+
+    fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
+        let order = search.problem.graph.pipeline_order();
+        let cuts = pipeline_cuts(search.problem, &order);
+        search.order = Order::Topological;
+        if cuts.is_empty() {
+            // No cut fits: let the solver find a partition (or say that
+            // none exists) from no proposal at all.
+            let chips = search.fix(&vec![None; order.len()], None)?;
+            search.submit_one(chips);
+            return Ok(());
+        }
+        let mut cuts = cuts.into_iter();
+        while !search.done() {
+            let mut batch = Vec::new();
+            for (_, chips) in cuts.by_ref().take(search.batch()) {
+                let proposal: Vec<Option<u32>> = chips.into_iter().map(Some).collect();
+                batch.push(search.fix(&proposal, None)?);
+            }
+            if batch.is_empty() {
+                break;
+            }
+            search.submit(batch);
+        }
+        Ok(())
+    }
+}

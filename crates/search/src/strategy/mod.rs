@@ -1,0 +1,486 @@
+//! Search strategies: each asks the solver for valid partitions and the
+//! judge for their worth, within one budget (samples or seconds) and one
+//! seed, through a [`Search`]. A sample is one evaluated partition; every
+//! strategy records the best throughput so far after each sample.
+
+mod anneal;
+mod dp;
+mod greedy;
+mod random;
+mod rl;
+
+pub use anneal::Anneal;
+pub use dp::{pipeline_cuts, Dp};
+pub use greedy::{greedy_proposal, Greedy};
+pub use random::Random;
+pub use rl::{load_stem, Rl, RlOptions, SHIPPED};
+
+use crate::cost::{Judge, Verdict};
+use mcm_core::problem::{Placement, Problem};
+use mcm_solver::{fix, node_order, sample_or, Infeasible, Options, Order, Probs, Solver, Stats};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// How much a strategy may spend.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    Samples(usize),
+    Seconds(f64),
+}
+
+/// One evaluated partition, as the best-so-far curve records it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SampleRecord {
+    /// 1-based sample number.
+    pub sample: usize,
+    pub elapsed_s: f64,
+    /// `None` when the partition was invalid at evaluation.
+    pub throughput: Option<f64>,
+    /// The best valid throughput up to this sample.
+    pub best: Option<f64>,
+}
+
+/// The best partition found.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Best {
+    pub chips: Vec<u32>,
+    pub throughput: f64,
+    /// The sample that found it.
+    pub sample: usize,
+}
+
+/// What a run of a strategy leaves.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Outcome {
+    pub strategy: String,
+    pub seed: u64,
+    pub best: Option<Best>,
+    pub records: Vec<SampleRecord>,
+    /// Invalid samples by reason.
+    pub invalid: BTreeMap<String, usize>,
+    pub solver: Stats,
+    pub elapsed_s: f64,
+    /// Why the strategy stopped before the budget, when it failed; the
+    /// samples before it stand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Stopped on request ([`request_stop`]) before the budget was spent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+}
+
+/// Set by [`request_stop`]: every search of the process winds down.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Asks every running search to stop at its next sample (as after Ctrl-C):
+/// it ends as if its budget were spent, its outcome marked `interrupted`.
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Whether a stop was requested and not yet cleared.
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// Lets searches run again after a stop (say, to take a baseline).
+pub fn clear_stop() {
+    STOP.store(false, Ordering::SeqCst);
+}
+
+impl Outcome {
+    /// What makes this outcome impossible as a run on `problem` within
+    /// `budget` samples, if anything: what [`run`] returns always passes
+    /// (samples numbered from 1, valid throughputs finite and positive, the
+    /// best so far their running maximum, the best partition that of its
+    /// sample, on the problem's nodes and chips, and valid). A run read
+    /// back from a file (`compare --resume`) is checked with it.
+    pub fn inconsistency(&self, problem: &Problem, budget: usize) -> Option<String> {
+        if self.records.len() > budget {
+            return Some(format!(
+                "{} samples, more than the budget of {budget}",
+                self.records.len()
+            ));
+        }
+        if !(self.elapsed_s.is_finite() && self.elapsed_s >= 0.0) {
+            return Some(format!("its time is {}", self.elapsed_s));
+        }
+        let mut best: Option<f64> = None;
+        let mut clock = 0.0;
+        for (i, r) in self.records.iter().enumerate() {
+            if r.sample != i + 1 {
+                return Some(format!("record {} is numbered {}", i + 1, r.sample));
+            }
+            if !(r.elapsed_s.is_finite() && r.elapsed_s >= clock) {
+                return Some(format!("sample {}'s time {} goes back", r.sample, r.elapsed_s));
+            }
+            clock = r.elapsed_s;
+            if let Some(t) = r.throughput {
+                if !(t.is_finite() && t > 0.0) {
+                    return Some(format!("sample {} has a throughput of {t}", r.sample));
+                }
+                best = Some(best.map_or(t, |b: f64| b.max(t)));
+            }
+            if r.best != best {
+                return Some(format!(
+                    "sample {}'s best so far is not the best of its samples",
+                    r.sample
+                ));
+            }
+        }
+        let Some(b) = &self.best else {
+            return best.map(|_| "it has valid samples but no best partition".to_string());
+        };
+        let chips = problem.package.num_chips() as u32;
+        if b.chips.len() != problem.graph.num_placed() || b.chips.iter().any(|&c| c >= chips) {
+            return Some(format!(
+                "its best partition is not one of {} nodes on {chips} chips",
+                problem.graph.num_placed()
+            ));
+        }
+        let found = b.sample.checked_sub(1).and_then(|i| self.records.get(i));
+        if best != Some(b.throughput) || found.and_then(|r| r.throughput) != Some(b.throughput) {
+            return Some("its best partition's throughput is not its best sample's".into());
+        }
+        let broken = mcm_solver::check(
+            &problem.graph,
+            &problem.package,
+            &problem.constraints,
+            &Placement::new(b.chips.clone()),
+        );
+        broken
+            .first()
+            .map(|v| format!("its best partition is invalid: {}", v.describe()))
+    }
+
+    pub fn invalid_count(&self) -> usize {
+        self.invalid.values().sum()
+    }
+
+    /// Best throughput after `n` samples (the last record when fewer ran).
+    pub fn best_at(&self, n: usize) -> Option<f64> {
+        if n == 0 {
+            return None;
+        }
+        let i = n.min(self.records.len());
+        self.records.get(i.checked_sub(1)?).and_then(|r| r.best)
+    }
+}
+
+/// A strategy: spends a search's budget asking for partitions.
+pub trait Strategy {
+    fn name(&self) -> &str;
+    /// Runs until `search.done()`, or earlier when it has nothing more to
+    /// try; `Err` only when the problem has no valid partition.
+    fn run(&mut self, search: &mut Search) -> Result<(), Infeasible>;
+    /// Why the last run stopped before its budget when it failed (the
+    /// learned strategies' tensor errors); `None` when it did not.
+    fn failure(&self) -> Option<String> {
+        None
+    }
+}
+
+/// The strategies `solve` and `compare` know by name. `rl` is the shipped
+/// policy fine-tuned within the budget; `rl-zero-shot` samples it as it is;
+/// `rl-scratch` trains a fresh policy within the budget; `rl-nosolver` is
+/// `rl` without the solver (the paper's ablation).
+pub const NAMES: &[&str] = &[
+    "greedy",
+    "random",
+    "anneal",
+    "dp",
+    "rl",
+    "rl-zero-shot",
+    "rl-scratch",
+    "rl-nosolver",
+];
+
+/// A strategy by name, with its default settings and, for the `rl`
+/// family, `rl` adjusted by the name. `Ok(None)`: no such strategy.
+pub fn by_name(name: &str, rl: &RlOptions) -> Result<Option<Box<dyn Strategy>>, crate::policy::PolicyError> {
+    let learned = |o: RlOptions| -> Result<Option<Box<dyn Strategy>>, crate::policy::PolicyError> {
+        Ok(Some(Box::new(Rl::new(name, o)?)))
+    };
+    Ok(Some(match name {
+        "greedy" => Box::new(Greedy),
+        "random" => Box::new(Random),
+        "anneal" => Box::new(Anneal::default()),
+        "dp" => Box::new(Dp),
+        "rl" => return learned(rl.clone()),
+        "rl-zero-shot" => {
+            return learned(RlOptions {
+                zero_shot: true,
+                ..rl.clone()
+            })
+        }
+        "rl-scratch" => {
+            return learned(RlOptions {
+                from_scratch: true,
+                ..rl.clone()
+            })
+        }
+        "rl-nosolver" => {
+            return learned(RlOptions {
+                mode: crate::policy::rollout::Mode::NoSolver,
+                ..rl.clone()
+            })
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// A callback run after every sample.
+type OnSample<'p> = Box<dyn FnMut(&SampleRecord) + 'p>;
+
+/// The state one run of a strategy works through.
+pub struct Search<'p> {
+    pub problem: &'p Problem,
+    pub solver: Solver<'p>,
+    judge: &'p Judge,
+    budget: Budget,
+    pub rng: ChaCha8Rng,
+    /// The run's seed, for what a strategy seeds besides `rng` (fresh policy weights).
+    seed: u64,
+    /// Order for SAMPLE and FIX passes.
+    pub order: Order,
+    start: Instant,
+    records: Vec<SampleRecord>,
+    best: Option<Best>,
+    invalid: BTreeMap<String, usize>,
+    progress: Option<OnSample<'p>>,
+}
+
+impl<'p> Search<'p> {
+    pub fn new(problem: &'p Problem, judge: &'p Judge, budget: Budget, seed: u64) -> Result<Search<'p>, Infeasible> {
+        Ok(Search {
+            problem,
+            solver: Solver::new(problem, Options::default())?,
+            judge,
+            budget,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            seed,
+            order: Order::Random,
+            start: Instant::now(),
+            records: Vec::new(),
+            best: None,
+            invalid: BTreeMap::new(),
+            progress: None,
+        })
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Called after every sample (the command line's progress bar).
+    pub fn on_sample(&mut self, f: impl FnMut(&SampleRecord) + 'p) {
+        self.progress = Some(Box::new(f));
+    }
+
+    pub fn samples(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn elapsed(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// Samples left; `usize::MAX` under a time budget with time left; none
+    /// once a stop is requested ([`request_stop`]).
+    pub fn remaining(&self) -> usize {
+        if stop_requested() {
+            return 0;
+        }
+        match self.budget {
+            Budget::Samples(n) => n.saturating_sub(self.records.len()),
+            Budget::Seconds(t) if self.elapsed() < t => usize::MAX,
+            Budget::Seconds(_) => 0,
+        }
+    }
+
+    pub fn done(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// Fraction of the budget spent, in [0, 1].
+    pub fn progress(&self) -> f64 {
+        match self.budget {
+            Budget::Samples(n) => self.records.len() as f64 / n.max(1) as f64,
+            Budget::Seconds(t) => (self.elapsed() / t.max(1e-9)).min(1.0),
+        }
+    }
+
+    /// How many partitions to evaluate at once: the judge's parallelism,
+    /// never past the budget.
+    pub fn batch(&self) -> usize {
+        self.judge.jobs().min(self.remaining()).max(1)
+    }
+
+    pub fn best(&self) -> Option<&Best> {
+        self.best.as_ref()
+    }
+
+    /// SAMPLE in a fresh node order.
+    pub fn sample(&mut self, probs: Probs) -> Result<Vec<u32>, Infeasible> {
+        self.sample_or(probs, None)
+    }
+
+    /// SAMPLE with a valid partition near `probs` to fall back on (see
+    /// [`mcm_solver::sample_or`]).
+    pub fn sample_or(&mut self, probs: Probs, fallback: Option<&[u32]>) -> Result<Vec<u32>, Infeasible> {
+        let order = node_order(&self.solver, self.order, &mut self.rng);
+        Ok(sample_or(&mut self.solver, &order, probs, &mut self.rng, fallback)?.chips)
+    }
+
+    /// FIX a proposal, in a fresh node order.
+    pub fn fix(&mut self, proposal: &[Option<u32>], probs: Probs) -> Result<Vec<u32>, Infeasible> {
+        let order = node_order(&self.solver, self.order, &mut self.rng);
+        Ok(fix(&mut self.solver, &order, proposal, probs, &mut self.rng)?.0.chips)
+    }
+
+    /// Evaluates partitions (in parallel), one sample each, and records
+    /// them; partitions past the budget are not evaluated (`None`).
+    pub fn submit(&mut self, batch: Vec<Vec<u32>>) -> Vec<Option<Verdict>> {
+        let refused = vec![None; batch.len()];
+        self.submit_except(batch, refused)
+    }
+
+    /// Records judged partitions as samples, one per verdict (the caller
+    /// judged no more than the budget allows); the rest get `None`.
+    fn record(&mut self, batch: Vec<Vec<u32>>, verdicts: Vec<Verdict>) -> Vec<Option<Verdict>> {
+        let n = batch.len();
+        let mut out = Vec::with_capacity(n);
+        for (chips, v) in batch.into_iter().zip(verdicts) {
+            let t = v.throughput();
+            match &v {
+                Verdict::Invalid { reason } => *self.invalid.entry(reason.clone()).or_default() += 1,
+                Verdict::Valid { throughput } => {
+                    if self.best.as_ref().is_none_or(|b| *throughput > b.throughput) {
+                        self.best = Some(Best {
+                            chips,
+                            throughput: *throughput,
+                            sample: self.records.len() + 1,
+                        });
+                    }
+                }
+            }
+            let rec = SampleRecord {
+                sample: self.records.len() + 1,
+                elapsed_s: self.elapsed(),
+                throughput: t,
+                best: self.best.as_ref().map(|b| b.throughput),
+            };
+            if let Some(f) = self.progress.as_mut() {
+                f(&rec);
+            }
+            self.records.push(rec);
+            out.push(Some(v));
+        }
+        out.resize(n, None);
+        out
+    }
+
+    /// Like [`Search::submit`] for partitions no solver made valid (the
+    /// `rl-nosolver` ablation): one that breaks a rule is an invalid sample
+    /// naming the rule, and is not evaluated.
+    pub fn submit_unchecked(&mut self, batch: Vec<Vec<u32>>) -> Vec<Option<Verdict>> {
+        let p = self.problem;
+        let refused: Vec<Option<String>> = batch
+            .iter()
+            .map(|chips| {
+                let vs = mcm_solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.clone()));
+                vs.first()
+                    .map(|v| format!("breaks `{}`", p.constraints[v.constraint].display_name()))
+            })
+            .collect();
+        self.submit_except(batch, refused)
+    }
+
+    /// Like [`Search::submit`], but a partition with a reason in `refused`
+    /// is an invalid sample with that reason, and is not evaluated.
+    pub fn submit_except(&mut self, batch: Vec<Vec<u32>>, refused: Vec<Option<String>>) -> Vec<Option<Verdict>> {
+        let take = batch.len().min(self.remaining());
+        let judge: Vec<Vec<u32>> = batch
+            .iter()
+            .zip(&refused)
+            .take(take)
+            .filter(|(_, r)| r.is_none())
+            .map(|(c, _)| c.clone())
+            .collect();
+        let mut verdicts = self.judge.evaluate_all(&judge).into_iter();
+        let judged: Vec<Verdict> = refused
+            .into_iter()
+            .take(take)
+            .map(|r| match r {
+                Some(reason) => Verdict::Invalid { reason },
+                None => verdicts.next().unwrap_or(Verdict::Invalid {
+                    reason: "not evaluated".into(),
+                }),
+            })
+            .collect();
+        self.record(batch, judged)
+    }
+
+    /// A partition judged outside the budget: the reference a strategy
+    /// normalises by (the `rl` strategies' greedy baseline). Not a sample.
+    pub fn reference(&self, chips: &[u32]) -> Verdict {
+        self.judge.evaluate(chips)
+    }
+
+    /// One partition evaluated as one sample.
+    pub fn submit_one(&mut self, chips: Vec<u32>) -> Option<Verdict> {
+        self.submit(vec![chips]).pop().flatten()
+    }
+
+    fn finish(self, strategy: &str, seed: u64) -> Outcome {
+        Outcome {
+            strategy: strategy.to_string(),
+            seed,
+            elapsed_s: self.elapsed(),
+            best: self.best,
+            records: self.records,
+            invalid: self.invalid,
+            solver: self.solver.stats.clone(),
+            failure: None,
+            interrupted: false,
+        }
+    }
+}
+
+/// Runs a strategy on a problem; the best partition is judged by the
+/// checker before it is returned.
+pub fn run(
+    problem: &Problem,
+    judge: &Judge,
+    strategy: &mut dyn Strategy,
+    budget: Budget,
+    seed: u64,
+    progress: Option<&mut dyn FnMut(&SampleRecord)>,
+) -> Result<Outcome, Infeasible> {
+    let mut search = Search::new(problem, judge, budget, seed)?;
+    if let Some(f) = progress {
+        search.on_sample(f);
+    }
+    strategy.run(&mut search)?;
+    let mut out = search.finish(strategy.name(), seed);
+    out.failure = strategy.failure();
+    out.interrupted = stop_requested();
+    if let Some(b) = &out.best {
+        let vs = mcm_solver::check(
+            &problem.graph,
+            &problem.package,
+            &problem.constraints,
+            &Placement::new(b.chips.clone()),
+        );
+        assert!(
+            vs.is_empty(),
+            "the solver produced an invalid partition: {}",
+            vs[0].describe()
+        );
+    }
+    Ok(out)
+}

@@ -1,0 +1,397 @@
+//! The learned policy as a strategy (the paper's deployment): each round
+//! the policy gives every node a distribution over chips, a batch of
+//! rollouts asks the solver for partitions (FIX by default), the judge
+//! scores them, and unless zero-shot a PPO update fine-tunes the policy on
+//! the rewards (throughput over greedy's, shaped by the anneal strategy's
+//! plateau term) before the next round. Each round refines the best-scored
+//! partition so far, greedy's at first.
+
+use super::anneal::plateau;
+use super::Anneal;
+use super::{greedy_proposal, Search, Strategy};
+use crate::cost::CostModel;
+use crate::policy::ppo::{self, Batch, PpoConfig, Rollout};
+use crate::policy::rollout::{propose, propose_likeliest, Draw, Mode, Style, FELL_BACK};
+use crate::policy::{checkpoint, Policy, PolicyConfig, PolicyError};
+use candle_core::{DType, Device};
+use mcm_solver::Infeasible;
+use std::path::{Path, PathBuf};
+
+/// Where the shipped checkpoint lives in the source tree (`models/rl.*`).
+pub const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/rl");
+
+/// Which policy and how it is used.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RlOptions {
+    /// A checkpoint stem (`PATH.safetensors` + `PATH.json`); the shipped one when `None`.
+    pub policy: Option<PathBuf>,
+    /// Sample the policy without updating it.
+    pub zero_shot: bool,
+    /// Start from fresh weights instead of a checkpoint.
+    pub from_scratch: bool,
+    pub mode: Mode,
+    /// Moves per rollout ([`Draw::Moves`], at most this many); 0 draws
+    /// every node ([`Draw::Dense`], the paper's rollout). `None`: 3 moves,
+    /// except without the solver, which samples the policy straight as the
+    /// paper's ablation does.
+    pub moves: Option<usize>,
+    /// The policy's temperature in deployment (see `Policy::set_temperature`;
+    /// 1 samples it as trained).
+    pub temperature: f64,
+    /// The fine-tuning update; fewer epochs than training by default, so a
+    /// round costs little next to the samples it buys, and no entropy bonus
+    /// (it would flatten a pretrained policy when rewards are sparse) except
+    /// from scratch.
+    pub ppo: PpoConfig,
+}
+
+impl Default for RlOptions {
+    fn default() -> Self {
+        RlOptions {
+            policy: None,
+            zero_shot: false,
+            from_scratch: false,
+            mode: Mode::Fix,
+            moves: None,
+            temperature: 1.0,
+            ppo: PpoConfig {
+                epochs: 4,
+                entropy: 0.0,
+                ..PpoConfig::default()
+            },
+        }
+    }
+}
+
+/// Moves per rollout unless told otherwise (anneal's move makes one to three changes too).
+pub const DEFAULT_MOVES: usize = 3;
+
+pub struct Rl {
+    name: String,
+    policy: Policy,
+    style: Style,
+    /// Kept across rounds: Adam's moments are part of fine-tuning.
+    opt: Option<candle_nn::AdamW>,
+    opts: RlOptions,
+    /// Why the last run stopped early (a tensor error), for [`Strategy::failure`].
+    error: Option<String>,
+}
+
+impl Rl {
+    /// Loads (or initialises) the policy; a missing, corrupt or mismatched
+    /// checkpoint is an error that says which file and why.
+    pub fn new(name: &str, opts: RlOptions) -> Result<Rl, PolicyError> {
+        let device = Device::Cpu;
+        let mut opts = opts;
+        let mut policy = if opts.from_scratch {
+            opts.ppo.entropy = PpoConfig::default().entropy;
+            Policy::new(&PolicyConfig::default(), &device, DType::F32)?
+        } else {
+            let stem = opts.policy.clone().unwrap_or_else(|| PathBuf::from(SHIPPED));
+            load_stem(&stem, &device)?
+        };
+        policy.set_temperature(opts.temperature)?;
+        let draw = match opts.moves {
+            Some(0) => Draw::Dense,
+            Some(k) => Draw::Moves(k),
+            None if opts.mode == Mode::NoSolver => Draw::Dense,
+            None => Draw::Moves(DEFAULT_MOVES),
+        };
+        Ok(Rl {
+            name: name.to_string(),
+            policy,
+            style: Style { mode: opts.mode, draw },
+            opt: None,
+            opts,
+            error: None,
+        })
+    }
+
+    fn round(
+        &mut self,
+        search: &mut Search,
+        f: &crate::policy::GraphFeatures,
+        score: &mut Score,
+        anchor: &mut (Vec<u32>, f64),
+    ) -> Result<(), Stop> {
+        // The policy refines the best-scored partition so far (greedy's at
+        // first, as in training), so that what one round finds the next
+        // builds on; FIX merges a draw near it into it when it gives up.
+        let fallback = anchor.0.clone();
+        let fallback = fallback.as_slice();
+        let (probs, value) = self.policy.act(f, Some(fallback))?;
+        let k = search.batch().max(self.opts.ppo.rollouts).min(search.remaining());
+        let mut props = Vec::with_capacity(k);
+        let mut verdicts = Vec::with_capacity(k);
+        // Judged as they are made, as many at once as the judge runs, so a
+        // time budget ends the round where it runs out.
+        while props.len() < k && !search.done() {
+            let n = search.batch().min(k - props.len());
+            let mut chunk = Vec::with_capacity(n);
+            for i in props.len()..props.len() + n {
+                // A dense round's first rollout is the policy's most likely
+                // placement made valid; under moves every rollout is a draw
+                // of moves from the anchor, and without the solver the
+                // ablation only samples.
+                let p = if i == 0 && self.style.draw == Draw::Dense && self.style.mode != Mode::NoSolver {
+                    propose_likeliest(
+                        &probs,
+                        self.opts.mode,
+                        &mut search.solver,
+                        &mut search.rng,
+                        Some(fallback),
+                    )
+                } else {
+                    propose(&probs, self.style, &mut search.solver, &mut search.rng, Some(fallback))
+                };
+                chunk.push(p.map_err(Stop::Infeasible)?);
+            }
+            let chips: Vec<Vec<u32>> = chunk.iter().map(|p| p.chips.clone()).collect();
+            verdicts.extend(match self.opts.mode {
+                Mode::NoSolver => search.submit_unchecked(chips),
+                _ => {
+                    let refused = chunk
+                        .iter()
+                        .map(|p| p.fell_back.then(|| FELL_BACK.to_string()))
+                        .collect();
+                    search.submit_except(chips, refused)
+                }
+            });
+            props.extend(chunk);
+        }
+        let scores: Vec<Option<f64>> = props
+            .iter()
+            .zip(&verdicts)
+            .map(|(p, v)| v.as_ref()?.throughput().and_then(|t| score.of(&p.chips, t)))
+            .collect();
+        // Without greedy's score (its partition invalid at evaluation) the
+        // first valid partition is the reward's unit.
+        if !score.greedy.is_finite() {
+            if let Some(s) = scores.iter().flatten().copied().reduce(f64::max) {
+                score.greedy = s;
+            }
+        }
+        for (p, s) in props.iter().zip(&scores) {
+            if let Some(s) = *s {
+                if s > anchor.1 {
+                    *anchor = (p.chips.clone(), s);
+                }
+            }
+        }
+        if self.opts.zero_shot {
+            return Ok(());
+        }
+        let rollouts: Vec<Rollout> = props
+            .into_iter()
+            .zip(verdicts)
+            .zip(scores)
+            .filter_map(|((p, v), s)| {
+                v?;
+                Some(Rollout {
+                    credit: p.credit,
+                    graph: 0,
+                    prev: Some(fallback.to_vec()),
+                    actions: p.actions,
+                    old_log_probs: p.log_probs,
+                    reward: s.map_or(0.0, |s| score.reward(s)),
+                    value,
+                })
+            })
+            .collect();
+        if search.done() {
+            return Ok(());
+        }
+        if self.opt.is_none() {
+            self.opt = Some(ppo::optimizer(&self.policy, &self.opts.ppo)?);
+        }
+        let batch = Batch {
+            features: std::slice::from_ref(f),
+            rollouts,
+        };
+        if let Some(opt) = self.opt.as_mut() {
+            ppo::update(&self.policy, opt, &batch, &self.opts.ppo, &mut search.rng)?;
+        }
+        Ok(())
+    }
+}
+
+/// What ranks partitions for the anchor and the reward: log throughput,
+/// less the anneal strategy's plateau term (by the analytical model's
+/// stage times), so that relieving one of several equally slow chips
+/// counts, as it must for the next round to relieve the others.
+struct Score {
+    model: Option<CostModel>,
+    /// Weight of the plateau term: as much as in the anneal strategy's energy.
+    balance: f64,
+    /// Greedy's score, the reward's unit (a reward is exp(score - greedy)).
+    greedy: f64,
+}
+
+impl Score {
+    fn of(&self, chips: &[u32], throughput: f64) -> Option<f64> {
+        (throughput > 0.0 && throughput.is_finite())
+            .then(|| throughput.ln() - self.model.as_ref().map_or(0.0, |m| self.balance * plateau(m, chips)))
+    }
+
+    /// A score's reward: exp(score - greedy's), 0 while there is no unit.
+    fn reward(&self, s: f64) -> f32 {
+        let r = (s - self.greedy).exp();
+        if r.is_finite() {
+            r as f32
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Why a round ended the run.
+enum Stop {
+    Infeasible(Infeasible),
+    Policy(PolicyError),
+}
+
+impl From<PolicyError> for Stop {
+    fn from(e: PolicyError) -> Stop {
+        Stop::Policy(e)
+    }
+}
+
+impl From<candle_core::Error> for Stop {
+    fn from(e: candle_core::Error) -> Stop {
+        Stop::Policy(e.into())
+    }
+}
+
+/// A checkpoint, with a hint when the shipped one is missing.
+pub fn load_stem(stem: &Path, device: &Device) -> Result<Policy, PolicyError> {
+    checkpoint::load(stem, None, device).map_err(|e| match e {
+        PolicyError::Io { path, message } if stem == Path::new(SHIPPED) => PolicyError::Io {
+            path,
+            message: format!(
+                "{message} (the shipped checkpoint; `mcmpart train` makes one, `--policy` names another, `--from-scratch` needs none)"
+            ),
+        },
+        e => e,
+    })
+}
+
+impl Strategy for Rl {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.error.clone()
+    }
+
+    fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
+        self.error = None;
+        if self.opts.from_scratch {
+            // Fresh weights each run, drawn from the run's seed, so that
+            // repeats from scratch are independent starts.
+            let config = PolicyConfig {
+                seed: search.seed(),
+                ..PolicyConfig::default()
+            };
+            let fresh = Policy::new(&config, &Device::Cpu, DType::F32)
+                .and_then(|mut p| p.set_temperature(self.opts.temperature).map(|()| p));
+            match fresh {
+                Ok(p) => {
+                    self.policy = p;
+                    self.opt = None;
+                }
+                Err(e) => {
+                    self.error = Some(e.to_string());
+                    return Ok(());
+                }
+            }
+        }
+        let p = search.problem;
+        // Greedy's throughput, judged outside the budget, normalises rewards.
+        let proposal: Vec<Option<u32>> = greedy_proposal(p).into_iter().map(Some).collect();
+        let g = search.fix(&proposal, None)?;
+        let greedy = search.reference(&g).throughput().unwrap_or(0.0);
+        let mut score = Score {
+            model: CostModel::new(p).ok(),
+            balance: Anneal::default().balance,
+            greedy: f64::NEG_INFINITY,
+        };
+        score.greedy = score.of(&g, greedy).unwrap_or(f64::NEG_INFINITY);
+        let mut anchor = (g, score.greedy);
+        let f = match self.policy.features(&p.graph, &p.package) {
+            Ok(f) => f,
+            Err(e) => {
+                self.error = Some(e.to_string());
+                return Ok(());
+            }
+        };
+        while !search.done() {
+            match self.round(search, &f, &mut score, &mut anchor) {
+                Ok(()) => {}
+                Err(Stop::Infeasible(i)) => return Err(i),
+                Err(Stop::Policy(e)) => {
+                    self.error = Some(e.to_string());
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Rl, RlOptions, Score};
+    use crate::cost::{Judge, JudgeOptions};
+    use crate::strategy::{run, Budget};
+
+    /// The first weight of a from-scratch policy after a one-sample run
+    /// (one sample ends the run before any update) under `seed`.
+    fn scratch_weight(seed: u64) -> f32 {
+        let text = "use std::topologies::ring\nlet t = ring(n = 4, memory = 1 GiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s)\n\
+                    let g = graph { a { flops = 1 GFLOP }\n b { flops = 2 GFLOP }\n a -> b }\n\
+                    partition g onto t { maximize throughput }\n";
+        let c = mcm_lang::compile_str("t.mcm", text, std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+        assert!(c.ok(), "{}", mcm_core::diag::render_text(&c.program.sources, &c.diags));
+        let p = c.problem(None).expect("one problem");
+        let j = Judge::new(p, &JudgeOptions::default()).expect("a judge");
+        let mut rl = Rl::new(
+            "rl-scratch",
+            RlOptions {
+                from_scratch: true,
+                ..RlOptions::default()
+            },
+        )
+        .expect("fresh weights");
+        run(p, &j, &mut rl, Budget::Samples(1), seed, None).expect("feasible");
+        let vars = rl.policy.vars();
+        let (_, v) = vars.iter().min_by_key(|(name, _)| name.clone()).expect("weights");
+        v.as_tensor().flatten_all().unwrap().to_vec1::<f32>().unwrap()[0]
+    }
+
+    /// From scratch, the run's seed draws the initial weights: repeats are
+    /// independent starts, and a seed fixes them.
+    #[test]
+    fn scratch_weights_follow_the_runs_seed() {
+        assert_eq!(scratch_weight(1), scratch_weight(1));
+        assert_ne!(scratch_weight(0), scratch_weight(1));
+    }
+
+    /// Rewards are finite: 1 at greedy's score, 0 before there is a unit
+    /// (greedy's partition invalid at evaluation and no valid rollout yet).
+    #[test]
+    fn rewards_are_finite() {
+        let mut s = Score {
+            model: None,
+            balance: 0.05,
+            greedy: f64::NEG_INFINITY,
+        };
+        assert_eq!(s.reward(3.0), 0.0);
+        assert_eq!(s.of(&[0], 0.0), None);
+        assert_eq!(s.of(&[0], f64::INFINITY), None);
+        s.greedy = s.of(&[0], 100.0).unwrap();
+        assert!((s.reward(s.of(&[0], 100.0).unwrap()) - 1.0).abs() < 1e-6);
+        assert!((s.reward(s.of(&[0], 150.0).unwrap()) - 1.5).abs() < 1e-6);
+        assert_eq!(s.reward(f64::INFINITY), 0.0);
+    }
+}

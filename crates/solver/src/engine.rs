@@ -1,0 +1,386 @@
+//! The propagation engine and the solver contract of the brief:
+//! `get_domain(u)`, and `set_domain(u, S)`, which makes a decision,
+//! propagates, and on failure backtracks, excluding the failed choice, and
+//! returns the number of decisions still standing.
+
+use super::domain::{mask_of, Dom};
+use super::propagators::{Ctx, Generic, Memory, NoSkip, Precedence, Propagator, Triangle};
+use super::sat::{SatAnswer, SatOracle};
+use super::store::{Fail, Store};
+use mcm_core::problem::{Placement, Problem};
+
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Native propagators for the rules of `std::placement`; when false,
+    /// every rule goes through the generic path (for differential tests).
+    pub native: bool,
+    /// Ask the SAT backing for the culprit when propagation proves that
+    /// the standing decisions fail, and backjump to it.
+    pub sat: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            native: true,
+            sat: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Stats {
+    pub decisions: u64,
+    pub failures: u64,
+    /// Decisions undone by backtracking.
+    pub backtracks: u64,
+    pub sat_calls: u64,
+    /// Passes in a dependency-blind order that gave up and restarted.
+    pub restarts: u64,
+    /// FIX calls that gave up on their proposal and fell back on a given
+    /// valid partition ([`super::fix_or`]).
+    pub fallbacks: u64,
+    /// Failures by the constraint whose propagation failed.
+    pub failures_by_constraint: Vec<u64>,
+}
+
+/// No valid partition exists; `constraints` indexes the conflicting rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Infeasible {
+    pub constraints: Vec<usize>,
+}
+
+struct Decision {
+    var: u32,
+    mask: Vec<u64>,
+}
+
+pub struct Solver<'p> {
+    pub problem: &'p Problem,
+    ctx: Ctx<'p>,
+    store: Store,
+    props: Vec<Box<dyn Propagator + 'p>>,
+    watchers: Vec<Vec<u32>>,
+    late: Vec<usize>,
+    decisions: Vec<Decision>,
+    /// Set when the decisions undone reach the root and it fails too.
+    infeasible: Option<Infeasible>,
+    /// Built on first need: most searches never fail twice in a row.
+    sat: Option<SatOracle>,
+    use_sat: bool,
+    backjump_on: bool,
+    native: bool,
+    pub stats: Stats,
+}
+
+impl<'p> Solver<'p> {
+    /// Builds the propagator network and propagates at the root.
+    pub fn new(problem: &'p Problem, options: Options) -> Result<Solver<'p>, Infeasible> {
+        let ctx = Ctx::new(&problem.graph, &problem.package);
+        let n = problem.graph.num_placed();
+        let mut store = Store::new(n, problem.package.num_chips());
+        let mut props: Vec<Box<dyn Propagator + 'p>> = Vec::new();
+        let root_fail = |f: Fail| Infeasible {
+            constraints: vec![f.constraint],
+        };
+        if problem.package.num_chips() == 0 && n > 0 {
+            return Err(Infeasible {
+                constraints: Vec::new(),
+            });
+        }
+        for (k, c) in problem.constraints.iter().enumerate() {
+            let native = if options.native { c.native.as_deref() } else { None };
+            match native {
+                Some("acyclic_flow") => props.push(Box::new(Precedence { constraint: k })),
+                Some("no_skip") => props.push(Box::new(NoSkip::new(k, &mut store))),
+                Some("triangle_dependency") => props.push(Box::new(Triangle::new(k, &mut store))),
+                Some("memory_capacity") => {
+                    let m = Memory::new(k, &mut store, &ctx);
+                    m.initial(&mut store).map_err(root_fail)?;
+                    props.push(Box::new(m));
+                }
+                _ => {
+                    let mut g = Generic::new(k, c, n);
+                    g.initial(&mut store, &ctx).map_err(root_fail)?;
+                    props.push(Box::new(g));
+                }
+            }
+        }
+        let mut watchers = vec![Vec::new(); n];
+        let mut late = Vec::new();
+        for (i, p) in props.iter().enumerate() {
+            for v in p.watches(n) {
+                watchers[v as usize].push(i as u32);
+            }
+            if p.has_late() {
+                late.push(i);
+            }
+        }
+        let mut s = Solver {
+            problem,
+            ctx,
+            store,
+            props,
+            watchers,
+            late,
+            decisions: Vec::new(),
+            infeasible: None,
+            sat: None,
+            use_sat: options.sat,
+            backjump_on: options.sat,
+            native: options.native,
+            stats: Stats::default(),
+        };
+        // Wake every propagator once at the root.
+        for v in 0..n as u32 {
+            s.store.queue.push(v);
+        }
+        s.store.queue.reverse();
+        s.propagate().map_err(root_fail)?;
+        Ok(s)
+    }
+
+    pub fn num_nodes(&self) -> usize {
+        self.store.n
+    }
+
+    pub fn num_chips(&self) -> usize {
+        self.store.chips
+    }
+
+    /// The current domain of placed node `u`, after propagation.
+    pub fn get_domain(&self, u: u32) -> Vec<u32> {
+        self.store.dom(u).to_vec()
+    }
+
+    pub fn dom(&self, u: u32) -> Dom<'_> {
+        self.store.dom(u)
+    }
+
+    pub fn is_fixed(&self, u: u32) -> bool {
+        self.store.is_fixed(u)
+    }
+
+    pub fn num_decisions(&self) -> usize {
+        self.decisions.len()
+    }
+
+    pub fn infeasible(&self) -> Option<&Infeasible> {
+        self.infeasible.as_ref()
+    }
+
+    /// Every node has one chip left: the placement.
+    pub fn placement(&self) -> Option<Placement> {
+        if !self.store.all_fixed() {
+            return None;
+        }
+        Some(Placement::new(
+            (0..self.store.n as u32).map(|x| self.store.min(x)).collect(),
+        ))
+    }
+
+    /// Whether a doomed set of decisions is handed to SAT for its culprit
+    /// (on when the options ask for SAT). Search passes that restart on
+    /// their own when they fail too often turn it off.
+    pub fn set_backjump(&mut self, on: bool) {
+        self.backjump_on = on && self.use_sat;
+    }
+
+    /// Undoes every decision.
+    pub fn reset(&mut self) {
+        while self.decisions.pop().is_some() {
+            self.store.pop_level();
+        }
+        for p in &mut self.props {
+            p.on_backtrack();
+        }
+    }
+
+    fn propagate(&mut self) -> Result<(), Fail> {
+        loop {
+            while let Some(x) = self.store.dequeue() {
+                for i in 0..self.watchers[x as usize].len() {
+                    let p = self.watchers[x as usize][i] as usize;
+                    self.props[p].on_change(x, &mut self.store, &self.ctx)?;
+                }
+            }
+            let mut again = false;
+            for &p in &self.late {
+                self.props[p].late(&mut self.store, &self.ctx)?;
+                if !self.store.queue.is_empty() {
+                    again = true;
+                    break;
+                }
+            }
+            if !again {
+                break;
+            }
+        }
+        if self.store.all_fixed() {
+            for p in &mut self.props {
+                p.complete(&self.store, &self.ctx)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn undo_level(&mut self) {
+        self.store.pop_level();
+        for p in &mut self.props {
+            p.on_backtrack();
+        }
+    }
+
+    /// Restricts `u` to `chips` as a new decision and propagates. On failure
+    /// the decision is undone and its chips excluded; if that fails too, the
+    /// decision before it is undone and excluded, and so on. Returns the
+    /// number of decisions standing (one more than before on success).
+    pub fn set_domain(&mut self, u: u32, chips: &[u32]) -> usize {
+        if self.infeasible.is_some() {
+            return 0;
+        }
+        self.stats.decisions += 1;
+        let mask = mask_of(self.store.chips, chips);
+        self.store.push_level();
+        self.decisions.push(Decision { var: u, mask });
+        let d = self.decisions.last().expect("just pushed");
+        let (var, mask) = (d.var, d.mask.clone());
+        let ok = self
+            .store
+            .restrict(var, &mask, usize::MAX)
+            .map(|_| ())
+            .and_then(|_| self.propagate());
+        if let Err(f) = ok {
+            self.count_failure(f);
+            self.recover(f);
+        }
+        self.decisions.len()
+    }
+
+    fn count_failure(&mut self, f: Fail) {
+        self.stats.failures += 1;
+        let k = self.problem.constraints.len();
+        self.stats.failures_by_constraint.resize(k, 0);
+        if f.constraint < k {
+            self.stats.failures_by_constraint[f.constraint] += 1;
+        }
+    }
+
+    /// Undoes failed decisions, excluding each one's choice at the level
+    /// below, until a level survives. When an exclusion fails too, the
+    /// standing decisions are doomed: the SAT backing names the decisions
+    /// that cause it, and the search jumps back to the latest of them
+    /// (or, without SAT, undoes one decision at a time). With no decision
+    /// left to blame, the problem is infeasible.
+    fn recover(&mut self, mut fail: Fail) {
+        loop {
+            let Some(d) = self.decisions.pop() else {
+                self.declare_infeasible(fail);
+                return;
+            };
+            self.undo_level();
+            self.stats.backtracks += 1;
+            let keep: Vec<u64> = d.mask.iter().map(|m| !m).collect();
+            match self
+                .store
+                .restrict(d.var, &keep, fail.constraint)
+                .map(|_| ())
+                .and_then(|_| self.propagate())
+            {
+                Ok(()) => return,
+                Err(f) => {
+                    self.count_failure(f);
+                    fail = f;
+                    if self.decisions.is_empty() {
+                        self.declare_infeasible(f);
+                        return;
+                    }
+                    if self.backjump_on {
+                        self.backjump();
+                        if self.infeasible.is_some() {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A full valid placement from SAT, searched from `hint` (its values are
+    /// preferred where they fit); `None` when SAT is off or no valid
+    /// placement exists. The last resort of FIX: it always ends.
+    pub fn witness_near(&mut self, hint: &[u32]) -> Option<Placement> {
+        if !self.use_sat {
+            return None;
+        }
+        let problem = self.problem;
+        let native = self.native;
+        self.stats.sat_calls += 1;
+        let oracle = self.sat.get_or_insert_with(|| SatOracle::new(problem, native));
+        oracle.suggest(problem, &Placement::new(hint.to_vec()));
+        match oracle.solve(problem, &[]) {
+            SatAnswer::Sat(p) => Some(p),
+            SatAnswer::Unsat(_) => None,
+        }
+    }
+
+    /// Asks SAT which standing decisions doom the search, and undoes every
+    /// decision above the latest culprit (the culprit itself is undone and
+    /// excluded by the caller's loop).
+    fn backjump(&mut self) {
+        let problem = self.problem;
+        let native = self.native;
+        let asked: Vec<(u32, Vec<u32>)> = self
+            .decisions
+            .iter()
+            .map(|d| (d.var, super::domain::bits_of(&d.mask)))
+            .collect();
+        self.stats.sat_calls += 1;
+        let oracle = self.sat.get_or_insert_with(|| {
+            let mut o = SatOracle::new(problem, native);
+            // Only the latest culprit matters here; minimising the core would
+            // cost one more solve per decision.
+            o.set_minimize(false);
+            o
+        });
+        match oracle.solve(problem, &asked) {
+            SatAnswer::Unsat(core) => match core.decisions.iter().max() {
+                None => {
+                    self.infeasible = Some(Infeasible {
+                        constraints: core.constraints,
+                    });
+                }
+                Some(&j) => {
+                    // Keep decisions 0..=j; the loop undoes and excludes j.
+                    while self.decisions.len() > j + 1 {
+                        self.decisions.pop();
+                        self.undo_level();
+                        self.stats.backtracks += 1;
+                    }
+                }
+            },
+            // Propagation is sound, so this does not happen; undoing one
+            // decision at a time stays correct if it does.
+            SatAnswer::Sat(_) => {}
+        }
+    }
+
+    /// The root failed: no valid partition exists. SAT names the rules that
+    /// conflict; without it, the rule whose propagation failed.
+    fn declare_infeasible(&mut self, fail: Fail) {
+        let mut constraints: Vec<usize> = (fail.constraint != usize::MAX)
+            .then_some(fail.constraint)
+            .into_iter()
+            .collect();
+        if self.use_sat {
+            let problem = self.problem;
+            let native = self.native;
+            self.stats.sat_calls += 1;
+            let oracle = self.sat.get_or_insert_with(|| SatOracle::new(problem, native));
+            if let SatAnswer::Unsat(core) = oracle.solve(problem, &[]) {
+                constraints = core.constraints;
+            }
+        }
+        self.infeasible = Some(Infeasible { constraints });
+    }
+}

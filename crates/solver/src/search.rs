@@ -1,0 +1,473 @@
+//! SAMPLE and FIX, the paper's two ways to ask the solver for a valid
+//! partition (Algorithms 1 and 2), over a node order that is random
+//! (seeded) by default or topological.
+
+use super::engine::{Infeasible, Solver};
+use mcm_core::problem::Placement;
+use rand::seq::SliceRandom;
+use rand::Rng;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+pub enum Order {
+    /// A random topological order (seeded): a node is decided after its
+    /// inputs, and close to them.
+    Random,
+    /// The graph's own topological order.
+    Topological,
+    /// A uniformly random permutation, ignoring dependencies. On large
+    /// graphs under the stdlib rules uniform SAMPLE in this order runs into
+    /// dead ends propagation cannot see; a pass that fails too often is
+    /// restarted in topological order.
+    Shuffled,
+}
+
+/// Per node, a weight for each chip (the policy's distribution); `None`
+/// means uniform.
+pub type Probs<'a> = Option<&'a [Vec<f32>]>;
+
+/// The order in which nodes are decided.
+pub fn node_order(solver: &Solver, order: Order, rng: &mut impl Rng) -> Vec<u32> {
+    let g = &solver.problem.graph;
+    match order {
+        Order::Topological => g.topological_order().iter().filter_map(|&i| g.decision_of(i)).collect(),
+        Order::Shuffled => {
+            let mut v: Vec<u32> = (0..solver.num_nodes() as u32).collect();
+            v.shuffle(rng);
+            v
+        }
+        Order::Random => {
+            // Reverse postorder of a depth-first search that visits roots and
+            // successors in random order: a random topological order that,
+            // like the deterministic one, decides a node close to its inputs.
+            let n = solver.num_nodes();
+            let mut succ: Vec<Vec<u32>> = vec![Vec::new(); n];
+            for e in g.placed_edges() {
+                succ[e.src as usize].push(e.dst);
+            }
+            for s in &mut succ {
+                s.shuffle(rng);
+            }
+            let mut roots: Vec<u32> = (0..n as u32).collect();
+            roots.shuffle(rng);
+            let mut seen = vec![false; n];
+            let mut post = Vec::with_capacity(n);
+            for r in roots {
+                if seen[r as usize] {
+                    continue;
+                }
+                seen[r as usize] = true;
+                let mut stack = vec![(r, 0usize)];
+                while let Some((u, i)) = stack.last_mut() {
+                    let u = *u;
+                    if let Some(&v) = succ[u as usize].get(*i) {
+                        *i += 1;
+                        if !seen[v as usize] {
+                            seen[v as usize] = true;
+                            stack.push((v, 0));
+                        }
+                    } else {
+                        post.push(u);
+                        stack.pop();
+                    }
+                }
+            }
+            post.reverse();
+            post
+        }
+    }
+}
+
+/// Draws a chip of `u`'s current domain, weighted by `probs` (uniform when
+/// absent or when every allowed chip has weight zero).
+pub fn draw(solver: &Solver, u: u32, probs: Probs, rng: &mut impl Rng) -> u32 {
+    let dom = solver.dom(u);
+    if let Some(p) = probs.and_then(|p| p.get(u as usize)) {
+        let total: f64 = dom
+            .iter()
+            .map(|c| p.get(c as usize).copied().unwrap_or(0.0).max(0.0) as f64)
+            .sum();
+        if total > 0.0 {
+            let mut t = rng.random::<f64>() * total;
+            for c in dom.iter() {
+                t -= p.get(c as usize).copied().unwrap_or(0.0).max(0.0) as f64;
+                if t <= 0.0 {
+                    return c;
+                }
+            }
+            return dom.max;
+        }
+    }
+    let k = rng.random_range(0..dom.size);
+    let c = dom.iter().nth(k as usize).unwrap_or(dom.min);
+    c
+}
+
+/// Draws among the chips of `u`'s domain nearest (in chip id) to `y`, its
+/// proposal, weighted by `probs`: the repair moves a node as little as the
+/// rules allow. Drawn from the whole remaining domain instead, a node pushed
+/// past its proposal (under `acyclic_flow`, by one node proposed too late)
+/// lands anywhere later, its successors after it, and along a chain the
+/// drift compounds until the last chip holds most of the graph.
+pub fn draw_near(solver: &Solver, u: u32, y: u32, probs: Probs, rng: &mut impl Rng) -> u32 {
+    let dom = solver.dom(u);
+    let gap = |c: u32| c.abs_diff(y);
+    let best = dom.iter().map(gap).min().unwrap_or(0);
+    let near: Vec<u32> = dom.iter().filter(|&c| gap(c) == best).collect();
+    let weight = |c: u32| {
+        probs
+            .and_then(|p| p.get(u as usize))
+            .map_or(1.0, |p| p.get(c as usize).copied().unwrap_or(0.0).max(0.0) as f64)
+    };
+    let total: f64 = near.iter().map(|&c| weight(c)).sum();
+    if total > 0.0 {
+        let mut t = rng.random::<f64>() * total;
+        for &c in &near {
+            t -= weight(c);
+            if t <= 0.0 {
+                return c;
+            }
+        }
+    }
+    near.get(rng.random_range(0..near.len().max(1)))
+        .copied()
+        .unwrap_or(dom.min)
+}
+
+/// Decides every unfixed node of `order` by drawing from its domain;
+/// resumes where backtracking leaves off.
+/// Returns false when more than `budget` failures happened (the pass gave up).
+/// With `near` (FIX's second pass), a node with a proposal draws among the
+/// chips of its domain nearest to it (see [`draw_near`]).
+fn sample_rest(
+    solver: &mut Solver,
+    order: &[u32],
+    probs: Probs,
+    near: Option<&[Option<u32>]>,
+    rng: &mut impl Rng,
+    budget: Option<u64>,
+) -> Result<bool, Infeasible> {
+    // The limit is absolute, fixed once: a rescan must not extend it.
+    let limit = budget.map(|b| solver.stats.failures + b);
+    'rescan: loop {
+        let base = solver.num_decisions();
+        let mut at: Vec<usize> = Vec::new();
+        let mut pos = 0;
+        while pos < order.len() {
+            if limit.is_some_and(|l| solver.stats.failures > l) {
+                return Ok(false);
+            }
+            let u = order[pos];
+            if solver.is_fixed(u) {
+                pos += 1;
+                continue;
+            }
+            let c = match near.and_then(|p| p.get(u as usize).copied().flatten()) {
+                Some(y) => draw_near(solver, u, y, probs, rng),
+                None => draw(solver, u, probs, rng),
+            };
+            let before = solver.num_decisions();
+            at.push(pos);
+            let after = solver.set_domain(u, &[c]);
+            if let Some(inf) = solver.infeasible() {
+                return Err(inf.clone());
+            }
+            if after > before {
+                pos += 1;
+            } else if after >= base {
+                // Resume at the first node whose decision was undone.
+                pos = at[after - base];
+                at.truncate(after - base);
+            } else {
+                // Decisions from before this pass were undone: rescan.
+                continue 'rescan;
+            }
+        }
+        return Ok(true);
+    }
+}
+
+/// How many failures a pass may take before it gives up and the search
+/// falls back: to FIX from a proposal drawn from the same distribution, and
+/// then to an unbudgeted pass in the graph's topological order, which is
+/// complete. Propagation cannot see every dead end; backtracking alone can
+/// take exponential time.
+fn pass_budget(order: &[u32]) -> Option<u64> {
+    Some((order.len() as u64 / 2).max(64))
+}
+
+/// SAMPLE: each node in order gets a chip drawn from its distribution
+/// restricted to its current domain.
+pub fn sample(solver: &mut Solver, order: &[u32], probs: Probs, rng: &mut impl Rng) -> Result<Placement, Infeasible> {
+    sample_or(solver, order, probs, rng, None)
+}
+
+/// [`sample`] with a known valid partition near the distribution (a
+/// search's current state): when both passes give up, the last resort
+/// merges the second pass's proposal into it. Without one the last resort
+/// is the SAT oracle's kept witness, one partition whatever was drawn.
+pub fn sample_or(
+    solver: &mut Solver,
+    order: &[u32],
+    probs: Probs,
+    rng: &mut impl Rng,
+    fallback: Option<&[u32]>,
+) -> Result<Placement, Infeasible> {
+    solver.reset();
+    let budget = pass_budget(order);
+    solver.set_backjump(budget.is_none());
+    let done = sample_rest(solver, order, probs, None, rng, budget);
+    solver.set_backjump(true);
+    if !done? {
+        solver.stats.restarts += 1;
+        // A proposal drawn from the same distribution, repaired by FIX:
+        // nodes whose draw is no longer allowed wait for the second pass
+        // instead of taking whatever is left, which avoids most dead ends.
+        let chips = solver.num_chips() as u32;
+        let proposal: Vec<Option<u32>> = (0..solver.num_nodes())
+            .map(|u| Some(draw_any(probs.and_then(|p| p.get(u)), chips, rng)))
+            .collect();
+        let topo = node_order(solver, Order::Topological, rng);
+        solver.set_backjump(false);
+        let fixed = fix_pass(solver, &topo, &proposal, probs, rng, Some((order.len() as u64).max(64)));
+        solver.set_backjump(true);
+        if !fixed? {
+            solver.stats.restarts += 1;
+            last_resort(solver, &proposal, probs, rng, fallback)?;
+        }
+    }
+    finish(solver)
+}
+
+/// The pass that always ends: FIX towards a valid target, which meets no
+/// dead end, since propagation never removes a value of a solution that
+/// agrees with the decisions so far. The target is, when `fallback` is
+/// given, the proposal merged into it as far as it goes ([`merge_towards`];
+/// counted in `fallbacks` when none of it could be kept), else a SAT
+/// witness searched from the proposal;
+/// without SAT, the complete (unbudgeted) FIX pass in topological order.
+fn last_resort(
+    solver: &mut Solver,
+    proposal: &[Option<u32>],
+    probs: Probs,
+    rng: &mut impl Rng,
+    fallback: Option<&[u32]>,
+) -> Result<(), Infeasible> {
+    let topo = node_order(solver, Order::Topological, rng);
+    solver.set_backjump(true);
+    if let Some(valid) = fallback.filter(|v| v.len() == solver.num_nodes()) {
+        let merged = merge_towards(solver, &topo, valid, proposal, probs, rng)?;
+        if merged == valid {
+            solver.stats.fallbacks += 1;
+        }
+        let target: Vec<Option<u32>> = merged.into_iter().map(Some).collect();
+        fix_pass(solver, &topo, &target, probs, rng, None)?;
+        return Ok(());
+    }
+    let chips = solver.num_chips() as u32;
+    let hint: Vec<u32> = (0..solver.num_nodes())
+        .map(|u| match proposal.get(u).copied().flatten() {
+            Some(y) if y < chips => y,
+            _ => draw_any(probs.and_then(|p| p.get(u)), chips, rng),
+        })
+        .collect();
+    match solver.witness_near(&hint) {
+        Some(w) => {
+            let target: Vec<Option<u32>> = w.chips.into_iter().map(Some).collect();
+            fix_pass(solver, &topo, &target, probs, rng, None)?;
+        }
+        None => {
+            fix_pass(solver, &topo, proposal, probs, rng, None)?;
+        }
+    }
+    Ok(())
+}
+
+/// Failures a trial of [`merge_towards`] may take.
+const MERGE_TRIAL_BUDGET: u64 = 16;
+
+/// Trials a merge may make: enough to keep the working part of a proposal
+/// near the valid partition; one far from it (a fresh policy's draw) would
+/// otherwise cost two trials per node, each a pass over the graph.
+const MERGE_TRIALS: usize = 64;
+
+/// A valid partition as close to `proposal` as one found by applying the
+/// proposal's changes to the valid partition `valid` a group at a time: a
+/// group that FIX cannot keep (a quick pass with a small failure budget)
+/// is split in two and each half tried again, down to single nodes, which
+/// are dropped (delta debugging). Every kept group leaves a valid partition,
+/// the start of the next trial. FIX gives up on a proposal when a few of
+/// its choices lead into dead ends found only much later (a shortcut under
+/// `triangle_dependency` from one node moved across a residual connection);
+/// this keeps all the others. At most [`MERGE_TRIALS`] trials, each cheap
+/// when it succeeds; the groups not tried by then are dropped. No trial
+/// asks the SAT oracle anything.
+fn merge_towards(
+    solver: &mut Solver,
+    order: &[u32],
+    valid: &[u32],
+    proposal: &[Option<u32>],
+    probs: Probs,
+    rng: &mut impl Rng,
+) -> Result<Vec<u32>, Infeasible> {
+    let chips = solver.num_chips() as u32;
+    let changed: Vec<u32> = order
+        .iter()
+        .copied()
+        .filter(
+            |&u| matches!(proposal.get(u as usize).copied().flatten(), Some(y) if y < chips && y != valid[u as usize]),
+        )
+        .collect();
+    let mut base = valid.to_vec();
+    let mut todo = vec![changed];
+    let mut trials = 0;
+    while let Some(group) = todo.pop() {
+        if group.is_empty() {
+            continue;
+        }
+        trials += 1;
+        if trials > MERGE_TRIALS {
+            break;
+        }
+        let mut target: Vec<Option<u32>> = base.iter().copied().map(Some).collect();
+        for &u in &group {
+            target[u as usize] = proposal[u as usize];
+        }
+        // A trial gives up after a few failures anyway, as SAMPLE's budgeted
+        // passes do: without SAT backjumps, which cost a SAT call per failure
+        // (anneal took 1.4 s a sample on RegNetY-8GF with them, 0.14 s without).
+        solver.set_backjump(false);
+        let kept = fix_pass(solver, order, &target, probs, rng, Some(MERGE_TRIAL_BUDGET));
+        solver.set_backjump(true);
+        if kept? {
+            if let Some(p) = solver.placement() {
+                base = p.chips;
+            }
+        } else if group.len() > 1 {
+            let (a, b) = group.split_at(group.len() / 2);
+            todo.push(b.to_vec());
+            todo.push(a.to_vec());
+        }
+    }
+    Ok(base)
+}
+
+/// A chip drawn from a node's weights over all chips (uniform without them).
+fn draw_any(p: Option<&Vec<f32>>, chips: u32, rng: &mut impl Rng) -> u32 {
+    if let Some(p) = p {
+        let total: f64 = p.iter().take(chips as usize).map(|w| w.max(0.0) as f64).sum();
+        if total > 0.0 {
+            let mut t = rng.random::<f64>() * total;
+            for (c, w) in p.iter().take(chips as usize).enumerate() {
+                t -= w.max(0.0) as f64;
+                if t <= 0.0 {
+                    return c as u32;
+                }
+            }
+        }
+    }
+    rng.random_range(0..chips.max(1))
+}
+
+/// FIX: keep each node's proposed chip while it is still allowed, then
+/// assign the rest by drawing from their domains, near their proposals.
+/// Returns the placement and how many nodes moved away from the proposal.
+pub fn fix(
+    solver: &mut Solver,
+    order: &[u32],
+    proposal: &[Option<u32>],
+    probs: Probs,
+    rng: &mut impl Rng,
+) -> Result<(Placement, usize), Infeasible> {
+    fix_or(solver, order, proposal, probs, rng, None)
+}
+
+/// [`fix`] with a known valid partition: when the budgeted pass gives up on
+/// a proposal near it (at most an eighth of the nodes changed), the
+/// proposal is merged into it (`merge_towards`) instead of a second pass
+/// and a SAT witness (which can take minutes on a large graph); a proposal
+/// far from it takes the second pass. Callers that draw many proposals (the
+/// policy's rollouts) pass the partition they refine.
+pub fn fix_or(
+    solver: &mut Solver,
+    order: &[u32],
+    proposal: &[Option<u32>],
+    probs: Probs,
+    rng: &mut impl Rng,
+    fallback: Option<&[u32]>,
+) -> Result<(Placement, usize), Infeasible> {
+    let budget = pass_budget(order);
+    let fallback = fallback.filter(|v| near_enough(v, proposal));
+    solver.set_backjump(false);
+    let mut done = fix_pass(solver, order, proposal, probs, rng, budget)?;
+    // With a valid partition at hand, merging into it (the last resort)
+    // keeps more of the proposal than a second pass from scratch.
+    if !done && fallback.is_none() {
+        // A proposal that leads the given order into dead ends often does
+        // not in a random topological order, which decides each node close
+        // to its inputs.
+        solver.stats.restarts += 1;
+        let again = node_order(solver, Order::Random, rng);
+        done = fix_pass(solver, &again, proposal, probs, rng, Some((order.len() as u64).max(64)))?;
+    }
+    solver.set_backjump(true);
+    if !done {
+        solver.stats.restarts += 1;
+        last_resort(solver, proposal, probs, rng, fallback)?;
+    }
+    let p = finish(solver)?;
+    let moved = p
+        .chips
+        .iter()
+        .enumerate()
+        .filter(|(u, c)| proposal.get(*u).copied().flatten() != Some(**c))
+        .count();
+    Ok((p, moved))
+}
+
+/// Whether a merge into `valid` is worth its trials: a proposal that
+/// changes more than an eighth of the nodes (a fresh policy's draw) would
+/// spend them all and keep little; the second pass serves it better.
+fn near_enough(valid: &[u32], proposal: &[Option<u32>]) -> bool {
+    let changed = valid
+        .iter()
+        .zip(proposal)
+        .filter(|(v, p)| p.is_some_and(|p| p != **v))
+        .count();
+    changed <= (valid.len() / 8).max(8)
+}
+
+fn fix_pass(
+    solver: &mut Solver,
+    order: &[u32],
+    proposal: &[Option<u32>],
+    probs: Probs,
+    rng: &mut impl Rng,
+    budget: Option<u64>,
+) -> Result<bool, Infeasible> {
+    solver.reset();
+    let limit = budget.map(|b| solver.stats.failures + b);
+    for &u in order {
+        if limit.is_some_and(|l| solver.stats.failures > l) {
+            return Ok(false);
+        }
+        if solver.is_fixed(u) {
+            continue;
+        }
+        if let Some(y) = proposal.get(u as usize).copied().flatten() {
+            if solver.dom(u).contains(y) {
+                solver.set_domain(u, &[y]);
+                if let Some(inf) = solver.infeasible() {
+                    return Err(inf.clone());
+                }
+            }
+        }
+    }
+    let left = limit.map(|l| l.saturating_sub(solver.stats.failures));
+    sample_rest(solver, order, probs, Some(proposal), rng, left)
+}
+
+fn finish(solver: &Solver) -> Result<Placement, Infeasible> {
+    solver.placement().ok_or_else(|| Infeasible {
+        constraints: Vec::new(),
+    })
+}

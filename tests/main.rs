@@ -1,0 +1,23 @@
+//! The integration tests, one binary (candle is linked once): each module
+//! is one topic, driving the library or the `mcmpart` binary.
+
+mod common;
+
+mod book;
+mod cli;
+mod cli_solve;
+mod compare;
+mod cost;
+mod dataset;
+mod errors;
+mod evaluators;
+mod fuzz;
+mod onnx;
+mod property;
+mod rl;
+mod rollouts;
+mod sat;
+mod semantics;
+mod solver;
+mod spec;
+mod strategies;

@@ -132,6 +132,41 @@ impl Package {
         self.chip_attr(chip, name).and_then(|s| s.as_f64())
     }
 
+    /// A chip's `memory` in bytes, when it has one.
+    pub fn chip_memory(&self, chip: u32) -> Option<f64> {
+        self.chip_number(chip, "memory")
+    }
+
+    /// A chip's `compute` in FLOP/s, when it has one.
+    pub fn chip_compute(&self, chip: u32) -> Option<f64> {
+        self.chip_number(chip, "compute")
+    }
+
+    /// A link's `bandwidth` in bytes per second, when it has one.
+    pub fn link_bandwidth(&self, link: usize) -> Option<f64> {
+        self.links.get(link)?.attrs.get("bandwidth")?.as_f64()
+    }
+
+    // The one default of each, for the solver and the strategies, where a
+    // package leaves an attribute out: no memory limit, and unit rates
+    // (every chip and link alike). The cost model refuses such a package
+    // instead, since it would report made-up times.
+
+    /// [`Package::chip_memory`], or no limit.
+    pub fn memory_or_unlimited(&self, chip: u32) -> f64 {
+        self.chip_memory(chip).unwrap_or(f64::INFINITY)
+    }
+
+    /// [`Package::chip_compute`], or one FLOP/s.
+    pub fn compute_or_unit(&self, chip: u32) -> f64 {
+        self.chip_compute(chip).unwrap_or(1.0)
+    }
+
+    /// [`Package::link_bandwidth`], or one byte per second.
+    pub fn bandwidth_or_unit(&self, link: usize) -> f64 {
+        self.link_bandwidth(link).unwrap_or(1.0)
+    }
+
     /// Names of the chip attributes present on every chip.
     pub fn chip_attr_names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self

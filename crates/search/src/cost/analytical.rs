@@ -77,7 +77,7 @@ impl CostModel {
         let mut compute = Vec::with_capacity(c);
         let mut memory = Vec::with_capacity(c);
         for (i, chip) in package.chips.iter().enumerate() {
-            let v = package.chip_number(i as u32, "compute");
+            let v = package.chip_compute(i as u32);
             match v {
                 Some(x) if x > 0.0 && x.is_finite() => compute.push(x),
                 Some(_) => {
@@ -93,12 +93,12 @@ impl CostModel {
                     ))
                 }
             }
-            memory.push(package.chip_number(i as u32, "memory"));
+            memory.push(package.chip_memory(i as u32));
         }
         let mut bandwidth = Vec::with_capacity(package.links.len());
-        for l in &package.links {
+        for (li, l) in package.links.iter().enumerate() {
             let (a, b) = (&package.chips[l.src as usize].name, &package.chips[l.dst as usize].name);
-            match l.attrs.get("bandwidth").and_then(|s| s.as_f64()) {
+            match package.link_bandwidth(li) {
                 Some(x) if x > 0.0 && x.is_finite() => bandwidth.push(x),
                 _ => {
                     return Err(CostError::new(

@@ -81,8 +81,8 @@ pub struct GraphFeatures {
     travels: Vec<bool>,
 }
 
-fn chip_number(package: &Package, chip: u32, name: &str) -> Option<f64> {
-    package.chip_number(chip, name).filter(|v| v.is_finite() && *v > 0.0)
+fn usable(v: Option<f64>) -> Option<f64> {
+    v.filter(|v| v.is_finite() && *v > 0.0)
 }
 
 impl GraphFeatures {
@@ -173,8 +173,8 @@ impl GraphFeatures {
                 prefix[d].1,
             ]);
         }
-        let memory: Vec<Option<f64>> = (0..c as u32).map(|i| chip_number(package, i, "memory")).collect();
-        let compute: Vec<Option<f64>> = (0..c as u32).map(|i| chip_number(package, i, "compute")).collect();
+        let memory: Vec<Option<f64>> = (0..c as u32).map(|i| usable(package.chip_memory(i))).collect();
+        let compute: Vec<Option<f64>> = (0..c as u32).map(|i| usable(package.chip_compute(i))).collect();
         let known: Vec<f64> = compute.iter().flatten().copied().collect();
         let mean_compute = if known.is_empty() {
             1.0

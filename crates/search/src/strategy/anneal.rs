@@ -251,7 +251,7 @@ impl Neighbours {
             .collect();
         let p = &problem.package;
         let rate = (0..p.num_chips() as u32)
-            .map(|c| p.chip_number(c, "compute").filter(|&r| r > 0.0).unwrap_or(1.0))
+            .map(|c| p.chip_compute(c).filter(|&r| r > 0.0).unwrap_or(1.0))
             .collect();
         Neighbours {
             succ,

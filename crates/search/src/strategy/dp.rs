@@ -24,22 +24,16 @@ pub fn pipeline_cuts(problem: &Problem, order: &[u32]) -> Vec<(f64, Vec<u32>)> {
     if n == 0 || c == 0 {
         return Vec::new();
     }
-    let attr = |i: usize, name: &str| p.chip_number(i as u32, name);
-    let compute: Vec<f64> = (0..c).map(|i| attr(i, "compute").unwrap_or(1.0)).collect();
-    let memory: Vec<f64> = (0..c).map(|i| attr(i, "memory").unwrap_or(f64::INFINITY)).collect();
+    let compute: Vec<f64> = (0..c).map(|i| p.compute_or_unit(i as u32)).collect();
+    let memory: Vec<f64> = (0..c).map(|i| p.memory_or_unlimited(i as u32)).collect();
     // The link to the next chip, else the slowest link out.
     let bandwidth: Vec<f64> = (0..c)
-        .map(|i| {
-            let bw = |l: &mcm_core::package::Link| l.attrs.get("bandwidth").and_then(|s| s.as_f64()).unwrap_or(1.0);
-            match p.link(i as u32, i as u32 + 1) {
-                Some(l) => bw(&p.links[l]),
-                None => p
-                    .links
-                    .iter()
-                    .filter(|l| l.src == i as u32)
-                    .map(bw)
-                    .fold(f64::INFINITY, f64::min),
-            }
+        .map(|i| match p.link(i as u32, i as u32 + 1) {
+            Some(l) => p.bandwidth_or_unit(l),
+            None => (0..p.links.len())
+                .filter(|&l| p.links[l].src == i as u32)
+                .map(|l| p.bandwidth_or_unit(l))
+                .fold(f64::INFINITY, f64::min),
         })
         .collect();
     let mut pos = vec![0usize; n];

@@ -17,7 +17,7 @@ pub fn greedy_proposal(problem: &Problem) -> Vec<u32> {
     let g = &problem.graph;
     let p = &problem.package;
     let c = p.num_chips().max(1);
-    let rate = |i: usize| p.chip_number(i as u32, "compute").unwrap_or(1.0);
+    let rate = |i: usize| p.compute_or_unit(i as u32);
     let total_rate: f64 = (0..c).map(rate).sum();
     let total: f64 = g.placed_nodes().iter().map(|&n| g.nodes[n].flops as f64).sum();
     let largest = g
@@ -27,7 +27,7 @@ pub fn greedy_proposal(problem: &Problem) -> Vec<u32> {
         .map(|n| n.output_bytes as f64)
         .fold(0.0, f64::max);
     let memory = |i: usize| {
-        let m = p.chip_number(i as u32, "memory").unwrap_or(f64::INFINITY);
+        let m = p.memory_or_unlimited(i as u32);
         (m - 2.0 * largest).max(m / 2.0)
     };
     let mut chips = vec![0u32; g.num_placed()];

@@ -34,8 +34,8 @@
 //! starts the search from a greedy placement (see `hint`), later ones from
 //! the previous model (the solver's saved phases).
 
-mod encode;
-mod eval;
+pub(crate) mod encode;
+pub(crate) mod eval;
 mod hint;
 
 use crate::checker::Checker;

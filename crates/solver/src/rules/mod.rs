@@ -25,6 +25,9 @@ pub use triangle_dependency::Triangle;
 /// (a failure there means the problem is infeasible).
 pub type Build = for<'p> fn(&mut Cx<'_>, &'p GroundConstraint) -> Result<Box<dyn Propagator + 'p>, Fail>;
 
+/// The pair (u, v) of an instance that states `chip(u) <= chip(v)`.
+pub type UpwardPair = fn(&Formula) -> Option<(u32, u32)>;
+
 /// One row of the table: a native rule and what the engine and the
 /// encoder need of it.
 pub struct NativeRule {
@@ -37,7 +40,7 @@ pub struct NativeRule {
     /// pair, read from an instance. When a rule's instances cover every edge,
     /// no arc of the chip flow graph goes down, and the flow encoding leaves
     /// the downward arcs out.
-    pub upward: Option<fn(&Formula) -> Option<(u32, u32)>>,
+    pub upward: Option<UpwardPair>,
 }
 
 /// Every native rule. The order is the order in which their lazy cuts are

@@ -1,12 +1,13 @@
 //! The independent checker: evaluates grounded constraint formulas on a full
 //! placement and reports every violated instance with what breaks it.
-//! It shares no code with the propagators; it is the one judge of validity.
+//! It shares no code with the propagators but the longest-path routine
+//! (`flow.rs`, tested against the definition); it is the one judge of validity.
 
+use crate::flow::ChipFlow;
 use mcm_core::graph::Graph;
 use mcm_core::package::Package;
-use mcm_core::problem::{CmpOp, Elem, Formula, GroundConstraint, Instance, Placement, Term};
-use std::cell::{OnceCell, RefCell};
-use std::collections::HashMap;
+use mcm_core::problem::{CmpOp, Elem, Formula, GroundConstraint, Instance, Node, Placement, Term};
+use std::cell::OnceCell;
 
 /// One broken instance of a constraint.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,115 +37,13 @@ impl Violation {
     }
 }
 
-/// The chip-level flow graph of a placement and its longest paths.
-struct Flows {
-    c: usize,
-    arcs: Vec<bool>,
-    succ: Vec<Vec<u32>>,
-    /// reach[a * c + b]: b can be reached from a by one or more arcs.
-    reach: Vec<bool>,
-    /// Longest path to `b`, per `b`, for chips whose paths to `b` avoid cycles.
-    memo: RefCell<HashMap<u32, Vec<Option<i64>>>>,
-}
-
-impl Flows {
-    fn new(graph: &Graph, c: usize, chips: &[u32]) -> Flows {
-        let mut arcs = vec![false; c * c];
-        let mut succ = vec![Vec::new(); c];
-        for e in graph.placed_edges() {
-            let (a, b) = (chips[e.src as usize] as usize, chips[e.dst as usize] as usize);
-            if a != b && !arcs[a * c + b] {
-                arcs[a * c + b] = true;
-                succ[a].push(b as u32);
-            }
-        }
-        let mut reach = vec![false; c * c];
-        for s in 0..c {
-            let mut stack: Vec<u32> = succ[s].clone();
-            while let Some(x) = stack.pop() {
-                if !reach[s * c + x as usize] {
-                    reach[s * c + x as usize] = true;
-                    stack.extend(succ[x as usize].iter().copied());
-                }
-            }
-        }
-        Flows {
-            c,
-            arcs,
-            succ,
-            reach,
-            memo: RefCell::new(HashMap::new()),
-        }
+/// The chip-level flow graph of a placement.
+fn flows_of(graph: &Graph, c: usize, chips: &[u32]) -> ChipFlow {
+    let mut f = ChipFlow::new(c);
+    for e in graph.placed_edges() {
+        f.add(chips[e.src as usize], chips[e.dst as usize]);
     }
-
-    fn on_cycle(&self, x: usize) -> bool {
-        self.reach[x * self.c + x]
-    }
-
-    /// Longest path from a to b in arcs: 0 when a == b, -1 when b is
-    /// unreachable, and C (more than any simple path) when a path from a to
-    /// b can go round a cycle.
-    fn longest(&self, a: u32, b: u32) -> i64 {
-        let (a, b) = (a as usize, b as usize);
-        let c = self.c;
-        if a == b {
-            return 0;
-        }
-        if !self.reach[a * c + b] {
-            return -1;
-        }
-        let cyclic =
-            (0..c).any(|x| self.on_cycle(x) && (x == a || self.reach[a * c + x]) && (x == b || self.reach[x * c + b]));
-        if cyclic {
-            return c as i64;
-        }
-        let mut memo = self.memo.borrow_mut();
-        let dist = memo.entry(b as u32).or_insert_with(|| vec![None; c]);
-        Self::dist(&self.succ, &self.reach, c, a, b, dist)
-    }
-
-    fn dist(succ: &[Vec<u32>], reach: &[bool], c: usize, x: usize, b: usize, memo: &mut [Option<i64>]) -> i64 {
-        if x == b {
-            return 0;
-        }
-        if let Some(d) = memo[x] {
-            return d;
-        }
-        let mut best = -1;
-        for &y in &succ[x] {
-            let y = y as usize;
-            if y == b || reach[y * c + b] {
-                best = best.max(1 + Self::dist(succ, reach, c, y, b, memo));
-            }
-        }
-        memo[x] = Some(best);
-        best
-    }
-
-    /// One longest path from a to b, as chip ids (acyclic case).
-    fn path(&self, a: u32, b: u32) -> Vec<u32> {
-        let mut out = vec![a];
-        let mut x = a;
-        let total = self.longest(a, b);
-        if total < 0 || total >= self.c as i64 {
-            return out;
-        }
-        while x != b {
-            let here = self.longest(x, b);
-            let next = self.succ[x as usize]
-                .iter()
-                .copied()
-                .find(|&y| (y == b && here == 1) || (y != b && self.longest(y, b) == here - 1));
-            match next {
-                Some(y) => {
-                    out.push(y);
-                    x = y;
-                }
-                None => break,
-            }
-        }
-        out
-    }
+    f
 }
 
 /// Evaluates formulas for one placement.
@@ -154,7 +53,7 @@ pub struct Checker<'a> {
     chips: &'a [u32],
     /// The chip flow graph, built on first use: formulas without `flows` or
     /// `longest_path` never need it.
-    flows: OnceCell<Flows>,
+    flows: OnceCell<ChipFlow>,
 }
 
 impl<'a> Checker<'a> {
@@ -172,9 +71,9 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn flows(&self) -> &Flows {
+    fn flows(&self) -> &ChipFlow {
         self.flows
-            .get_or_init(|| Flows::new(self.graph, self.package.num_chips(), self.chips))
+            .get_or_init(|| flows_of(self.graph, self.package.num_chips(), self.chips))
     }
 
     pub fn holds(&self, f: &Formula) -> bool {
@@ -187,7 +86,7 @@ impl<'a> Checker<'a> {
             Formula::Implies(a, b) => !self.holds(a) || self.holds(b),
             Formula::Iff(a, b) => self.holds(a) == self.holds(b),
             Formula::Flows(a, b) => match (self.chip(a), self.chip(b)) {
-                (Some(x), Some(y)) => x != y && self.flows().arcs[x as usize * self.flows().c + y as usize],
+                (Some(x), Some(y)) => x != y && self.flows().has(x, y),
                 _ => false,
             },
             Formula::Link(a, b) => match (self.chip(a), self.chip(b)) {
@@ -280,9 +179,7 @@ impl<'a> Checker<'a> {
     /// What makes a violated instance false: the chips of the nodes it
     /// mentions, the longest paths it measures, the sides of a comparison.
     fn explain(&self, inst: &Instance) -> Vec<String> {
-        let mut chips = Vec::new();
-        let mut paths = Vec::new();
-        collect(&inst.formula, &mut chips, &mut paths);
+        let (mut chips, paths) = collect(&inst.formula);
         let mut out = Vec::new();
         chips.sort_unstable();
         chips.dedup();
@@ -300,7 +197,7 @@ impl<'a> Checker<'a> {
             out.push(format!("{}{more}", shown.join(", ")));
         }
         for (a, b) in paths {
-            if let (Some(x), Some(y)) = (self.chip(&a), self.chip(&b)) {
+            if let (Some(x), Some(y)) = (self.chip(a), self.chip(b)) {
                 let len = self.flows().longest(x, y);
                 if len >= self.package.num_chips() as i64 {
                     out.push(format!("the flows from chip {x} to chip {y} go round a cycle"));
@@ -381,45 +278,24 @@ fn root_cmp(f: &Formula) -> Option<(CmpOp, &Term, &Term)> {
     }
 }
 
-fn collect(f: &Formula, chips: &mut Vec<u32>, paths: &mut Vec<(Term, Term)>) {
-    match f {
-        Formula::Const(_) => {}
-        Formula::Cmp(_, a, b) | Formula::Flows(a, b) | Formula::Link(a, b) => {
-            collect_t(a, chips, paths);
-            collect_t(b, chips, paths);
+/// The nodes an instance mentions and the longest paths it measures, in
+/// the order they appear; aggregates mention many nodes, and their total is
+/// shown instead.
+fn collect(f: &Formula) -> (Vec<u32>, Vec<(&Term, &Term)>) {
+    let (mut chips, mut paths) = (Vec::new(), Vec::new());
+    f.walk(&mut |n| match n {
+        Node::Term(Term::Chip(d)) => {
+            chips.push(*d);
+            true
         }
-        Formula::Not(x) => collect(x, chips, paths),
-        Formula::And(xs) | Formula::Or(xs) => xs.iter().for_each(|x| collect(x, chips, paths)),
-        Formula::Implies(a, b) | Formula::Iff(a, b) => {
-            collect(a, chips, paths);
-            collect(b, chips, paths);
+        Node::Term(Term::LongestPath(a, b)) => {
+            paths.push((&**a, &**b));
+            true
         }
-    }
-}
-
-fn collect_t(t: &Term, chips: &mut Vec<u32>, paths: &mut Vec<(Term, Term)>) {
-    match t {
-        Term::Const(_) => {}
-        Term::Chip(d) => chips.push(*d),
-        Term::ChipAttr(a, _) | Term::Neg(a) => collect_t(a, chips, paths),
-        Term::Add(a, b)
-        | Term::Sub(a, b)
-        | Term::Mul(a, b)
-        | Term::Div(a, b)
-        | Term::IntDiv(a, b)
-        | Term::Rem(a, b)
-        | Term::Hops(a, b) => {
-            collect_t(a, chips, paths);
-            collect_t(b, chips, paths);
-        }
-        Term::LongestPath(a, b) => {
-            paths.push(((**a).clone(), (**b).clone()));
-            collect_t(a, chips, paths);
-            collect_t(b, chips, paths);
-        }
-        // Aggregates mention many nodes; their total is shown instead.
-        Term::Sum(_) | Term::Count(_) | Term::Max(_) | Term::Min(_) => {}
-    }
+        Node::Term(Term::Sum(_) | Term::Count(_) | Term::Max(_) | Term::Min(_)) => false,
+        _ => true,
+    });
+    (chips, paths)
 }
 
 /// Checks a placement against constraints; empty when it is valid.

@@ -4,7 +4,9 @@
 //! returns the number of decisions still standing.
 
 use super::domain::{mask_of, Dom};
-use super::propagators::{Ctx, Generic, Memory, NoSkip, Precedence, Propagator, Triangle};
+use super::generic;
+use super::propagator::{Cx, Net, Propagator};
+use super::rules;
 use super::sat::{SatAnswer, SatOracle};
 use super::store::{Fail, Store};
 use mcm_core::problem::{Placement, Problem};
@@ -57,8 +59,10 @@ struct Decision {
 
 pub struct Solver<'p> {
     pub problem: &'p Problem,
-    ctx: Ctx<'p>,
+    net: Net<'p>,
     store: Store,
+    /// One propagator per constraint, in order: propagator k serves
+    /// constraint k, and its changes and failures name k.
     props: Vec<Box<dyn Propagator + 'p>>,
     watchers: Vec<Vec<u32>>,
     late: Vec<usize>,
@@ -76,10 +80,9 @@ pub struct Solver<'p> {
 impl<'p> Solver<'p> {
     /// Builds the propagator network and propagates at the root.
     pub fn new(problem: &'p Problem, options: Options) -> Result<Solver<'p>, Infeasible> {
-        let ctx = Ctx::new(&problem.graph, &problem.package);
+        let net = Net::new(&problem.graph, &problem.package);
         let n = problem.graph.num_placed();
         let mut store = Store::new(n, problem.package.num_chips());
-        let mut props: Vec<Box<dyn Propagator + 'p>> = Vec::new();
         let root_fail = |f: Fail| Infeasible {
             constraints: vec![f.constraint],
         };
@@ -88,23 +91,19 @@ impl<'p> Solver<'p> {
                 constraints: Vec::new(),
             });
         }
+        let mut props: Vec<Box<dyn Propagator + 'p>> = Vec::with_capacity(problem.constraints.len());
         for (k, c) in problem.constraints.iter().enumerate() {
-            let native = if options.native { c.native.as_deref() } else { None };
-            match native {
-                Some("acyclic_flow") => props.push(Box::new(Precedence { constraint: k })),
-                Some("no_skip") => props.push(Box::new(NoSkip::new(k, &mut store))),
-                Some("triangle_dependency") => props.push(Box::new(Triangle::new(k, &mut store))),
-                Some("memory_capacity") => {
-                    let m = Memory::new(k, &mut store, &ctx);
-                    m.initial(&mut store).map_err(root_fail)?;
-                    props.push(Box::new(m));
-                }
-                _ => {
-                    let mut g = Generic::new(k, c, n);
-                    g.initial(&mut store, &ctx).map_err(root_fail)?;
-                    props.push(Box::new(g));
-                }
-            }
+            // A key the table does not know is served by the generic path.
+            let native = options
+                .native
+                .then(|| c.native.as_deref().and_then(rules::lookup))
+                .flatten();
+            let mut cx = Cx::new(&mut store, &net, k);
+            let p = match native {
+                Some(rule) => (rule.propagator)(&mut cx, c),
+                None => generic::build(&mut cx, c),
+            };
+            props.push(p.map_err(root_fail)?);
         }
         let mut watchers = vec![Vec::new(); n];
         let mut late = Vec::new();
@@ -118,7 +117,7 @@ impl<'p> Solver<'p> {
         }
         let mut s = Solver {
             problem,
-            ctx,
+            net,
             store,
             props,
             watchers,
@@ -201,12 +200,14 @@ impl<'p> Solver<'p> {
             while let Some(x) = self.store.dequeue() {
                 for i in 0..self.watchers[x as usize].len() {
                     let p = self.watchers[x as usize][i] as usize;
-                    self.props[p].on_change(x, &mut self.store, &self.ctx)?;
+                    let mut cx = Cx::new(&mut self.store, &self.net, p);
+                    self.props[p].on_change(x, &mut cx)?;
                 }
             }
             let mut again = false;
             for &p in &self.late {
-                self.props[p].late(&mut self.store, &self.ctx)?;
+                let mut cx = Cx::new(&mut self.store, &self.net, p);
+                self.props[p].late(&mut cx)?;
                 if !self.store.queue.is_empty() {
                     again = true;
                     break;
@@ -217,8 +218,8 @@ impl<'p> Solver<'p> {
             }
         }
         if self.store.all_fixed() {
-            for p in &mut self.props {
-                p.complete(&self.store, &self.ctx)?;
+            for (k, p) in self.props.iter_mut().enumerate() {
+                p.complete(&Cx::new(&mut self.store, &self.net, k))?;
             }
         }
         Ok(())

@@ -1,4 +1,4 @@
-//! Exhaustive search over every placement: exact, and only for tiny
+//! Exhaustive enumeration of every placement: exact, and only for tiny
 //! instances. It answers `expect (un)satisfiable` on small tests and is the
 //! oracle the solver is tested against.
 
@@ -7,7 +7,7 @@ use mcm_core::graph::Graph;
 use mcm_core::package::Package;
 use mcm_core::problem::{GroundConstraint, Placement};
 
-/// The most placements exhaustive search will enumerate.
+/// The most placements exhaustive enumeration will visit.
 pub const LIMIT: u128 = 2_000_000;
 
 /// The number of placements of `graph` on `package`, if it is small enough to enumerate.

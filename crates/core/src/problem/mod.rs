@@ -249,67 +249,125 @@ impl Formula {
     }
 }
 
+/// A formula or a term, as a walk over a formula meets it.
+#[derive(Clone, Copy, Debug)]
+pub enum Node<'a> {
+    Formula(&'a Formula),
+    Term(&'a Term),
+}
+
 impl Formula {
+    /// Visits this formula and everything below it, depth first, a node
+    /// before its children and children left to right. `visit` returns
+    /// whether to go below the node it was given. The one walk over the IR:
+    /// whoever needs the variables, the paths or the shape of a formula
+    /// uses it rather than a match of its own.
+    pub fn walk<'a>(&'a self, visit: &mut impl FnMut(Node<'a>) -> bool) {
+        if !visit(Node::Formula(self)) {
+            return;
+        }
+        match self {
+            Formula::Const(_) => {}
+            Formula::Cmp(_, a, b) | Formula::Flows(a, b) | Formula::Link(a, b) => {
+                a.walk(visit);
+                b.walk(visit);
+            }
+            Formula::Not(x) => x.walk(visit),
+            Formula::And(xs) | Formula::Or(xs) => xs.iter().for_each(|x| x.walk(visit)),
+            Formula::Implies(a, b) | Formula::Iff(a, b) => {
+                a.walk(visit);
+                b.walk(visit);
+            }
+        }
+    }
+
     /// The decision variables the formula mentions (sorted, once each), and
     /// whether it reads the flow graph (`flows`, `longest_path`), which
     /// depends on every placed node.
     pub fn dependencies(&self) -> (Vec<u32>, bool) {
         let mut vars = Vec::new();
         let mut global = false;
-        deps_f(self, &mut vars, &mut global);
+        self.walk(&mut |n| {
+            match n {
+                Node::Term(Term::Chip(d)) => vars.push(*d),
+                Node::Formula(Formula::Flows(..)) | Node::Term(Term::LongestPath(..)) => global = true,
+                _ => {}
+            }
+            true
+        });
         vars.sort_unstable();
         vars.dedup();
         (vars, global)
     }
 }
 
-fn deps_f(f: &Formula, vars: &mut Vec<u32>, global: &mut bool) {
-    match f {
-        Formula::Const(_) => {}
-        Formula::Cmp(_, a, b) | Formula::Link(a, b) => {
-            deps_t(a, vars, global);
-            deps_t(b, vars, global);
+impl Term {
+    /// Visits this term and everything below it, as [`Formula::walk`].
+    pub fn walk<'a>(&'a self, visit: &mut impl FnMut(Node<'a>) -> bool) {
+        if !visit(Node::Term(self)) {
+            return;
         }
-        Formula::Flows(a, b) => {
-            *global = true;
-            deps_t(a, vars, global);
-            deps_t(b, vars, global);
-        }
-        Formula::Not(x) => deps_f(x, vars, global),
-        Formula::And(xs) | Formula::Or(xs) => xs.iter().for_each(|x| deps_f(x, vars, global)),
-        Formula::Implies(a, b) | Formula::Iff(a, b) => {
-            deps_f(a, vars, global);
-            deps_f(b, vars, global);
+        match self {
+            Term::Const(_) | Term::Chip(_) => {}
+            Term::ChipAttr(a, _) | Term::Neg(a) => a.walk(visit),
+            Term::Add(a, b)
+            | Term::Sub(a, b)
+            | Term::Mul(a, b)
+            | Term::Div(a, b)
+            | Term::IntDiv(a, b)
+            | Term::Rem(a, b)
+            | Term::Hops(a, b)
+            | Term::LongestPath(a, b) => {
+                a.walk(visit);
+                b.walk(visit);
+            }
+            Term::Sum(es) | Term::Max(es) | Term::Min(es) => {
+                for (c, x) in es {
+                    c.walk(visit);
+                    x.walk(visit);
+                }
+            }
+            Term::Count(cs) => cs.iter().for_each(|c| c.walk(visit)),
         }
     }
 }
 
-fn deps_t(t: &Term, vars: &mut Vec<u32>, global: &mut bool) {
-    match t {
-        Term::Const(_) => {}
-        Term::Chip(d) => vars.push(*d),
-        Term::ChipAttr(a, _) | Term::Neg(a) => deps_t(a, vars, global),
-        Term::Add(a, b)
-        | Term::Sub(a, b)
-        | Term::Mul(a, b)
-        | Term::Div(a, b)
-        | Term::IntDiv(a, b)
-        | Term::Rem(a, b)
-        | Term::Hops(a, b) => {
-            deps_t(a, vars, global);
-            deps_t(b, vars, global);
-        }
-        Term::LongestPath(a, b) => {
-            *global = true;
-            deps_t(a, vars, global);
-            deps_t(b, vars, global);
-        }
-        Term::Sum(es) | Term::Max(es) | Term::Min(es) => {
-            for (c, x) in es {
-                deps_f(c, vars, global);
-                deps_t(x, vars, global);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chip(d: u32) -> Term {
+        Term::Chip(d)
+    }
+
+    #[test]
+    fn the_walk_meets_every_node_and_can_skip_below_one() {
+        // sum(chip(3) == 1: 2) <= 4 and longest_path(chip(1), chip(0)) == 1
+        let f = Formula::And(vec![
+            Formula::Cmp(
+                CmpOp::Le,
+                Term::Sum(vec![(
+                    Formula::Cmp(CmpOp::Eq, chip(3), Term::Const(1.0)),
+                    Term::Const(2.0),
+                )]),
+                Term::Const(4.0),
+            ),
+            Formula::Cmp(
+                CmpOp::Eq,
+                Term::LongestPath(Box::new(chip(1)), Box::new(chip(0))),
+                Term::Const(1.0),
+            ),
+        ]);
+        assert_eq!(f.dependencies(), (vec![0, 1, 3], true));
+        let mut seen = Vec::new();
+        f.walk(&mut |n| {
+            if let Node::Term(Term::Chip(d)) = n {
+                seen.push(*d);
             }
-        }
-        Term::Count(cs) => cs.iter().for_each(|c| deps_f(c, vars, global)),
+            !matches!(n, Node::Term(Term::Sum(_)))
+        });
+        assert_eq!(seen, vec![1, 0], "pre-order, left to right, nothing below the sum");
+        let local = Formula::Cmp(CmpOp::Ne, chip(2), chip(2));
+        assert_eq!(local.dependencies(), (vec![2], false));
     }
 }

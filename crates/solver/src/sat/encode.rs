@@ -1,11 +1,15 @@
-//! The clauses of the static model and the lazy cuts.
+//! The clauses of the static model and the lazy cuts: the variables, the
+//! driver that hands each instance to its native rule's encoding (looked up
+//! in [`crate::rules::NATIVE_RULES`]) or to the generic one, and the
+//! explanation of violated instances that both use.
 
-use super::eval::{ArcSet, Partial};
+use super::eval::Partial;
 use super::{SatOptions, SatStats};
 use crate::checker::Checker;
+use crate::rules::{self, NATIVE_RULES};
 use mcm_core::graph::Graph;
 use mcm_core::package::Package;
-use mcm_core::problem::{CmpOp, Formula, Instance, Placement, Problem, Term};
+use mcm_core::problem::{Formula, Instance, Placement, Problem};
 use varisat::{ExtendFormula, Lit, Solver};
 
 /// The variables of the model and the clause bookkeeping.
@@ -26,7 +30,7 @@ pub(crate) struct Model {
 
 /// A literal or a constant, for clauses built from formulas.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum L {
+pub(crate) enum L {
     True,
     False,
     Lit(Lit),
@@ -44,7 +48,7 @@ impl Model {
     }
 
     /// `chip(u) >= k` for any k, folded to a constant outside 1..c.
-    fn ge_l(&self, u: u32, k: i64) -> L {
+    pub(crate) fn ge_l(&self, u: u32, k: i64) -> L {
         if k <= 0 {
             L::True
         } else if k as usize >= self.c {
@@ -54,12 +58,12 @@ impl Model {
         }
     }
 
-    fn new_lit(&mut self, solver: &mut Solver) -> Lit {
+    pub(crate) fn new_lit(&mut self, solver: &mut Solver) -> Lit {
         self.vars += 1;
         solver.new_lit()
     }
 
-    fn add(&mut self, solver: &mut Solver, clause: &[Lit]) {
+    pub(crate) fn add(&mut self, solver: &mut Solver, clause: &[Lit]) {
         self.clauses += 1;
         solver.add_clause(clause);
     }
@@ -78,7 +82,7 @@ impl Model {
     }
 
     /// Adds a clause of literals and constants (`guard -> OR lits`).
-    fn add_l(&mut self, solver: &mut Solver, guard: Option<usize>, lits: &[L]) {
+    pub(crate) fn add_l(&mut self, solver: &mut Solver, guard: Option<usize>, lits: &[L]) {
         let mut clause = Vec::with_capacity(lits.len() + 1);
         if let Some(ci) = guard {
             clause.push(!self.selectors[ci]);
@@ -112,51 +116,74 @@ impl Model {
     }
 }
 
-/// A memory instance: items `(node, chip, weight)`, of which those with
-/// `chip(node) == chip` add up, and must stay within `cap`.
-struct MemInst {
-    ci: usize,
-    items: Vec<(u32, u32, f64)>,
-    cap: f64,
-    /// Position of each node's item, `NONE` when it has none, `MANY` when several.
-    pos: Vec<u32>,
-}
-
-const NONE: u32 = u32::MAX;
-const MANY: u32 = u32::MAX - 1;
-
 /// Cuts found on a model: clauses with the constraint that implies each,
 /// and definitions of auxiliary variables (arcs) that no constraint guards.
 pub(crate) type Cuts = (Vec<(usize, Vec<Lit>)>, Vec<Vec<Lit>>);
 
-/// The instances checked after each solve.
-pub(crate) struct Lazy {
-    mem: Vec<MemInst>,
-    /// Triangle instances: (constraint, instance, u, v).
-    tri: Vec<(usize, usize, u32, u32)>,
-    /// Generic lazy instances: (constraint, instance, nodes the value depends on).
-    generic: Vec<(usize, usize, Vec<u32>)>,
-    /// The chip-level flow graph, when a triangle constraint uses it.
-    flow: Option<FlowVars>,
+/// What a rule's encoding works with while the model is built.
+pub(crate) struct Enc<'a> {
+    pub m: &'a mut Model,
+    pub solver: &'a mut Solver<'static>,
+    pub problem: &'a Problem,
+    pub opts: &'a SatOptions,
 }
 
-/// Chip-level arcs and reachability: `f[a][b]` is implied by every edge
-/// placed from chip a to chip b, `r[a][b]` by a walk of one or more arcs.
-/// A triangle constraint whose instances cover every edge then says
-/// `not (f[a][b] and f[a][m] and r[m][b])` for m != a: an arc a -> b may not
-/// coexist with a walk of two or more arcs from a to b.
-struct FlowVars {
-    f: Vec<Lit>,
-    /// Arc definitions for pairs a < b <= a + window are eager (when the
-    /// problem requires `acyclic_flow` no arc goes down, and long arcs are
-    /// rare); the others are added when a violating model realises them.
-    window: u32,
-    upward: bool,
-    added: std::collections::HashSet<(u32, u32, u32)>,
+impl Enc<'_> {
+    /// Whether no arc of the chip flow graph can go down: some native rule
+    /// states `chip(u) <= chip(v)` for every placed edge (the table says
+    /// which rules state such pairs).
+    pub fn upward_flow(&self) -> bool {
+        let edges = self.problem.graph.placed_edges().len();
+        self.opts.native
+            && self.problem.constraints.iter().any(|gc| {
+                let upward = gc.native.as_deref().and_then(rules::lookup).and_then(|r| r.upward);
+                upward.is_some_and(|pair| {
+                    gc.instances.len() == edges && gc.instances.iter().all(|i| pair(&i.formula).is_some())
+                })
+            })
+    }
+}
+
+/// A model and what the rules check on it, for lazy cuts.
+pub(crate) struct Judged<'a> {
+    pub problem: &'a Problem,
+    pub m: &'a Model,
+    pub p: &'a Placement,
+    /// The constraints to check, by index.
+    pub active: &'a [bool],
+}
+
+/// A native rule's SAT encoding, one per rule in use: it encodes the
+/// instances it recognises, keeps what it must check after each solve, and
+/// turns violations into cuts.
+pub(crate) trait RuleEncoding {
+    /// Encodes one instance of constraint `ci`; false leaves it to the
+    /// generic encoding (a formula of a shape the rule does not know).
+    fn encode(&mut self, enc: &mut Enc, ci: usize, ii: usize, f: &Formula) -> bool;
+    /// Runs once every constraint is encoded.
+    fn finish(&mut self, _enc: &mut Enc) {}
+    /// Cuts for the violated instances of the active constraints (each with
+    /// its constraint) and definitions of auxiliary variables.
+    fn cuts(
+        &mut self,
+        _on: &Judged,
+        _stats: &mut SatStats,
+        _out: &mut Vec<(usize, Vec<Lit>)>,
+        _defs: &mut Vec<Vec<Lit>>,
+    ) {
+    }
+}
+
+/// The instances checked after each solve.
+pub(crate) struct Lazy {
+    /// The encodings of the native rules in use, in table order.
+    rules: Vec<Box<dyn RuleEncoding>>,
+    /// Generic lazy instances: (constraint, instance, nodes the value depends on).
+    generic: Vec<(usize, usize, Vec<u32>)>,
 }
 
 /// Builds the model's variables and eager clauses, and the lazy checks.
-pub(crate) fn encode(solver: &mut Solver, problem: &Problem, opts: &SatOptions) -> (Model, Lazy) {
+pub(crate) fn encode(solver: &mut Solver<'static>, problem: &Problem, opts: &SatOptions) -> (Model, Lazy) {
     let native = opts.native;
     let graph = &problem.graph;
     let n = graph.num_placed();
@@ -215,387 +242,56 @@ pub(crate) fn encode(solver: &mut Solver, problem: &Problem, opts: &SatOptions) 
         let s = m.new_lit(solver);
         m.selectors.push(s);
     }
-    let mut lazy = Lazy {
-        mem: Vec::new(),
-        tri: Vec::new(),
-        generic: Vec::new(),
-        flow: None,
+    let mut generic_lazy = Vec::new();
+    // One encoding per native rule, made when its first constraint comes.
+    let mut used: Vec<Option<Box<dyn RuleEncoding>>> = NATIVE_RULES.iter().map(|_| None).collect();
+    let mut enc = Enc {
+        m: &mut m,
+        solver,
+        problem,
+        opts,
     };
-    let mut pair_budget = opts.memory_pairs;
-    let mut counter_used = 0;
     for (ci, gc) in problem.constraints.iter().enumerate() {
-        let kind = if native { gc.native.as_deref() } else { None };
+        let row = if native {
+            gc.native.as_deref().and_then(rules::position)
+        } else {
+            None
+        };
         for (ii, inst) in gc.instances.iter().enumerate() {
-            let done = match kind {
-                Some("acyclic_flow") => acyclic(&mut m, solver, ci, &inst.formula),
-                Some("no_skip") => no_skip(&mut m, solver, ci, &inst.formula),
-                Some("memory_capacity") => match memory(n, c, ci, &inst.formula) {
-                    Some(mi) => {
-                        memory_eager(&mut m, solver, &mi, &mut pair_budget);
-                        let share = opts.memory_counters / c.max(1);
-                        let left = opts.memory_counters - counter_used;
-                        counter_used += memory_counter(&mut m, solver, &mi, share.min(left));
-                        lazy.mem.push(mi);
-                        true
-                    }
-                    None => false,
-                },
-                Some("triangle_dependency") => match triangle(&inst.formula) {
-                    Some((u, v)) => {
-                        lazy.tri.push((ci, ii, u, v));
-                        true
-                    }
-                    None => false,
-                },
-                _ => false,
+            let done = match row {
+                Some(r) => used[r].get_or_insert_with(|| (NATIVE_RULES[r].encoding)(opts)).encode(
+                    &mut enc,
+                    ci,
+                    ii,
+                    &inst.formula,
+                ),
+                None => false,
             };
             if !done {
-                generic(&mut m, solver, problem, ci, ii, inst, opts.table_limit, &mut lazy);
+                generic(
+                    enc.m,
+                    enc.solver,
+                    problem,
+                    ci,
+                    ii,
+                    inst,
+                    opts.table_limit,
+                    &mut generic_lazy,
+                );
             }
         }
     }
-    // The chip-level arcs take C³ clauses: past a few hundred chips they
-    // would not fit in memory (512 chips: billions of literals), and the
-    // triangle rule is refined lazily without them.
-    let c = problem.package.num_chips();
-    if opts.chip_flows && c.saturating_mul(c).saturating_mul(c) <= MAX_FLOW_CELLS {
-        flow_structure(&mut m, solver, problem, native, opts.arc_budget, &mut lazy);
+    let mut natives: Vec<Box<dyn RuleEncoding>> = used.into_iter().flatten().collect();
+    for r in &mut natives {
+        r.finish(&mut enc);
     }
-    (m, lazy)
-}
-
-/// The largest C³ the chip-level arcs are built for (128 chips).
-const MAX_FLOW_CELLS: usize = 128 * 128 * 128;
-
-/// Builds the chip-level arcs for the triangle constraints whose instances
-/// cover every placed edge.
-fn flow_structure(
-    m: &mut Model,
-    solver: &mut Solver,
-    problem: &Problem,
-    native: bool,
-    arc_budget: usize,
-    lazy: &mut Lazy,
-) {
-    let edges = problem.graph.placed_edges();
-    let mut all: Vec<(u32, u32)> = edges.iter().map(|e| (e.src, e.dst)).collect();
-    all.sort_unstable();
-    let mut users = Vec::new();
-    for ci in 0..problem.constraints.len() {
-        let mut mine: Vec<(u32, u32)> = lazy.tri.iter().filter(|t| t.0 == ci).map(|t| (t.2, t.3)).collect();
-        mine.sort_unstable();
-        mine.dedup();
-        if !mine.is_empty() && mine == all {
-            users.push(ci);
-        }
-    }
-    let c = m.c;
-    if users.is_empty() || c < 2 {
-        return;
-    }
-    let upward = native
-        && problem.constraints.iter().any(|gc| {
-            gc.native.as_deref() == Some("acyclic_flow")
-                && gc.instances.len() == edges.len()
-                && gc.instances.iter().all(|i| acyclic_pair(&i.formula).is_some())
-        });
-    // Eager arc definitions: upward only when no arc can go down.
-    let per = edges.len().max(1) * c * if upward { 1 } else { 2 };
-    let window = (arc_budget / per).min(c) as u32;
-    let mut f = Vec::with_capacity(c * c);
-    let mut r = Vec::with_capacity(c * c);
-    for _ in 0..c * c {
-        let l = m.new_lit(solver);
-        f.push(l);
-        let l = m.new_lit(solver);
-        r.push(l);
-    }
-    let at = |a: usize, b: usize| a * c + b;
-    for a in 0..c {
-        for b in 0..c {
-            // r[a][b] <= f[a][b]; r[a][b] <= f[a][k] and r[k][b].
-            if a != b {
-                m.add(solver, &[!f[at(a, b)], r[at(a, b)]]);
-            }
-            for k in 0..c {
-                if k != a {
-                    m.add(solver, &[!f[at(a, k)], !r[at(k, b)], r[at(a, b)]]);
-                }
-            }
-        }
-    }
-    for &ci in &users {
-        for a in 0..c {
-            for b in 0..c {
-                if a == b {
-                    continue;
-                }
-                for k in 0..c {
-                    if k != a {
-                        let clause = [!f[at(a, b)], !f[at(a, k)], !r[at(k, b)]];
-                        m.add_guarded(solver, ci, &clause);
-                    }
-                }
-            }
-        }
-    }
-    for e in edges {
-        for a in 0..c as u32 {
-            for b in a.saturating_sub(window)..(a + 1 + window).min(c as u32) {
-                if b != a && (b > a || !upward) {
-                    let clause = [!m.x(e.src, a), !m.x(e.dst, b), f[at(a as usize, b as usize)]];
-                    m.add(solver, &clause);
-                }
-            }
-        }
-    }
-    lazy.flow = Some(FlowVars {
-        f,
-        window,
-        upward,
-        added: Default::default(),
-    });
-}
-
-fn acyclic_pair(f: &Formula) -> Option<(u32, u32)> {
-    match f {
-        Formula::Cmp(CmpOp::Le, Term::Chip(u), Term::Chip(v)) => Some((*u, *v)),
-        Formula::Cmp(CmpOp::Ge, Term::Chip(v), Term::Chip(u)) => Some((*u, *v)),
-        _ => None,
-    }
-}
-
-/// `chip(u) <= chip(v)`: `o[u][k] -> o[v][k]` for every k.
-fn acyclic(m: &mut Model, solver: &mut Solver, ci: usize, f: &Formula) -> bool {
-    let Some((u, v)) = acyclic_pair(f) else {
-        return false;
-    };
-    for k in 1..m.c as u32 {
-        let (a, b) = (m.ge(u, k), m.ge(v, k));
-        m.add_guarded(solver, ci, &[!a, b]);
-    }
-    true
-}
-
-/// The disjuncts of a formula that is an `or` of (or one) `chip(u) >= k` (`ge`)
-/// or `chip(u) == k` comparisons, as literals.
-fn disjuncts(m: &Model, f: &Formula, ge: bool) -> Option<Vec<L>> {
-    let one = |f: &Formula| -> Option<L> {
-        match f {
-            Formula::Const(b) => Some(if *b { L::True } else { L::False }),
-            Formula::Cmp(CmpOp::Ge, Term::Chip(u), Term::Const(k)) if ge => {
-                if k.is_nan() {
-                    Some(L::False)
-                } else {
-                    Some(m.ge_l(*u, k.ceil().clamp(-1.0, m.c as f64 + 1.0) as i64))
-                }
-            }
-            Formula::Cmp(CmpOp::Eq, Term::Chip(u), Term::Const(k)) if !ge => {
-                if *k >= 0.0 && k.fract() == 0.0 && (*k as usize) < m.c {
-                    Some(L::Lit(m.x(*u, *k as u32)))
-                } else {
-                    Some(L::False)
-                }
-            }
-            _ => None,
-        }
-    };
-    match f {
-        Formula::Or(xs) => xs.iter().map(one).collect(),
-        other => one(other).map(|l| vec![l]),
-    }
-}
-
-/// `(OR chip(u) >= d) -> (OR chip(v) == d)`: `o[u][d] -> t`, `t -> OR x[v][d]`.
-fn no_skip(m: &mut Model, solver: &mut Solver, ci: usize, f: &Formula) -> bool {
-    let (a, b) = match f {
-        Formula::Implies(a, b) => (a.as_ref(), b.as_ref()),
-        _ => return false,
-    };
-    let (Some(pre), Some(post)) = (disjuncts(m, a, true), disjuncts(m, b, false)) else {
-        return false;
-    };
-    if post.contains(&L::True) || pre.iter().all(|l| *l == L::False) {
-        return true;
-    }
-    if pre.contains(&L::True) {
-        m.add_l(solver, Some(ci), &post);
-        return true;
-    }
-    let t = m.new_lit(solver);
-    for l in &pre {
-        if let L::Lit(l) = l {
-            m.add(solver, &[!*l, t]);
-        }
-    }
-    let mut clause = vec![L::Lit(!t)];
-    clause.extend(post);
-    m.add_l(solver, Some(ci), &clause);
-    true
-}
-
-/// `sum(chip(u) == k: w) <= cap` with finite weights >= 0.
-fn memory(n: usize, c: usize, ci: usize, f: &Formula) -> Option<MemInst> {
-    let Formula::Cmp(CmpOp::Le, Term::Sum(es), Term::Const(cap)) = f else {
-        return None;
-    };
-    if cap.is_nan() {
-        return None;
-    }
-    let mut items = Vec::with_capacity(es.len());
-    let mut pos = vec![NONE; n];
-    for (cond, t) in es {
-        let (Formula::Cmp(CmpOp::Eq, Term::Chip(u), Term::Const(k)), Term::Const(w)) = (cond, t) else {
-            return None;
-        };
-        if !(w.is_finite() && *w >= 0.0) {
-            return None;
-        }
-        if !(*k >= 0.0 && k.fract() == 0.0 && (*k as usize) < c) {
-            // Never holds: the item never counts.
-            continue;
-        }
-        let slot = &mut pos[*u as usize];
-        *slot = if *slot == NONE { items.len() as u32 } else { MANY };
-        items.push((*u, *k as u32, *w));
-    }
-    Some(MemInst {
-        ci,
-        items,
-        cap: *cap,
-        pos,
-    })
-}
-
-/// Whether the items at these positions (in instance order) overflow.
-fn overflows(mi: &MemInst, positions: &mut [usize]) -> bool {
-    positions.sort_unstable();
-    let total: f64 = positions.iter().map(|&i| mi.items[i].2).sum();
-    // NaN never fits (the checker's `<=` is false on it).
-    matches!(total.partial_cmp(&mi.cap), Some(std::cmp::Ordering::Greater) | None)
-}
-
-/// The finest resolution of the eager memory counters: weights are counted
-/// in units of `cap / K`, rounded down, for the largest K of these that fits
-/// the budget.
-const COUNTER_UNITS: [u64; 4] = [64, 32, 16, 8];
-
-/// A weighted sequential counter of the weights rounded down to units of
-/// `q = cap / K`: each weight is `q * units + r` with `r >= 0`, so `sum w <=
-/// cap` implies `sum units <= K`, and `sum units <= K - 1` as soon as some
-/// remainder is there (a virtual item of one unit stands for "some item with
-/// a remainder is on the chip"). The clauses are therefore sound, and the
-/// lazy cuts settle what the rounding lets through. Exact integer arithmetic
-/// only: weights and capacity must be integers.
-fn memory_counter(m: &mut Model, solver: &mut Solver, mi: &MemInst, budget: usize) -> usize {
-    let integral = |v: f64| v.fract() == 0.0 && (0.0..9.0e15).contains(&v);
-    if !integral(mi.cap) || mi.cap < 1.0 || mi.items.iter().any(|it| !integral(it.2)) {
-        return 0;
-    }
-    let cap = mi.cap as u128;
-    let fits: Vec<(u32, u32, u128)> = mi
-        .items
-        .iter()
-        .filter(|it| it.2 <= mi.cap)
-        .map(|&(u, d, w)| (u, d, w as u128))
-        .collect();
-    for k in COUNTER_UNITS {
-        let mut items: Vec<(Lit, usize)> = fits
-            .iter()
-            .filter(|it| it.2 * k as u128 >= cap)
-            .map(|&(u, d, w)| (m.x(u, d), (w * k as u128 / cap) as usize))
-            .collect();
-        let rest: Vec<Lit> = fits
-            .iter()
-            .filter(|it| !(it.2 * k as u128).is_multiple_of(cap))
-            .map(|&(u, d, _)| m.x(u, d))
-            .collect();
-        let k = k as usize;
-        let total: usize = items.iter().map(|it| it.1).sum::<usize>() + usize::from(!rest.is_empty());
-        if items.is_empty() || total <= k {
-            return 0;
-        }
-        // Lightest first: the running totals stay small for longer.
-        items.sort_by_key(|it| it.1);
-        let (mut cost, mut run) = (rest.len() + 1, usize::from(!rest.is_empty()));
-        for it in &items {
-            run = (run + it.1).min(k);
-            cost += 3 * run + 1;
-        }
-        if cost > budget {
-            continue;
-        }
-        if !rest.is_empty() {
-            let v = m.new_lit(solver);
-            for &x in &rest {
-                m.add(solver, &[!x, v]);
-            }
-            items.insert(0, (v, 1));
-        }
-        // prev[j - 1]: the items so far weigh at least j units.
-        let mut prev: Vec<Lit> = Vec::new();
-        for (i, &(x, w)) in items.iter().enumerate() {
-            // Overflow: x and at least k + 1 - w units before.
-            if prev.len() > k - w {
-                let clause = [!x, !prev[k - w]];
-                m.add_guarded(solver, mi.ci, &clause);
-            }
-            if i + 1 == items.len() {
-                break;
-            }
-            let top = (prev.len() + w).min(k);
-            let mut next: Vec<Lit> = Vec::with_capacity(top);
-            for j in 1..=top {
-                let r = m.new_lit(solver);
-                if j <= prev.len() {
-                    m.add(solver, &[!prev[j - 1], r]);
-                }
-                if j <= w {
-                    m.add(solver, &[!x, r]);
-                } else if j - w <= prev.len() {
-                    m.add(solver, &[!x, !prev[j - w - 1], r]);
-                }
-                next.push(r);
-            }
-            prev = next;
-        }
-        return cost;
-    }
-    0
-}
-
-/// Units for items that overflow alone, pairs for pairs that do.
-fn memory_eager(m: &mut Model, solver: &mut Solver, mi: &MemInst, budget: &mut usize) {
-    let mut order: Vec<usize> = (0..mi.items.len()).collect();
-    order.sort_by(|&a, &b| mi.items[b].2.total_cmp(&mi.items[a].2));
-    let lit = |m: &Model, i: usize| m.x(mi.items[i].0, mi.items[i].1);
-    for (ai, &a) in order.iter().enumerate() {
-        if overflows(mi, &mut [a]) {
-            let l = lit(m, a);
-            m.add_guarded(solver, mi.ci, &[!l]);
-            continue;
-        }
-        for &b in &order[ai + 1..] {
-            if *budget == 0 || !overflows(mi, &mut [a, b]) {
-                break;
-            }
-            *budget -= 1;
-            let (la, lb) = (lit(m, a), lit(m, b));
-            m.add_guarded(solver, mi.ci, &[!la, !lb]);
-        }
-    }
-}
-
-/// `chip(u) != chip(v) -> longest_path(chip(u), chip(v)) == 1`.
-fn triangle(f: &Formula) -> Option<(u32, u32)> {
-    let Formula::Implies(a, b) = f else { return None };
-    let Formula::Cmp(CmpOp::Ne, Term::Chip(u), Term::Chip(v)) = a.as_ref() else {
-        return None;
-    };
-    let Formula::Cmp(CmpOp::Eq, Term::LongestPath(x, y), Term::Const(one)) = b.as_ref() else {
-        return None;
-    };
-    (**x == Term::Chip(*u) && **y == Term::Chip(*v) && *one == 1.0).then_some((*u, *v))
+    (
+        m,
+        Lazy {
+            rules: natives,
+            generic: generic_lazy,
+        },
+    )
 }
 
 /// The generic path: a truth table (pruned decision tree) for an instance
@@ -609,7 +305,7 @@ fn generic(
     ii: usize,
     inst: &Instance,
     table_limit: u64,
-    lazy: &mut Lazy,
+    lazy: &mut Vec<(usize, usize, Vec<u32>)>,
 ) {
     match inst.formula {
         Formula::Const(true) => return,
@@ -641,7 +337,7 @@ fn generic(
             return;
         }
     }
-    lazy.generic.push((ci, ii, deps));
+    lazy.push((ci, ii, deps));
 }
 
 /// Walks the assignments of `deps[i..]`, collecting the partial assignments
@@ -689,8 +385,11 @@ impl Lazy {
     /// both empty when the placement is valid for all of them.
     pub fn cuts(&mut self, problem: &Problem, m: &Model, p: &Placement, active: &[bool], stats: &mut SatStats) -> Cuts {
         let mut out = Vec::new();
-        self.memory_cuts(m, p, active, &mut out);
-        let defs = self.triangle_cuts(problem, m, p, active, stats, &mut out);
+        let mut defs = Vec::new();
+        let on = Judged { problem, m, p, active };
+        for r in &mut self.rules {
+            r.cuts(&on, stats, &mut out, &mut defs);
+        }
         let graph = &problem.graph;
         let package = &problem.package;
         if !self.generic.is_empty() {
@@ -723,194 +422,12 @@ impl Lazy {
         }
         (out, defs)
     }
-
-    fn memory_cuts(&self, m: &Model, p: &Placement, active: &[bool], out: &mut Vec<(usize, Vec<Lit>)>) {
-        for mi in &self.mem {
-            if !active[mi.ci] {
-                continue;
-            }
-            let on: Vec<usize> = (0..mi.items.len())
-                .filter(|&i| p.chip(mi.items[i].0) == mi.items[i].1)
-                .collect();
-            let total: f64 = on.iter().map(|&i| mi.items[i].2).sum();
-            if total <= mi.cap {
-                continue;
-            }
-            // A small overflowing set: the heaviest items first.
-            let mut by_weight = on.clone();
-            by_weight.sort_by(|&a, &b| mi.items[b].2.total_cmp(&mi.items[a].2));
-            let mut acc = 0.0;
-            let mut take = Vec::new();
-            for &i in &by_weight {
-                take.push(i);
-                acc += mi.items[i].2;
-                if acc > mi.cap {
-                    break;
-                }
-            }
-            if !overflows(mi, &mut take) {
-                take = on;
-            }
-            let nodes: Vec<u32> = take.iter().map(|&i| mi.items[i].0).collect();
-            // The same nodes overflow every chip they do not fit on.
-            for other in &self.mem {
-                if other.ci != mi.ci {
-                    continue;
-                }
-                let mut pos: Vec<usize> = Vec::with_capacity(nodes.len());
-                for &u in &nodes {
-                    match other.pos[u as usize] {
-                        NONE | MANY => break,
-                        i => pos.push(i as usize),
-                    }
-                }
-                if pos.len() == nodes.len() && overflows(other, &mut pos) {
-                    let clause = pos.iter().map(|&i| !m.x(other.items[i].0, other.items[i].1)).collect();
-                    out.push((other.ci, clause));
-                }
-            }
-        }
-        // Cuts found through several overloaded chips can repeat.
-        out.sort();
-        out.dedup();
-    }
-
-    fn triangle_cuts(
-        &mut self,
-        problem: &Problem,
-        m: &Model,
-        p: &Placement,
-        active: &[bool],
-        stats: &mut SatStats,
-        out: &mut Vec<(usize, Vec<Lit>)>,
-    ) -> Vec<Vec<Lit>> {
-        let mut defs = Vec::new();
-        if self.tri.iter().all(|t| !active[t.0]) {
-            return defs;
-        }
-        let graph = &problem.graph;
-        let mut arcs = ArcSet::new(m.c);
-        // The edges realising each arc (a, b).
-        let mut realise: std::collections::HashMap<(u32, u32), Vec<(u32, u32)>> = Default::default();
-        for e in graph.placed_edges() {
-            let (a, b) = (p.chip(e.src), p.chip(e.dst));
-            if a != b {
-                arcs.add(a, b);
-                realise.entry((a, b)).or_default().push((e.src, e.dst));
-            }
-        }
-        let violated: Vec<(usize, usize, u32, u32)> = self
-            .tri
-            .iter()
-            .copied()
-            .filter(|&(ci, _, u, v)| {
-                let (a, b) = (p.chip(u), p.chip(v));
-                active[ci] && a != b && arcs.longest(a, b) != 1
-            })
-            .collect();
-        if violated.is_empty() {
-            return defs;
-        }
-        // With the chip-level arcs, defining the arcs this model realises
-        // is enough to exclude it.
-        if let Some(fv) = &mut self.flow {
-            for (ei, e) in graph.placed_edges().iter().enumerate() {
-                let (a, b) = (p.chip(e.src), p.chip(e.dst));
-                if a == b
-                    || ((a < b || !fv.upward) && a.abs_diff(b) <= fv.window)
-                    || !fv.added.insert((ei as u32, a, b))
-                {
-                    continue;
-                }
-                defs.push(vec![
-                    !m.x(e.src, a),
-                    !m.x(e.dst, b),
-                    fv.f[a as usize * m.c + b as usize],
-                ]);
-            }
-            if !defs.is_empty() {
-                return defs;
-            }
-        }
-        for (ci, ii, u, v) in violated {
-            let (a, b) = (p.chip(u), p.chip(v));
-            let f = &problem.constraints[ci].instances[ii].formula;
-            let clause = walk(&arcs, a, b)
-                .and_then(|w| {
-                    let mut nodes = vec![u, v];
-                    for pair in w.windows(2) {
-                        let edges = &realise[&(pair[0], pair[1])];
-                        let pick = edges
-                            .iter()
-                            .find(|(s, t)| nodes.contains(s) && nodes.contains(t))
-                            .or_else(|| edges.iter().find(|(s, t)| nodes.contains(s) || nodes.contains(t)))
-                            .unwrap_or(&edges[0]);
-                        nodes.push(pick.0);
-                        nodes.push(pick.1);
-                    }
-                    nodes.sort_unstable();
-                    nodes.dedup();
-                    proven(graph, &problem.package, f, &nodes, p)
-                        .then(|| nodes.iter().map(|&w| !m.x(w, p.chip(w))).collect())
-                })
-                .unwrap_or_else(|| {
-                    let mut deps: Vec<u32> = graph.placed_edges().iter().flat_map(|e| [e.src, e.dst]).collect();
-                    deps.sort_unstable();
-                    deps.dedup();
-                    explain(graph, &problem.package, m, f, &deps, p, stats)
-                });
-            out.push((ci, clause));
-        }
-        defs
-    }
-}
-
-/// A shortest walk of length >= 2 from a to b over the arcs.
-fn walk(arcs: &ArcSet, a: u32, b: u32) -> Option<Vec<u32>> {
-    // Breadth-first search over (chip, steps taken so far capped at 2).
-    let c = arcs.chips();
-    let mut back: Vec<[Option<(u32, u8)>; 3]> = vec![[None; 3]; c];
-    let mut seen = vec![[false; 3]; c];
-    let mut queue = std::collections::VecDeque::new();
-    seen[a as usize][0] = true;
-    queue.push_back((a, 0u8));
-    while let Some((x, s)) = queue.pop_front() {
-        if x == b && s == 2 {
-            let mut path = vec![b];
-            let mut cur = (b, 2u8);
-            while let Some(pr) = back[cur.0 as usize][cur.1 as usize] {
-                path.push(pr.0);
-                cur = pr;
-            }
-            path.reverse();
-            return Some(path);
-        }
-        let ns = (s + 1).min(2);
-        for &y in arcs.succ(x) {
-            if !seen[y as usize][ns as usize] {
-                seen[y as usize][ns as usize] = true;
-                back[y as usize][ns as usize] = Some((x, s));
-                queue.push_back((y, ns));
-            }
-        }
-    }
-    None
-}
-
-/// Whether fixing these nodes at their chips in `p` falsifies `f` whatever
-/// the other nodes do.
-fn proven(graph: &Graph, package: &Package, f: &Formula, nodes: &[u32], p: &Placement) -> bool {
-    let mut chips = vec![None; p.chips.len()];
-    for &w in nodes {
-        chips[w as usize] = Some(p.chip(w));
-    }
-    Partial::new(graph, package, &chips).holds(f) == Some(false)
 }
 
 /// A clause excluding the cause of a violated instance: the values of a
 /// subset of `deps` that falsifies `f` whatever the rest, shrunk by deletion
 /// (in halving chunks, then one by one). Falls back to the whole model.
-fn explain(
+pub(crate) fn explain(
     graph: &Graph,
     package: &Package,
     m: &Model,

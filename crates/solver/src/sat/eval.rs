@@ -6,8 +6,10 @@
 //! nodes a formula depends on, it computes exactly what the checker computes.
 //! The SAT encoding uses it to build truth tables of small instances and to
 //! shrink the explanation of a violated instance into a short clause.
-//! It shares no code with the checker, which stays the independent judge.
+//! It shares no code with the checker but the longest-path routine
+//! (`flow.rs`); the checker stays the independent judge.
 
+use crate::flow::ChipFlow;
 use mcm_core::graph::Graph;
 use mcm_core::package::Package;
 use mcm_core::problem::{CmpOp, Formula, Term};
@@ -50,116 +52,8 @@ impl Val {
 /// The chip-level flow graph of a partial placement: the arcs that exist in
 /// every completion (`sure`) and those that exist in some (`maybe`).
 pub(crate) struct FlowBounds {
-    pub sure: ArcSet,
-    pub maybe: ArcSet,
-}
-
-/// A set of arcs between chips with its longest-path queries.
-pub(crate) struct ArcSet {
-    c: usize,
-    arcs: Vec<bool>,
-    succ: Vec<Vec<u32>>,
-    /// reach[a * c + b]: b is reachable from a by one or more arcs.
-    reach: OnceCell<Vec<bool>>,
-}
-
-impl ArcSet {
-    pub fn new(c: usize) -> ArcSet {
-        ArcSet {
-            c,
-            arcs: vec![false; c * c],
-            succ: vec![Vec::new(); c],
-            reach: OnceCell::new(),
-        }
-    }
-
-    pub fn add(&mut self, a: u32, b: u32) {
-        let (a, b) = (a as usize, b as usize);
-        if a != b && !self.arcs[a * self.c + b] {
-            self.arcs[a * self.c + b] = true;
-            self.succ[a].push(b as u32);
-            self.reach = OnceCell::new();
-        }
-    }
-
-    pub fn chips(&self) -> usize {
-        self.c
-    }
-
-    pub fn has(&self, a: u32, b: u32) -> bool {
-        self.arcs[a as usize * self.c + b as usize]
-    }
-
-    pub fn succ(&self, a: u32) -> &[u32] {
-        &self.succ[a as usize]
-    }
-
-    fn reach(&self) -> &[bool] {
-        self.reach.get_or_init(|| {
-            let c = self.c;
-            let mut reach = vec![false; c * c];
-            let mut stack = Vec::new();
-            for s in 0..c {
-                stack.extend(self.succ[s].iter().copied());
-                while let Some(x) = stack.pop() {
-                    if !reach[s * c + x as usize] {
-                        reach[s * c + x as usize] = true;
-                        stack.extend(self.succ[x as usize].iter().copied());
-                    }
-                }
-            }
-            reach
-        })
-    }
-
-    /// Longest path from a to b: 0 when a == b, -1 when b cannot be reached,
-    /// C when some path from a to b can go round a cycle.
-    pub fn longest(&self, a: u32, b: u32) -> i64 {
-        let c = self.c;
-        if a == b {
-            return 0;
-        }
-        let reach = self.reach();
-        let (a, b) = (a as usize, b as usize);
-        if !reach[a * c + b] {
-            return -1;
-        }
-        let on_path = |x: usize| (x == a || reach[a * c + x]) && (x == b || reach[x * c + b]);
-        if (0..c).any(|x| reach[x * c + x] && on_path(x)) {
-            return c as i64;
-        }
-        // Acyclic between a and b: longest path by memoised depth-first search.
-        let mut memo: Vec<Option<i64>> = vec![None; c];
-        memo[b] = Some(0);
-        // Iterative post-order to avoid deep recursion.
-        let mut stack: Vec<(usize, usize)> = vec![(a, 0)];
-        while let Some(&mut (x, ref mut i)) = stack.last_mut() {
-            if memo[x].is_some() {
-                stack.pop();
-                continue;
-            }
-            let succ = &self.succ[x];
-            if *i < succ.len() {
-                let y = succ[*i] as usize;
-                *i += 1;
-                if (y == b || reach[y * c + b]) && memo[y].is_none() {
-                    stack.push((y, 0));
-                }
-            } else {
-                let best = succ
-                    .iter()
-                    .map(|&y| y as usize)
-                    .filter(|&y| y == b || reach[y * c + b])
-                    .filter_map(|y| memo[y])
-                    .map(|d| d + 1)
-                    .max()
-                    .unwrap_or(-1);
-                memo[x] = Some(best);
-                stack.pop();
-            }
-        }
-        memo[a].unwrap_or(-1)
-    }
+    pub sure: ChipFlow,
+    pub maybe: ChipFlow,
 }
 
 /// A placement in which some nodes are not decided yet.
@@ -190,8 +84,8 @@ impl<'a> Partial<'a> {
     pub fn flows(&self) -> &FlowBounds {
         self.flows.get_or_init(|| {
             let c = self.c();
-            let mut sure = ArcSet::new(c);
-            let mut maybe = ArcSet::new(c);
+            let mut sure = ChipFlow::new(c);
+            let mut maybe = ChipFlow::new(c);
             let mut full = false;
             for e in self.graph.placed_edges() {
                 match (self.chips[e.src as usize], self.chips[e.dst as usize]) {

@@ -6,21 +6,9 @@
 //! constraints as well as the decisions (passed as assumptions) that conflict.
 //!
 //! What is encoded up front (eager) and what is added on demand (lazy):
-//! - `acyclic_flow` (native): `o[u][c] -> o[v][c]` per edge, eager.
-//! - `no_skip` (native): `chip(u) >= d -> t_d`, `t_d -> OR_v x[v][d]`, eager.
-//! - `memory_capacity` (native): units for weights that fit no chip, pairs
-//!   for two that cannot share one, and per chip a weighted sequential counter
-//!   of the weights rounded down to 1/64 (or coarser) of the capacity, with one
-//!   more unit as soon as a remainder is there: eager and implied by the rule.
-//!   What the rounding lets through is caught by lazy cuts, each a minimal
-//!   overflowing set of nodes, forbidden on every chip it overflows.
-//! - `triangle_dependency` (native): chip-level arc variables `f[a][b]`
-//!   (implied by each edge placed from a to b: eager for every chip pair,
-//!   upward only under `acyclic_flow`, within a budget, lazy past it) and
-//!   walk variables `r[a][b]`, with `not (f[a][b] and f[a][m] and r[m][b])`:
-//!   an arc may not coexist with a longer walk between its ends. When the
-//!   instances do not cover every edge, lazy cuts: the edge plus one edge for
-//!   each arc of a walk of length >= 2.
+//! - a native rule (a row of [`crate::rules::NATIVE_RULES`]): its own
+//!   encoding, described in its folder (`rules/<key>/encode.rs`); it may
+//!   keep instances to check after each solve and turn violations into cuts.
 //! - anything else (generic): instances over few nodes and no flow relation
 //!   are encoded as their truth table (a pruned decision tree, at most
 //!   `SatOptions::table_limit` value combinations); the others are lazy, with the
@@ -34,8 +22,8 @@
 //! starts the search from a greedy placement (see `hint`), later ones from
 //! the previous model (the solver's saved phases).
 
-mod encode;
-mod eval;
+pub(crate) mod encode;
+pub(crate) mod eval;
 mod hint;
 
 use crate::checker::Checker;

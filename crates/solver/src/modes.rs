@@ -186,7 +186,7 @@ fn sample_rest(
     }
 }
 
-/// How many failures a pass may take before it gives up and the search
+/// How many failures a pass may take before it gives up and the mode
 /// falls back: to FIX from a proposal drawn from the same distribution, and
 /// then to an unbudgeted pass in the graph's topological order, which is
 /// complete. Propagation cannot see every dead end; backtracking alone can

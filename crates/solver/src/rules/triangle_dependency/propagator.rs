@@ -1,5 +1,5 @@
-//! `triangle_dependency`: a flow between two chips may not coexist with a
-//! longer path between them. The chip flow graph is kept from the edges
+//! A flow between two chips may not coexist with a longer path between
+//! them. The chip flow graph is kept from the edges
 //! whose two ends are fixed (arc counts are trailed); its longest paths are
 //! recomputed when an arc appears, which happens at most C^2 times along a
 //! branch. Candidates of nodes next to fixed ones are pruned when the arcs
@@ -12,12 +12,13 @@
 //! (or a cycle when a == b). This stops random-order search from filling
 //! the inside of a residual block with chips that doom it.
 
-use super::{Ctx, Propagator};
 use crate::domain::bits;
-use crate::store::{Fail, Store};
+use crate::flow::ChipFlow;
+use crate::propagator::{Cx, Propagator};
+use crate::store::Fail;
+use mcm_core::problem::GroundConstraint;
 
 pub struct Triangle {
-    constraint: usize,
     c: usize,
     counted: Vec<u32>,
     /// Trailed number of fixed edges realising arc a -> b, at a * C + b.
@@ -26,6 +27,8 @@ pub struct Triangle {
     /// valid while `fresh`.
     lp: Vec<i32>,
     arc_list: Vec<(u32, u32)>,
+    /// The current arcs, for their longest paths.
+    flow: ChipFlow,
     fresh: bool,
     /// `arc_ok` answers for the current arcs: 0 unknown, 1 ok, 2 not.
     ok_memo: std::cell::RefCell<Vec<u8>>,
@@ -51,35 +54,39 @@ pub struct Triangle {
 }
 
 impl Triangle {
-    pub fn new(constraint: usize, s: &mut Store) -> Triangle {
-        let c = s.chips;
+    pub fn build<'p>(cx: &mut Cx, _rule: &'p GroundConstraint) -> Result<Box<dyn Propagator + 'p>, Fail> {
+        Ok(Box::new(Triangle::new(cx)))
+    }
+
+    fn new(s: &mut Cx) -> Triangle {
+        let c = s.chips();
         Triangle {
-            constraint,
             c,
-            counted: (0..s.n).map(|_| s.new_cell(0)).collect(),
+            counted: (0..s.n()).map(|_| s.new_cell(0)).collect(),
             arcs: (0..c * c).map(|_| s.new_cell(0)).collect(),
             lp: vec![-1; c * c],
             arc_list: Vec::new(),
+            flow: ChipFlow::new(c),
             fresh: false,
             ok_memo: std::cell::RefCell::new(vec![0; c * c]),
             pc: Vec::new(),
             sc: Vec::new(),
             pairs: Vec::new(),
-            rows: vec![0; c * s.words_per_domain()],
-            cols: vec![0; c * s.words_per_domain()],
+            rows: vec![0; c * s.words()],
+            cols: vec![0; c * s.words()],
             touched_back: Vec::new(),
             heads_ok: std::cell::RefCell::new(vec![None; c]),
             tails_ok: std::cell::RefCell::new(vec![None; c]),
-            w: s.words_per_domain(),
-            anc: (0..s.n * s.words_per_domain()).map(|_| s.new_cell(0)).collect(),
-            desc: (0..s.n * s.words_per_domain()).map(|_| s.new_cell(0)).collect(),
+            w: s.words(),
+            anc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
+            desc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
             stack: Vec::new(),
             touched: Vec::new(),
         }
     }
 
     /// The bitset of `v` in `cells` (ancestor or descendant chips), on the stack.
-    fn set_of(&self, s: &Store, cells: &[u32], v: u32) -> ([u64; 16], usize) {
+    fn set_of(&self, s: &Cx, cells: &[u32], v: u32) -> ([u64; 16], usize) {
         let mut out = [0u64; 16];
         let w = self.w.min(16);
         for (k, o) in out.iter_mut().enumerate().take(w) {
@@ -90,9 +97,10 @@ impl Triangle {
 
     /// Adds chip `c` to the ancestor (forward) or descendant (backward) sets
     /// reachable from `x`, stopping where it is already known.
-    fn spread(&mut self, x: u32, c: u32, forward: bool, s: &mut Store, ctx: &Ctx) {
+    fn spread(&mut self, x: u32, c: u32, forward: bool, s: &mut Cx) {
         let (word, bit) = ((c / 64) as usize, 1u64 << (c % 64));
-        let next = if forward { &ctx.succ } else { &ctx.pred };
+        let net = s.net();
+        let next = if forward { &net.succ } else { &net.pred };
         self.stack.clear();
         self.stack.extend(next[x as usize].iter().copied());
         while let Some(v) = self.stack.pop() {
@@ -117,7 +125,7 @@ impl Triangle {
 
     /// Restricts v to the chips every (ancestor chip a, descendant chip b)
     /// pair joined by an arc (or equal) allows: {a, b}.
-    fn between(&self, v: u32, s: &mut Store) -> Result<(), Fail> {
+    fn between(&self, v: u32, s: &mut Cx) -> Result<(), Fail> {
         if s.is_fixed(v) {
             return Ok(());
         }
@@ -150,61 +158,40 @@ impl Triangle {
             }
         }
         if any {
-            s.restrict(v, &allowed[..w], self.constraint)?;
+            s.restrict(v, &allowed[..w])?;
         }
         Ok(())
     }
 
-    fn has_arc(&self, s: &Store, a: u32, b: u32) -> bool {
+    fn has_arc(&self, s: &Cx, a: u32, b: u32) -> bool {
         s.cell(self.arcs[a as usize * self.c + b as usize]) > 0
     }
 
     /// Recomputes longest paths from the trailed arc counts.
-    fn refresh(&mut self, s: &Store) {
+    fn refresh(&mut self, s: &Cx) {
         if self.fresh {
             return;
         }
         let c = self.c;
         self.arc_list.clear();
-        let mut succ: Vec<Vec<u32>> = vec![Vec::new(); c];
+        self.flow.clear();
         self.rows.iter_mut().for_each(|r| *r = 0);
         self.cols.iter_mut().for_each(|r| *r = 0);
         self.heads_ok.borrow_mut().iter_mut().for_each(|r| *r = None);
         self.tails_ok.borrow_mut().iter_mut().for_each(|r| *r = None);
-        for (a, out) in succ.iter_mut().enumerate() {
+        for a in 0..c {
             for b in 0..c {
                 if s.cell(self.arcs[a * c + b]) > 0 {
-                    out.push(b as u32);
+                    self.flow.add(a as u32, b as u32);
                     self.arc_list.push((a as u32, b as u32));
                     self.rows[a * self.w + b / 64] |= 1 << (b % 64);
                     self.cols[b * self.w + a / 64] |= 1 << (a % 64);
                 }
             }
         }
-        // Reachability by one or more arcs, then longest paths where no cycle lies on the way.
-        let mut reach = vec![false; c * c];
-        for s0 in 0..c {
-            let mut stack: Vec<u32> = succ[s0].clone();
-            while let Some(x) = stack.pop() {
-                if !reach[s0 * c + x as usize] {
-                    reach[s0 * c + x as usize] = true;
-                    stack.extend(succ[x as usize].iter().copied());
-                }
-            }
-        }
-        let cyclic: Vec<bool> = (0..c).map(|x| reach[x * c + x]).collect();
-        for b in 0..c {
-            let mut memo: Vec<Option<i32>> = vec![None; c];
-            for a in 0..c {
-                self.lp[a * c + b] = if a == b {
-                    0
-                } else if !reach[a * c + b] {
-                    -1
-                } else if (0..c).any(|x| cyclic[x] && (x == a || reach[a * c + x]) && (x == b || reach[x * c + b])) {
-                    c as i32
-                } else {
-                    dist(&succ, &reach, c, a, b, &mut memo)
-                };
+        for a in 0..c {
+            for b in 0..c {
+                self.lp[a * c + b] = self.flow.longest(a as u32, b as u32) as i32;
             }
         }
         self.fresh = true;
@@ -248,20 +235,21 @@ impl Triangle {
     }
 
     /// Prunes the chips of unfixed node v that would break the rule given its fixed neighbours.
-    fn prune(&mut self, v: u32, s: &mut Store, ctx: &Ctx) -> Result<(), Fail> {
+    fn prune(&mut self, v: u32, s: &mut Cx) -> Result<(), Fail> {
+        let net = s.net();
         let mut pc = std::mem::take(&mut self.pc);
         let mut sc = std::mem::take(&mut self.sc);
         pc.clear();
         sc.clear();
-        pc.extend(ctx.pred[v as usize].iter().filter_map(|&p| s.value(p)));
-        sc.extend(ctx.succ[v as usize].iter().filter_map(|&w| s.value(w)));
+        pc.extend(net.pred[v as usize].iter().filter_map(|&p| s.value(p)));
+        sc.extend(net.succ[v as usize].iter().filter_map(|&w| s.value(w)));
         let r = self.prune_with(v, &mut pc, &mut sc, s);
         self.pc = pc;
         self.sc = sc;
         r
     }
 
-    fn prune_with(&self, v: u32, pc: &mut Vec<u32>, sc: &mut Vec<u32>, s: &mut Store) -> Result<(), Fail> {
+    fn prune_with(&self, v: u32, pc: &mut Vec<u32>, sc: &mut Vec<u32>, s: &mut Cx) -> Result<(), Fail> {
         if pc.is_empty() && sc.is_empty() {
             return Ok(());
         }
@@ -269,7 +257,7 @@ impl Triangle {
         pc.dedup();
         sc.sort_unstable();
         sc.dedup();
-        let w = s.words_per_domain().min(16);
+        let w = s.words().min(16);
         let mut allowed = [0u64; 16];
         allowed[..w].copy_from_slice(&s.dom(v).words[..w]);
         for &a in pc.iter() {
@@ -299,13 +287,27 @@ impl Triangle {
                 }
             }
         }
-        s.restrict(v, &allowed[..w], self.constraint)?;
+        s.restrict(v, &allowed[..w])?;
+        Ok(())
+    }
+
+    /// Prunes every open node next to a fixed one.
+    fn prune_next_to_fixed(&mut self, s: &mut Cx) -> Result<(), Fail> {
+        let net = s.net();
+        for v in 0..s.n() as u32 {
+            if !s.is_fixed(v)
+                && (net.pred[v as usize].iter().any(|&p| s.is_fixed(p))
+                    || net.succ[v as usize].iter().any(|&w| s.is_fixed(w)))
+            {
+                self.prune(v, s)?;
+            }
+        }
         Ok(())
     }
 
     /// Chips c for which an arc a -> c is fine: c == a, an existing arc, or
     /// a new one that shortcuts nothing.
-    fn heads(&self, s: &Store, a: u32) -> Vec<u64> {
+    fn heads(&self, s: &Cx, a: u32) -> Vec<u64> {
         if let Some(r) = &self.heads_ok.borrow()[a as usize] {
             return r.clone();
         }
@@ -320,7 +322,7 @@ impl Triangle {
     }
 
     /// Chips c for which an arc c -> b is fine.
-    fn tails(&self, s: &Store, b: u32) -> Vec<u64> {
+    fn tails(&self, s: &Cx, b: u32) -> Vec<u64> {
         if let Some(r) = &self.tails_ok.borrow()[b as usize] {
             return r.clone();
         }
@@ -334,32 +336,12 @@ impl Triangle {
         r
     }
 
-    fn check_all(&self) -> Result<(), Fail> {
+    fn check_all(&self, s: &Cx) -> Result<(), Fail> {
         if self.arc_list.iter().any(|&(a, b)| self.lp(a, b) != 1) {
-            return Err(Fail {
-                constraint: self.constraint,
-            });
+            return Err(s.fail());
         }
         Ok(())
     }
-}
-
-fn dist(succ: &[Vec<u32>], reach: &[bool], c: usize, x: usize, b: usize, memo: &mut [Option<i32>]) -> i32 {
-    if x == b {
-        return 0;
-    }
-    if let Some(d) = memo[x] {
-        return d;
-    }
-    let mut best = -1;
-    for &y in &succ[x] {
-        let y = y as usize;
-        if y == b || reach[y * c + b] {
-            best = best.max(1 + dist(succ, reach, c, y, b, memo));
-        }
-    }
-    memo[x] = Some(best);
-    best
 }
 
 impl Propagator for Triangle {
@@ -367,7 +349,8 @@ impl Propagator for Triangle {
         (0..n as u32).collect()
     }
 
-    fn on_change(&mut self, x: u32, s: &mut Store, ctx: &Ctx) -> Result<(), Fail> {
+    fn on_change(&mut self, x: u32, s: &mut Cx) -> Result<(), Fail> {
+        let net = s.net();
         let Some(cx) = s.value(x) else { return Ok(()) };
         if s.cell(self.counted[x as usize]) != 0 {
             return Ok(());
@@ -375,10 +358,10 @@ impl Propagator for Triangle {
         s.set_cell(self.counted[x as usize], 1);
         let mut new_arc = false;
         let c = self.c;
-        let ends = ctx.succ[x as usize]
+        let ends = net.succ[x as usize]
             .iter()
             .filter_map(|&w| s.value(w).map(|b| (cx, b)))
-            .chain(ctx.pred[x as usize].iter().filter_map(|&p| s.value(p).map(|a| (a, cx))));
+            .chain(net.pred[x as usize].iter().filter_map(|&p| s.value(p).map(|a| (a, cx))));
         let mut pairs = std::mem::take(&mut self.pairs);
         pairs.clear();
         pairs.extend(ends);
@@ -401,8 +384,8 @@ impl Propagator for Triangle {
         self.refresh(s);
         self.touched.clear();
         self.touched_back.clear();
-        self.spread(x, cx, true, s, ctx);
-        self.spread(x, cx, false, s, ctx);
+        self.spread(x, cx, true, s);
+        self.spread(x, cx, false, s);
         let has = |cells: &[u32], v: u32, chip: u32| -> bool {
             let cell = cells[v as usize * self.w + (chip / 64) as usize];
             (s.cell(cell) as u64) >> (chip % 64) & 1 == 1
@@ -428,7 +411,7 @@ impl Propagator for Triangle {
             .collect();
         if new_arc {
             // Every node between the ends of a new arc may be affected.
-            look.extend((0..s.n as u32).filter(|&v| {
+            look.extend((0..s.n() as u32).filter(|&v| {
                 !s.is_fixed(v)
                     && fresh_arcs
                         .iter()
@@ -439,36 +422,63 @@ impl Propagator for Triangle {
             self.between(v, s)?;
         }
         if new_arc {
-            self.check_all()?;
+            self.check_all(s)?;
             // A new arc can rule out chips anywhere next to a fixed node.
-            for v in 0..s.n as u32 {
-                if !s.is_fixed(v)
-                    && (ctx.pred[v as usize].iter().any(|&p| s.is_fixed(p))
-                        || ctx.succ[v as usize].iter().any(|&w| s.is_fixed(w)))
-                {
-                    self.prune(v, s, ctx)?;
-                }
-            }
+            self.prune_next_to_fixed(s)?;
         } else {
             self.refresh(s);
-            let around: Vec<u32> = ctx.succ[x as usize]
-                .iter()
-                .chain(&ctx.pred[x as usize])
-                .copied()
-                .collect();
-            for v in around {
+            for &v in net.succ[x as usize].iter().chain(&net.pred[x as usize]) {
                 if !s.is_fixed(v) {
-                    self.prune(v, s, ctx)?;
+                    self.prune(v, s)?;
                 }
             }
         }
         Ok(())
     }
 
-    fn complete(&mut self, s: &Store, _ctx: &Ctx) -> Result<(), Fail> {
+    fn complete(&mut self, s: &Cx) -> Result<(), Fail> {
         self.fresh = false;
         self.refresh(s);
-        self.check_all()
+        self.check_all(s)
+    }
+
+    /// Arcs, ancestor and descendant chips rebuilt from the fixed nodes;
+    /// then the rule checked, and every open node confined and pruned.
+    fn propagate_from_scratch(&mut self, s: &mut Cx) -> Result<(), Fail> {
+        let (n, c) = (s.n(), self.c);
+        for k in 0..c * c {
+            s.set_cell(self.arcs[k], 0);
+        }
+        for k in 0..n * self.w {
+            s.set_cell(self.anc[k], 0);
+            s.set_cell(self.desc[k], 0);
+        }
+        let net = s.net();
+        for e in net.graph.placed_edges() {
+            if let (Some(a), Some(b)) = (s.value(e.src), s.value(e.dst)) {
+                if a != b {
+                    let cell = self.arcs[a as usize * c + b as usize];
+                    s.set_cell(cell, s.cell(cell) + 1);
+                }
+            }
+        }
+        for x in 0..n as u32 {
+            let fixed = s.value(x);
+            s.set_cell(self.counted[x as usize], i64::from(fixed.is_some()));
+            if let Some(cx) = fixed {
+                self.spread(x, cx, true, s);
+                self.spread(x, cx, false, s);
+            }
+        }
+        self.touched.clear();
+        self.touched_back.clear();
+        self.fresh = false;
+        self.refresh(s);
+        self.check_all(s)?;
+        for v in 0..n as u32 {
+            self.between(v, s)?;
+        }
+        self.prune_next_to_fixed(s)
     }
 
     fn on_backtrack(&mut self) {

@@ -1,0 +1,208 @@
+//! What a propagator is and what it may do. A propagator removes chips that
+//! cannot be part of a valid placement given the current domains. It acts
+//! only through a [`Cx`]: it reads domains and its own trailed cells, and
+//! changes a domain in three ways (remove a chip, restrict to a mask, fix a
+//! value; bounds are masks). The context is bound to the constraint the
+//! propagator serves, so every change and every failure names that
+//! constraint, and no propagator can touch the queue, the levels or another
+//! constraint's blame.
+
+use crate::domain::Dom;
+use crate::store::{range_mask, Fail, Store};
+use mcm_core::graph::Graph;
+use mcm_core::package::Package;
+
+/// The graph as propagators see it: adjacency over placed nodes.
+pub struct Net<'a> {
+    pub graph: &'a Graph,
+    pub package: &'a Package,
+    pub succ: Vec<Vec<u32>>,
+    pub pred: Vec<Vec<u32>>,
+}
+
+impl<'a> Net<'a> {
+    pub fn new(graph: &'a Graph, package: &'a Package) -> Net<'a> {
+        let n = graph.num_placed();
+        let mut succ = vec![Vec::new(); n];
+        let mut pred = vec![Vec::new(); n];
+        for e in graph.placed_edges() {
+            succ[e.src as usize].push(e.dst);
+            pred[e.dst as usize].push(e.src);
+        }
+        Net {
+            graph,
+            package,
+            succ,
+            pred,
+        }
+    }
+}
+
+/// A propagator's window on the store, for one call, on behalf of one
+/// constraint. Building one costs three words; every method is a thin,
+/// inlined call into the store.
+pub struct Cx<'a> {
+    store: &'a mut Store,
+    net: &'a Net<'a>,
+    constraint: usize,
+}
+
+impl<'a> Cx<'a> {
+    #[inline]
+    pub fn new(store: &'a mut Store, net: &'a Net<'a>, constraint: usize) -> Cx<'a> {
+        Cx { store, net, constraint }
+    }
+
+    /// The network, borrowed for as long as the context (not just this call),
+    /// so that adjacency can be read while domains change.
+    #[inline]
+    pub fn net(&self) -> &'a Net<'a> {
+        self.net
+    }
+
+    /// The constraint this context acts for.
+    #[inline]
+    pub fn constraint(&self) -> usize {
+        self.constraint
+    }
+
+    /// This constraint's failure.
+    #[inline]
+    pub fn fail(&self) -> Fail {
+        Fail {
+            constraint: self.constraint,
+        }
+    }
+
+    // ------------------------------------------------------------ reading
+
+    /// Variables (placed nodes).
+    #[inline]
+    pub fn n(&self) -> usize {
+        self.store.n
+    }
+
+    #[inline]
+    pub fn chips(&self) -> usize {
+        self.store.chips
+    }
+
+    /// Words in a domain's bitset.
+    #[inline]
+    pub fn words(&self) -> usize {
+        self.store.words_per_domain()
+    }
+
+    #[inline]
+    pub fn dom(&self, x: u32) -> Dom<'_> {
+        self.store.dom(x)
+    }
+
+    #[inline]
+    pub fn is_fixed(&self, x: u32) -> bool {
+        self.store.is_fixed(x)
+    }
+
+    #[inline]
+    pub fn value(&self, x: u32) -> Option<u32> {
+        self.store.value(x)
+    }
+
+    #[inline]
+    pub fn min(&self, x: u32) -> u32 {
+        self.store.min(x)
+    }
+
+    #[inline]
+    pub fn max(&self, x: u32) -> u32 {
+        self.store.max(x)
+    }
+
+    #[inline]
+    pub fn all_fixed(&self) -> bool {
+        self.store.all_fixed()
+    }
+
+    // ------------------------------------------------------------ trailed state
+
+    /// A new trailed integer (undone with the decisions), for state a
+    /// propagator keeps between calls.
+    #[inline]
+    pub fn new_cell(&mut self, v: i64) -> u32 {
+        self.store.new_cell(v)
+    }
+
+    #[inline]
+    pub fn cell(&self, i: u32) -> i64 {
+        self.store.cell(i)
+    }
+
+    #[inline]
+    pub fn set_cell(&mut self, i: u32, v: i64) {
+        self.store.set_cell(i, v)
+    }
+
+    // ------------------------------------------------------------ changes
+
+    /// Removes chip `c` from `x`; `Ok(true)` when it was there.
+    #[inline]
+    pub fn remove(&mut self, x: u32, c: u32) -> Result<bool, Fail> {
+        self.store.remove(x, c, self.constraint)
+    }
+
+    /// Intersects the domain of `x` with `mask`; `Ok(true)` when it shrank.
+    #[inline]
+    pub fn restrict(&mut self, x: u32, mask: &[u64]) -> Result<bool, Fail> {
+        self.store.restrict(x, mask, self.constraint)
+    }
+
+    /// Fixes `x` to chip `c`; fails when `c` is not in its domain.
+    #[inline]
+    pub fn fix(&mut self, x: u32, c: u32) -> Result<bool, Fail> {
+        self.store.fix(x, c, self.constraint)
+    }
+
+    /// Restricts `x` to chips `lo..` (a range mask, built on the stack).
+    #[inline]
+    pub fn set_min(&mut self, x: u32, lo: u32) -> Result<bool, Fail> {
+        self.store.set_min(x, lo, self.constraint)
+    }
+
+    /// Restricts `x` to chips `..=hi`.
+    #[inline]
+    pub fn set_max(&mut self, x: u32, hi: u32) -> Result<bool, Fail> {
+        self.store.set_max(x, hi, self.constraint)
+    }
+
+    /// The words of chips `lo..=hi`, for `restrict`.
+    pub fn range(&self, lo: u32, hi: u32) -> Vec<u64> {
+        range_mask(self.words(), lo, hi)
+    }
+}
+
+pub trait Propagator {
+    /// The variables whose changes wake this propagator.
+    fn watches(&self, n: usize) -> Vec<u32>;
+    /// `x`'s domain changed.
+    fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail>;
+    /// Runs once the queue is empty, for propagators that reason over all
+    /// domains at once.
+    fn late(&mut self, _cx: &mut Cx) -> Result<(), Fail> {
+        Ok(())
+    }
+    fn has_late(&self) -> bool {
+        false
+    }
+    /// Runs when every variable is fixed: the exact check of the rule.
+    fn complete(&mut self, _cx: &Cx) -> Result<(), Fail> {
+        Ok(())
+    }
+    /// Decisions were undone: drop caches derived from the store.
+    fn on_backtrack(&mut self) {}
+    /// Everything the propagator infers from the current domains, as if it
+    /// had never seen them before: its incremental state is rebuilt from
+    /// the domains, not trusted. Repeated until nothing changes, it reaches
+    /// the same domains (or the same failure) as incremental propagation of
+    /// the same decisions; the tests hold each propagator to that.
+    fn propagate_from_scratch(&mut self, cx: &mut Cx) -> Result<(), Fail>;
+}

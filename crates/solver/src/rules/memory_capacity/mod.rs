@@ -1,0 +1,16 @@
+//! `memory_capacity`: the weights (`params`) of the nodes on a chip fit its
+//! `memory`.
+
+mod encode;
+mod propagator;
+#[cfg(test)]
+mod tests;
+
+pub use propagator::Memory;
+
+pub(super) const RULE: super::NativeRule = super::NativeRule {
+    key: "memory_capacity",
+    propagator: Memory::build,
+    encoding: encode::MemoryEncoding::boxed,
+    upward: None,
+};

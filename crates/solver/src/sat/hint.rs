@@ -50,9 +50,7 @@ pub(crate) fn greedy(problem: &Problem) -> Option<Placement> {
             }
         }
     }
-    let cap: Vec<f64> = (0..c as u32)
-        .map(|d| package.chip_number(d, "memory").unwrap_or(f64::INFINITY))
-        .collect();
+    let cap: Vec<f64> = (0..c as u32).map(|d| package.memory_or_unlimited(d)).collect();
     let mut chips = vec![0u32; n];
     let (mut k, mut load) = (0usize, 0.0f64);
     for &u in &order {

@@ -27,7 +27,7 @@ impl Memory {
     fn new(cx: &mut Cx) -> Memory {
         let net = cx.net();
         let capacity: Vec<f64> = (0..net.package.num_chips() as u32)
-            .map(|c| net.package.chip_number(c, "memory").unwrap_or(f64::INFINITY))
+            .map(|c| net.package.memory_or_unlimited(c))
             .collect();
         let params: Vec<f64> = (0..cx.n() as u32)
             .map(|d| net.graph.placed_node(d).params as f64)

@@ -243,7 +243,13 @@ mod tests {
     #[test]
     fn exit_codes_follow_the_kind() {
         assert_eq!(exit_code(&Err(Error::usage("x"))), 2);
-        for k in [Kind::Input, Kind::Infeasible, Kind::Search, Kind::Output, Kind::Internal] {
+        for k in [
+            Kind::Input,
+            Kind::Infeasible,
+            Kind::Search,
+            Kind::Output,
+            Kind::Internal,
+        ] {
             assert_eq!(exit_code(&Err(Error::new(k, "x"))), 1, "{k:?}");
         }
         assert_eq!(exit_code(&Err(Error::new(Kind::Interrupted, "x"))), 130);

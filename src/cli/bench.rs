@@ -89,14 +89,7 @@ pub enum Mode {
 /// `mcmpart bench solver FILE --mode fix|sample --samples N`: valid
 /// partitions per second, failures, backtracks and SAT calls per partition;
 /// every partition is checked by the checker (outside the timed part).
-pub fn solver(
-    out: &Output,
-    file: &Path,
-    args: &SolverArgs,
-    mode: Mode,
-    samples: usize,
-    dest: Option<&Path>,
-) -> Result {
+pub fn solver(out: &Output, file: &Path, args: &SolverArgs, mode: Mode, samples: usize, dest: Option<&Path>) -> Result {
     use crate::solver::{check, fix, node_order, sample};
     use rand::{Rng, SeedableRng};
     with_problem(file, args.problem.as_deref(), dest, |p, sources| {

@@ -8,7 +8,7 @@ mod bench;
 mod check;
 mod compare;
 mod eval;
-mod import;
+pub mod import;
 mod judge_args;
 mod output;
 mod problem;

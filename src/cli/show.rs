@@ -29,7 +29,9 @@ pub fn run(graph: &Path, partition: Option<&Path>, format: Format, dest: Option<
     };
     match dest {
         None => print!("{text}"),
-        Some(d) => std::fs::write(d, text).map_err(|e| Error::output(format!("cannot write `{}`: {e}", d.display())))?,
+        Some(d) => {
+            std::fs::write(d, text).map_err(|e| Error::output(format!("cannot write `{}`: {e}", d.display())))?
+        }
     }
     Ok(Status::Success)
 }

@@ -215,7 +215,11 @@ fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, base: &Baseline
         .map_err(|e| Error::output(format!("cannot write `{}`: {e}", dest.display())))?;
     // Interrupted: what was found is written and reported as usual, and
     // the exit status says the budget was not spent.
-    let done = if o.interrupted { Status::Interrupted } else { Status::Success };
+    let done = if o.interrupted {
+        Status::Interrupted
+    } else {
+        Status::Success
+    };
     if o.interrupted {
         eprintln!(
             "interrupted after {} sample(s): the best so far is written",

@@ -12,7 +12,10 @@ pub fn run(out: &Output, graph: &Path, top: usize) -> Result {
     let s = stats(&g, top);
     if out.json {
         let v = serde_json::to_value(&s).map_err(|e| {
-            Error::output(format!("cannot write the figures of `{}` as JSON: {e}", graph.display()))
+            Error::output(format!(
+                "cannot write the figures of `{}` as JSON: {e}",
+                graph.display()
+            ))
         })?;
         out.print_json(&v);
         return Ok(Status::Success);

@@ -109,12 +109,7 @@ impl RlArgs {
             ("rl-zero-shot", _) if self.from_scratch => clash("--from-scratch", "samples the checkpoint untrained"),
             ("rl-zero-shot", Some(f)) => clash(f, "does not fine-tune"),
             ("rl", Some(f)) if self.zero_shot => Some(format!("`{f}` sets fine-tuning, which `--zero-shot` skips")),
-            ("rl-nosolver", _)
-                if !matches!(
-                    self.rl_mode,
-                    Mode::Fix | Mode::NoSolver
-                ) =>
-            {
+            ("rl-nosolver", _) if !matches!(self.rl_mode, Mode::Fix | Mode::NoSolver) => {
                 clash("--rl-mode", "samples without the solver")
             }
             _ => None,
@@ -151,7 +146,6 @@ pub fn strip_checkpoint_ext(p: &Path) -> PathBuf {
         _ => p.to_path_buf(),
     }
 }
-
 
 /// A strategy by name: an unknown name is a usage error, a checkpoint that
 /// does not load an input error.

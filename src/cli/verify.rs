@@ -1,8 +1,8 @@
 //! `mcmpart verify FILE --partition P.json`: the checker's verdict.
 
 use super::output::{compile, Output};
-use crate::error::{Error, Result, Status};
 use crate::diag::{render_text, Diag};
+use crate::error::{Error, Result, Status};
 use crate::problem::read_partition;
 use crate::solver::{check, Violation};
 use std::path::Path;

@@ -38,7 +38,10 @@ pub enum Event<'a> {
     /// A graph skipped, say: worth a line on stderr whatever the output mode.
     Warning(String),
     /// Demonstrations (`imitate_best`): a short anneal of `samples` on each of `graphs`.
-    Demonstrating { samples: usize, graphs: usize },
+    Demonstrating {
+        samples: usize,
+        graphs: usize,
+    },
     /// One demonstration: its gain over greedy and the nodes it moved.
     Demonstrated {
         task: &'a str,
@@ -47,7 +50,10 @@ pub enum Event<'a> {
         nodes: usize,
     },
     /// Training starts on these many problems.
-    Starting { train: usize, validation: usize },
+    Starting {
+        train: usize,
+        validation: usize,
+    },
     Imitated(&'a ImitateLog),
     /// A PPO update, with its checkpoint's scores when it made one.
     Updated(&'a UpdateLog, Option<&'a Score>),
@@ -96,7 +102,10 @@ fn tasks(config: &Config, split: &str, on: &mut dyn FnMut(Event)) -> Result<Vec<
                 continue;
             }
             let Ok(p) = compiled.problem(None) else {
-                return Err(Error::input(format!("`{}` must declare exactly one problem", pkg.display())));
+                return Err(Error::input(format!(
+                    "`{}` must declare exactly one problem",
+                    pkg.display()
+                )));
             };
             let label = if config.packages.len() > 1 {
                 format!(
@@ -150,10 +159,11 @@ pub fn run(config: &Config, on: &mut dyn FnMut(Event)) -> Result<TrainReport> {
         )));
     }
     if let Some(what) = earlier_run(&config.out) {
-        return Err(
-            Error::input(format!("`{}` holds an earlier training run ({what})", config.out.display()))
-                .with_help("name a new folder with --out (or remove the old one): a run there would overwrite it"),
-        );
+        return Err(Error::input(format!(
+            "`{}` holds an earlier training run ({what})",
+            config.out.display()
+        ))
+        .with_help("name a new folder with --out (or remove the old one): a run there would overwrite it"));
     }
     let mut train_tasks = tasks(config, &config.split, on)?;
     if cfg.imitate_best && cfg.imitate > 0 {

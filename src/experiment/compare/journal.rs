@@ -180,7 +180,14 @@ impl Journal {
     }
 
     /// Writes a finished run, atomically (a temporary renamed into place).
-    pub fn save(&self, label: &str, problem: &str, fingerprint: &str, outcome: &Outcome, log: Log) -> Result<(), String> {
+    pub fn save(
+        &self,
+        label: &str,
+        problem: &str,
+        fingerprint: &str,
+        outcome: &Outcome,
+        log: Log,
+    ) -> Result<(), String> {
         // JSON has no infinity: such a run (a partition of zero latency) is
         // not kept rather than kept wrong.
         let finite = |t: Option<f64>| t.is_none_or(f64::is_finite);

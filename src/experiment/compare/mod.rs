@@ -152,7 +152,6 @@ pub struct Prepared {
     basis: Fnv1a,
 }
 
-
 /// Where a problem comes from: a file, and a graph of the manifest.
 struct Source {
     file: PathBuf,
@@ -187,13 +186,13 @@ pub fn run(config: &Config, log: Log) -> Result<Report> {
                 Err(e) => {
                     // A file of the data set that does not load is a broken
                     // data set: said before any run, not left out quietly.
-                    return Err(Error::input(format!("cannot load the graph `{name}`: {}", e.message)).with_help(
-                        format!(
+                    return Err(
+                        Error::input(format!("cannot load the graph `{name}`: {}", e.message)).with_help(format!(
                             "mend `{}` or take it out of the manifest of `{}`",
                             path.display(),
                             config.graphs.as_deref().unwrap_or(Path::new(".")).display()
-                        ),
-                    ));
+                        )),
+                    );
                 }
             },
         };
@@ -242,16 +241,10 @@ pub fn run(config: &Config, log: Log) -> Result<Report> {
         });
     }
 
-
-
     // Greedy first, the baseline of the progress lines; then every run of
     // every problem at once, each on its own judge and seed, so the results
     // do not depend on how many run together.
-    let runner::Runs {
-        problems,
-        reused,
-        jobs,
-    } = runner::run_all(prepared, config, &mut skipped, log);
+    let runner::Runs { problems, reused, jobs } = runner::run_all(prepared, config, &mut skipped, log);
     if problems.is_empty() {
         return Err(
             Error::input("no problem could be compared").with_help(match skipped.len() {

@@ -133,7 +133,6 @@ pub fn plot(title: &str, y_desc: &str, budget: usize, lines: &[Line]) -> Result<
     Ok(svg)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

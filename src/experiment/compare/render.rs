@@ -368,4 +368,3 @@ pub fn figures_json(
         "overall_curve": overall,
     })
 }
-

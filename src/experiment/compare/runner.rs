@@ -51,11 +51,9 @@ pub fn run_all(prepared: Vec<Prepared>, config: &Config, skipped: &mut Vec<Skipp
     let jobs: Vec<(usize, &str, u64)> = (0..prepared.len())
         .filter(|&i| baselines[i].is_some())
         .flat_map(|i| {
-            config
-                .strategies
-                .iter()
-                .filter(|n| *n != "greedy")
-                .flat_map(move |n| (0..config.repeats).map(move |r| (i, n.as_str(), config.seed.wrapping_add(r as u64))))
+            config.strategies.iter().filter(|n| *n != "greedy").flat_map(move |n| {
+                (0..config.repeats).map(move |r| (i, n.as_str(), config.seed.wrapping_add(r as u64)))
+            })
         })
         .collect();
     // The largest graphs first, so that the last runs to finish are short
@@ -103,7 +101,10 @@ pub fn run_all(prepared: Vec<Prepared>, config: &Config, skipped: &mut Vec<Skipp
                 reused.fetch_add(1, Ordering::Relaxed);
                 return Ok(o);
             }
-            Err(Stale::Unreadable(why)) => log(&format!("warning: running `{}` {name} seed {seed} again: {why}", q.label)),
+            Err(Stale::Unreadable(why)) => log(&format!(
+                "warning: running `{}` {name} seed {seed} again: {why}",
+                q.label
+            )),
             Err(Stale::Missing | Stale::Other) => {}
         }
         let r = run_one(&q.problem, config, name, seed)?;

@@ -40,7 +40,6 @@ impl ProblemRuns {
     }
 }
 
-
 /// The geometric mean; `None` for none, 0 when any is 0 (a run with no
 /// valid partition counts as 0 and pulls the mean down to it).
 pub fn geomean(xs: &[f64]) -> Option<f64> {
@@ -86,7 +85,13 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn new(problems: &[ProblemRuns], names: &[String], budgets: &[usize], levels: &[f64], budget: usize) -> Summary {
+    pub fn new(
+        problems: &[ProblemRuns],
+        names: &[String],
+        budgets: &[usize],
+        levels: &[f64],
+        budget: usize,
+    ) -> Summary {
         let based: Vec<&ProblemRuns> = problems.iter().filter(|p| p.greedy.is_some()).collect();
         let improvement_at = |s: &str, n: usize| -> Option<f64> {
             let xs: Vec<f64> = based

@@ -1,7 +1,8 @@
-//! The command line: one file per command (`check.rs` is `mcmpart check`),
-//! each parsing nothing (clap does, here), calling the library and printing;
-//! the flag groups several commands share; and [`output`], where results
-//! and errors are printed and exit statuses decided.
+//! The command line: the arguments (parsed by clap, here), one file per
+//! command (`solve.rs` is `mcmpart solve`) that calls the library and
+//! prints, the flag groups several commands share (`*_args.rs`,
+//! `problem.rs`), and `output.rs`, where results and errors are printed and
+//! exit statuses decided.
 
 mod args;
 mod bench;

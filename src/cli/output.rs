@@ -50,12 +50,6 @@ impl Output {
             (Report::Infeasible { text, .. }, false) => eprint!("{text}"),
         }
     }
-
-    /// A warning on stderr, in text mode and with `--json` alike (a graph
-    /// skipped is worth knowing either way).
-    pub fn warn(&self, line: &str) {
-        eprintln!("{line}");
-    }
 }
 
 /// Compiles a file: its diagnostics are the error when it does not compile.

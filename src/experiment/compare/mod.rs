@@ -162,8 +162,7 @@ struct Source {
 /// `config.out`. Its strategies must be known (the command line checks
 /// their names and flags first). Progress lines and warnings go to `log`.
 pub fn run(config: &Config, log: Log) -> Result<Report> {
-    let files = &config.files;
-    for f in files {
+    for f in &config.files {
         if let Err(e) = std::fs::read(f) {
             return Err(Error::input(format!("cannot read `{}`: {e}", f.display())));
         }
@@ -174,10 +173,46 @@ pub fn run(config: &Config, log: Log) -> Result<Report> {
     // Held until this compare ends (the OS lets go of it if it is killed).
     let _lock = journal::lock(&config.out).map_err(|(m, help)| Error::input(m).with_help(help))?;
 
-    let mut prepared: Vec<Prepared> = Vec::new();
     let mut skipped: Vec<Skipped> = Vec::new();
-    let multi_file = files.len() > 1;
-    for src in &sources {
+    let prepared = prepare(config, &sources, &mut skipped, log)?;
+
+    // Greedy first, the baseline of the progress lines; then every run of
+    // every problem at once, each on its own judge and seed, so the results
+    // do not depend on how many run together.
+    let runner::Runs { problems, reused, jobs } = runner::run_all(prepared, config, &mut skipped, log);
+    if problems.is_empty() {
+        return Err(
+            Error::input("no problem could be compared").with_help(match skipped.len() {
+                0 => "no graph to run on".to_string(),
+                n => format!("all {n} were skipped (see the warnings above)"),
+            }),
+        );
+    }
+
+    let budgets = config.table_budgets();
+    let summary = Summary::new(&problems, &config.strategies, &budgets, &config.levels, config.budget);
+    let markdown = render::markdown(&summary, &problems, &skipped, config);
+    let figures = render::figures_json(&problems, &skipped, &summary, config, &budgets);
+    let written = write_files(config, &problems, &summary, &markdown, &figures)?;
+    Ok(Report {
+        problems,
+        skipped,
+        summary,
+        markdown,
+        figures,
+        written,
+        reused,
+        runs: jobs,
+    })
+}
+
+/// Compiles each source into a problem ready to run, with its label and
+/// the basis of its runs' fingerprints; a graph the file does not compile
+/// with is skipped.
+fn prepare(config: &Config, sources: &[Source], skipped: &mut Vec<Skipped>, log: Log) -> Result<Vec<Prepared>> {
+    let mut prepared: Vec<Prepared> = Vec::new();
+    let multi_file = config.files.len() > 1;
+    for src in sources {
         let stem = src.file.file_stem().and_then(|s| s.to_str()).unwrap_or("problem");
         let compiled = match &src.graph {
             None => compile_file(&src.file),
@@ -209,7 +244,7 @@ pub fn run(config: &Config, log: Log) -> Result<Report> {
                     let label = graph_label(multi_file, stem, g);
                     let text = render_text(&compiled.program.sources, &compiled.diags);
                     skip(
-                        &mut skipped,
+                        skipped,
                         &label,
                         format!(
                             "`{}` does not compile with this graph:\n{}",
@@ -226,7 +261,7 @@ pub fn run(config: &Config, log: Log) -> Result<Report> {
             .problem(config.problem.as_deref())
             .map_err(|m| Error::input(format!("{}: {m}", src.file.display())))?;
         let taken: Vec<&str> = prepared.iter().map(|q| q.label.as_str()).collect();
-        let label = unique(&taken, &skipped, label_for(p));
+        let label = unique(&taken, skipped, label_for(p));
         let graph = match &src.graph {
             Some((g, _)) => g.clone(),
             None => p.graph.name.clone(),
@@ -240,35 +275,29 @@ pub fn run(config: &Config, log: Log) -> Result<Report> {
             graph,
         });
     }
+    Ok(prepared)
+}
 
-    // Greedy first, the baseline of the progress lines; then every run of
-    // every problem at once, each on its own judge and seed, so the results
-    // do not depend on how many run together.
-    let runner::Runs { problems, reused, jobs } = runner::run_all(prepared, config, &mut skipped, log);
-    if problems.is_empty() {
-        return Err(
-            Error::input("no problem could be compared").with_help(match skipped.len() {
-                0 => "no graph to run on".to_string(),
-                n => format!("all {n} were skipped (see the warnings above)"),
-            }),
-        );
-    }
-
-    let budgets = config.table_budgets();
-    let summary = Summary::new(&problems, &config.strategies, &budgets, &config.levels, config.budget);
-    let markdown = render::markdown(&summary, &problems, &skipped, config);
-    let figures = render::figures_json(&problems, &skipped, &summary, config, &budgets);
+/// Writes the tables, curves and figures into `config.out`; gives the
+/// names written. Everything is drawn before anything is written.
+fn write_files(
+    config: &Config,
+    problems: &[ProblemRuns],
+    summary: &Summary,
+    markdown: &str,
+    figures: &serde_json::Value,
+) -> Result<Vec<String>> {
     let mut written = vec!["curves.csv", "summary.csv", "summary.md", "figures.json", "overall.svg"]
         .into_iter()
         .map(String::from)
         .collect::<Vec<_>>();
     let mut writes: Vec<(PathBuf, String)> = vec![
-        (config.out.join("curves.csv"), render::curves_csv(&problems)),
-        (config.out.join("summary.csv"), render::summary_csv(&summary)),
-        (config.out.join("summary.md"), markdown.clone()),
+        (config.out.join("curves.csv"), render::curves_csv(problems)),
+        (config.out.join("summary.csv"), render::summary_csv(summary)),
+        (config.out.join("summary.md"), markdown.to_string()),
         (
             config.out.join("figures.json"),
-            serde_json::to_string_pretty(&figures).unwrap_or_default() + "\n",
+            serde_json::to_string_pretty(figures).unwrap_or_default() + "\n",
         ),
     ];
     let svg = plot::plot(
@@ -279,7 +308,7 @@ pub fn run(config: &Config, log: Log) -> Result<Report> {
     )
     .map_err(|e| Error::output(format!("cannot draw overall.svg: {e}")))?;
     writes.push((config.out.join("overall.svg"), svg));
-    for pr in &problems {
+    for pr in problems {
         let (y, lines) = plot::problem_lines(pr, &config.strategies, config.budget);
         let svg = plot::plot(&pr.label, y, config.budget, &lines)
             .map_err(|e| Error::output(format!("cannot draw the curves of `{}`: {e}", pr.label)))?;
@@ -292,16 +321,7 @@ pub fn run(config: &Config, log: Log) -> Result<Report> {
     for (path, text) in &writes {
         std::fs::write(path, text).map_err(|e| Error::output(format!("cannot write `{}`: {e}", path.display())))?;
     }
-    Ok(Report {
-        problems,
-        skipped,
-        summary,
-        markdown,
-        figures,
-        written,
-        reused,
-        runs: jobs,
-    })
+    Ok(written)
 }
 
 /// The problems to run: each file, or each file on each graph of the split.

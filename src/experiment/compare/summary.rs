@@ -7,6 +7,7 @@ use crate::strategy::Outcome;
 use std::path::PathBuf;
 
 /// One problem's runs: greedy's, then every strategy's.
+#[derive(Clone, Debug)]
 pub struct ProblemRuns {
     pub label: String,
     pub file: PathBuf,

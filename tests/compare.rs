@@ -1,14 +1,18 @@
 //! `mcmpart compare` end to end on tiny problems: the files it writes, the
-//! greedy baseline, figures consistent with the curves, the split mode over a
-//! graph folder with its own manifest, and clean errors. Also the front-end
-//! hook it uses, `compile_*_with_graph`.
+//! greedy baseline, the split mode over a graph folder with its own
+//! manifest, resuming (the committed runs too), and clean errors; its
+//! summary as values, through the library. Also the front-end hook it
+//! uses, `compile_*_with_graph`.
 
 use crate::common;
 
 use common::{mcmpart, text};
 
+use mcmpart::cost::JudgeOptions;
+use mcmpart::experiment::compare::{self, Config, ProblemRuns, Settings, Summary};
 use mcmpart::graph::parse_graph_json;
 use mcmpart::lang::compile_str_with_graph;
+use mcmpart::strategy::{Best, Outcome, RlOptions, SampleRecord};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -139,7 +143,9 @@ fn compare_writes_curves_tables_and_figures_consistent_with_each_other() {
     }
     assert_eq!(runs.len(), 2 * (1 + 2 * 2), "{:?}", runs.keys().collect::<Vec<_>>());
 
-    // summary.csv agrees with the curves: mean over seeds, geometric mean over problems.
+    // summary.csv's format: its columns, a row per strategy, metric and
+    // budget (or level); its values are checked against the runs in
+    // `the_summary_follows_the_runs` and `summary_values_are_means_over_seeds_and_geometric_means_over_problems`.
     let (head, rows) = read_csv(&out.join("summary.csv"));
     assert_eq!(
         head,
@@ -153,81 +159,22 @@ fn compare_writes_curves_tables_and_figures_consistent_with_each_other() {
             "runs_without_valid"
         ]
     );
-    let improvement = |row: &Vec<String>| -> f64 {
-        if row[7].is_empty() {
-            0.0
-        } else {
-            row[7].parse().unwrap()
-        }
-    };
-    let mut checked = 0;
+    assert!(rows.iter().all(|r| r.len() == 7), "{rows:?}");
+    let metric = |m: &str| rows.iter().filter(|r| r[1] == m).count();
+    assert_eq!(metric("improvement_over_greedy"), 3 * 2);
+    assert_eq!(metric("fraction_of_bound"), 3 * 2);
+    assert_eq!(metric("samples_to_reach"), 3 * 4);
     for r in rows.iter().filter(|r| r[1] == "improvement_over_greedy") {
-        let (s, budget): (&str, usize) = (&r[0], r[2].parse().unwrap());
-        let per_problem: Vec<f64> = problems
-            .iter()
-            .map(|p| {
-                let vals: Vec<f64> = runs
-                    .iter()
-                    .filter(|((q, t, _), _)| q == p && t == s)
-                    .map(|(_, recs)| improvement(recs[budget.min(recs.len()) - 1]))
-                    .collect();
-                vals.iter().sum::<f64>() / vals.len() as f64
-            })
-            .collect();
-        let want = geomean(&per_problem);
-        let got: f64 = r[3].parse().unwrap();
-        assert!(close(got, want), "{s} at {budget}: summary {got}, curves {want}");
-        if s == "greedy" {
-            assert_eq!(got, 1.0);
-            assert_eq!(r[5], "2", "greedy runs once per problem");
-        } else {
-            assert_eq!(r[5], "4");
-        }
-        checked += 1;
+        assert!(r[3].parse::<f64>().is_ok(), "{r:?}");
+        assert_eq!(r[5], if r[0] == "greedy" { "2" } else { "4" }, "{r:?}");
     }
-    assert_eq!(checked, 3 * 2);
-
-    // summary.md's per-problem table: each run set's mean over seeds at each budget.
-    let header = md
-        .lines()
-        .find(|l| l.starts_with("| problem | nodes |"))
-        .expect("a per-problem table");
-    let cols: Vec<&str> = header.split('|').map(str::trim).collect();
-    for p in problems {
-        let line = md
-            .lines()
-            .find(|l| l.starts_with(&format!("| {p} |")))
-            .unwrap_or_else(|| panic!("{p}: {md}"));
-        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-        for s in ["random", "anneal"] {
-            let cell = cells[cols.iter().position(|c| *c == s).unwrap()].replace('*', "");
-            let shown: Vec<f64> = cell
-                .split([',', '('])
-                .next()
-                .unwrap()
-                .split(" / ")
-                .map(|x| x.trim().parse().unwrap())
-                .collect();
-            for (budget, got) in [5usize, 30].into_iter().zip(shown) {
-                let vals: Vec<f64> = [5u64, 6]
-                    .iter()
-                    .map(|&seed| improvement(runs[&(p.to_string(), s.to_string(), seed)][budget - 1]))
-                    .collect();
-                let want = vals.iter().sum::<f64>() / 2.0;
-                assert!(
-                    (got - want).abs() < 6e-4,
-                    "{p} {s} at {budget}: table {got}, curves {want}\n{md}"
-                );
-            }
-        }
-    }
-    assert!(rows.iter().any(|r| r[1] == "fraction_of_bound"));
-    let reach: Vec<&Vec<String>> = rows.iter().filter(|r| r[1] == "samples_to_reach").collect();
-    assert_eq!(reach.len(), 3 * 4);
-    let greedy_reach = reach.iter().find(|r| r[0] == "greedy" && r[2] == "1").unwrap();
+    let greedy_reach = rows
+        .iter()
+        .find(|r| r[0] == "greedy" && r[1] == "samples_to_reach" && r[2] == "1")
+        .unwrap();
     assert_eq!(greedy_reach[3], "1", "greedy is at 1.0x from its one sample");
 
-    // figures.json carries the same numbers.
+    // figures.json carries summary.csv's numbers.
     let v: serde_json::Value = common::json_file(&out.join("figures.json"));
     assert_eq!(v["ok"], true);
     assert_eq!(v["problems"].as_array().unwrap().len(), 2);
@@ -752,4 +699,257 @@ fn a_folder_in_use_by_another_compare_is_refused() {
     let o = mcmpart(&argv);
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stdout}\n{stderr}");
+}
+
+/// A run whose samples had these throughputs (`None`: invalid at evaluation).
+fn outcome(strategy: &str, seed: u64, samples: &[Option<f64>]) -> Outcome {
+    let mut best: Option<f64> = None;
+    let mut records = Vec::new();
+    for (i, &t) in samples.iter().enumerate() {
+        if let Some(t) = t {
+            best = Some(best.map_or(t, |b: f64| b.max(t)));
+        }
+        records.push(SampleRecord {
+            sample: i + 1,
+            elapsed_s: i as f64,
+            throughput: t,
+            best,
+        });
+    }
+    let found = samples.iter().position(|&t| t.is_some() && t == best);
+    Outcome {
+        strategy: strategy.into(),
+        seed,
+        best: found.map(|i| Best {
+            chips: Vec::new(),
+            throughput: best.unwrap(),
+            sample: i + 1,
+        }),
+        records,
+        invalid: Default::default(),
+        solver: Default::default(),
+        elapsed_s: samples.len() as f64,
+        failure: None,
+        interrupted: false,
+    }
+}
+
+fn problem_runs(label: &str, greedy: Option<f64>, bound: Option<f64>, runs: Vec<Outcome>) -> ProblemRuns {
+    let mut all = vec![outcome("greedy", 0, &[greedy])];
+    all.extend(runs);
+    ProblemRuns {
+        label: label.into(),
+        file: PathBuf::from("p.mcm"),
+        problem: label.into(),
+        graph: label.into(),
+        nodes: 3,
+        chips: 2,
+        judge: "analytical".into(),
+        greedy,
+        bound,
+        runs: all,
+    }
+}
+
+/// The tables as values, on runs made by hand: per problem the mean over
+/// seeds of best-so-far over greedy (a run with nothing valid yet counts
+/// 0), then the geometric mean over the problems with a greedy baseline;
+/// the fraction of the bound over those with a bound; the samples to reach
+/// each level on the geometric-mean curve.
+#[test]
+fn summary_values_are_means_over_seeds_and_geometric_means_over_problems() {
+    let s = |seed, xs: &[Option<f64>]| outcome("s", seed, xs);
+    let problems = vec![
+        problem_runs(
+            "a",
+            Some(2.0),
+            Some(10.0),
+            vec![
+                s(0, &[None, Some(3.0), Some(4.0)]),
+                s(1, &[Some(2.0), Some(1.0), Some(6.0)]),
+            ],
+        ),
+        problem_runs(
+            "b",
+            Some(4.0),
+            Some(8.0),
+            vec![s(0, &[Some(4.0), Some(8.0), Some(1.0)]), s(1, &[None, None, None])],
+        ),
+        // No greedy baseline: only in the fraction of the bound.
+        problem_runs("c", None, Some(5.0), vec![s(0, &[Some(5.0); 3]), s(1, &[Some(5.0); 3])]),
+    ];
+    let names = ["greedy".to_string(), "s".to_string()];
+    let sum = Summary::new(&problems, &names, &[1, 3], &[1.0, 1.5], 3);
+    assert_eq!(sum.baseline, 2);
+    let cell = |st: &str, b| sum.cell(st, b).unwrap();
+    // At 1 sample: a (0 + 2/2) / 2, b (4/4 + 0) / 2.
+    let c = cell("s", 1);
+    assert!(close(c.improvement.unwrap(), 0.5), "{c:?}");
+    assert_eq!((c.problems, c.runs, c.runs_without_valid), (2, 4, 2));
+    // At 3: a (4/2 + 6/2) / 2 = 2.5, b (8/4 + 0) / 2 = 1.
+    let c = cell("s", 3);
+    assert!(close(c.improvement.unwrap(), 2.5f64.sqrt()), "{c:?}");
+    assert_eq!(c.runs_without_valid, 1);
+    // Of the bound at 3: a 0.5, b 0.5, c 1.
+    assert!(close(c.bound_fraction.unwrap(), 0.25f64.cbrt()), "{c:?}");
+    assert_eq!(c.bound_problems, 3);
+    let g = cell("greedy", 3);
+    assert_eq!(g.improvement, Some(1.0));
+    assert_eq!((g.runs, g.runs_without_valid), (2, 0));
+    // Greedy's one sample on a and b; none on c, which counts 0.
+    assert_eq!(g.bound_fraction, Some(0.0));
+    // The overall curve of s: 0.5, sqrt(1.25 * 1), sqrt(2.5); greedy at 1.
+    let curve = &sum.overall[1];
+    assert_eq!(curve.len(), 3);
+    for (got, want) in curve.iter().zip([0.5, 1.25f64.sqrt(), 2.5f64.sqrt()]) {
+        assert!(close(*got, want), "{curve:?}");
+    }
+    assert_eq!(sum.reach, vec![vec![Some(1), None], vec![Some(2), Some(3)]]);
+}
+
+/// A small comparison run through the library: each cell of its summary is
+/// what the runs it reports say, and `summary.csv` writes those values.
+#[test]
+fn the_summary_follows_the_runs() {
+    let dir = common::scratch("compare-library");
+    let (a, b) = tiny_problems(&dir);
+    let config = Config {
+        files: vec![a, b],
+        strategies: compare::strategies(&["random".into(), "anneal".into()]).unwrap(),
+        budget: 12,
+        repeats: 2,
+        seed: 5,
+        out: dir.join("out"),
+        budgets: vec![4, 12],
+        levels: vec![1.0, 1.1],
+        graphs: None,
+        split: None,
+        max_nodes: None,
+        problem: None,
+        resume: false,
+        judge: JudgeOptions::default(),
+        rl: RlOptions::default(),
+        settings: Settings::default(),
+    };
+    config.check().unwrap();
+    let lines = std::sync::Mutex::new(Vec::new());
+    let report = compare::run(&config, &|l| lines.lock().unwrap().push(l.to_string())).unwrap();
+    // Greedy and 2 strategies x 2 seeds on each of 2 problems, each logged.
+    assert_eq!(lines.into_inner().unwrap().len(), 2 * 5);
+    assert_eq!((report.runs, report.reused), (8, 0));
+    assert_eq!(report.problems.len(), 2);
+    assert_eq!(report.summary.names, ["greedy", "random", "anneal"]);
+    for p in &report.problems {
+        assert_eq!(p.runs.len(), 5, "{}", p.label);
+        assert!(p.greedy.unwrap() <= p.bound.unwrap() * (1.0 + 1e-9));
+    }
+    for c in &report.summary.cells {
+        let per_problem: Vec<f64> = report
+            .problems
+            .iter()
+            .map(|p| {
+                let runs: Vec<&Outcome> = p.runs.iter().filter(|o| o.strategy == c.strategy).collect();
+                let at = |o: &&Outcome| o.best_at(c.budget).map_or(0.0, |t| t / p.greedy.unwrap());
+                runs.iter().map(at).sum::<f64>() / runs.len() as f64
+            })
+            .collect();
+        let want = geomean(&per_problem);
+        assert!(close(c.improvement.unwrap(), want), "{c:?}: want {want}");
+        if c.strategy == "greedy" {
+            assert_eq!((c.improvement, c.runs), (Some(1.0), 2));
+        }
+    }
+    // summary.csv holds these values, as Rust prints them.
+    let csv = std::fs::read_to_string(config.out.join("summary.csv")).unwrap();
+    assert_eq!(csv, mcmpart::experiment::compare::render::summary_csv(&report.summary));
+    for c in &report.summary.cells {
+        let row = format!(
+            "{},improvement_over_greedy,{},{},{},{},{}\n",
+            c.strategy,
+            c.budget,
+            c.improvement.unwrap(),
+            c.problems,
+            c.runs,
+            c.runs_without_valid
+        );
+        assert!(csv.contains(&row), "{row}\n{csv}");
+    }
+    // summary.md's per-problem table shows each strategy's mean over seeds.
+    let md = &report.markdown;
+    let header = md.lines().find(|l| l.starts_with("| problem | nodes |")).unwrap();
+    let cols: Vec<&str> = header.split('|').map(str::trim).collect();
+    for p in &report.problems {
+        let line = md.lines().find(|l| l.starts_with(&format!("| {} |", p.label))).unwrap();
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        for s in ["random", "anneal"] {
+            let cell = cells[cols.iter().position(|c| *c == s).unwrap()].replace('*', "");
+            let shown: Vec<f64> = cell
+                .split([',', '('])
+                .next()
+                .unwrap()
+                .split(" / ")
+                .map(|x| x.trim().parse().unwrap())
+                .collect();
+            for (budget, got) in [4usize, 12].into_iter().zip(shown) {
+                let want = p.mean_at(s, budget, p.greedy.unwrap()).unwrap();
+                assert!(
+                    (got - want).abs() < 6e-4,
+                    "{} {s} at {budget}: {got} vs {want}\n{md}",
+                    p.label
+                );
+            }
+        }
+    }
+}
+
+/// The runs committed under `results/` still load with `--resume`: their
+/// fingerprints are what this build computes for the same problem, budget,
+/// judge and policy (one graph of the validation split, every strategy).
+#[test]
+fn committed_runs_still_load_with_resume() {
+    let root = common::root();
+    let dir = common::scratch("compare-committed");
+    let graphs = dir.join("graphs");
+    std::fs::create_dir_all(&graphs).unwrap();
+    let name = "mobilenet_v3_small";
+    let file = format!("{name}.json.gz");
+    std::fs::copy(root.join("data/graphs").join(&file), graphs.join(&file)).unwrap();
+    let manifest = serde_json::json!({
+        "format_version": 1,
+        "graphs": [{"name": name, "split": "validation", "file": file}],
+    });
+    std::fs::write(graphs.join("manifest.json"), manifest.to_string()).unwrap();
+    let out = dir.join("out");
+    let runs = out.join("runs").join(name);
+    std::fs::create_dir_all(&runs).unwrap();
+    let committed = root.join("results/validation-rl/runs").join(name);
+    for f in std::fs::read_dir(&committed).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), runs.join(f.file_name())).unwrap();
+    }
+    // The book's command, on this one graph.
+    let o = mcmpart(&[
+        "compare",
+        "examples/bert_ring36.mcm",
+        "--graphs",
+        graphs.to_str().unwrap(),
+        "--split",
+        "validation",
+        "--strategies",
+        "rl-zero-shot,rl,rl-scratch,anneal",
+        "--budget",
+        "500",
+        "--budgets",
+        "20,100,500",
+        "--levels",
+        "1.0,1.2,1.5,2",
+        "--repeats",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("4 of 4 runs taken from"), "{stdout}\n{stderr}");
 }

@@ -9,6 +9,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 use mcmpart::cli::{import, Output};
+use mcmpart::error::{Kind, Status};
 
 const FIXTURES: &[&str] = &["tiny_cnn", "mlp", "attention"];
 
@@ -676,7 +677,10 @@ fn import_run_writes_json_and_gzip_that_load_back_equal() {
             let g = import_fixture(name);
             for ext in ["json", "json.gz"] {
                 let dest = dir.join(format!("{name}-{json}.{ext}"));
-                assert_eq!(import::run(&out, &fixture(&format!("{name}.onnx")), &dest), 0);
+                assert_eq!(
+                    import::run(&out, &fixture(&format!("{name}.onnx")), &dest).unwrap(),
+                    Status::Success
+                );
                 let raw = std::fs::read(&dest).unwrap();
                 assert_eq!(raw.starts_with(&[0x1f, 0x8b]), ext.ends_with("gz"));
                 assert_same_graph(&g, &load_graph_file(&dest).unwrap());
@@ -694,10 +698,12 @@ fn import_run_fails_cleanly() {
     let dir = scratch("run-fail");
     let out = Output { json: false };
     let dest = dir.join("t.json");
-    assert_eq!(import::run(&out, &fixture("truncated.onnx"), &dest), 1);
+    let e = import::run(&out, &fixture("truncated.onnx"), &dest).unwrap_err();
+    assert_eq!((e.kind, e.exit_code()), (Kind::Input, 1), "{e}");
     assert!(!dest.exists());
     let dest = dir.join("no/such/folder/t.json");
-    assert_eq!(import::run(&out, &fixture("mlp.onnx"), &dest), 1);
+    let e = import::run(&out, &fixture("mlp.onnx"), &dest).unwrap_err();
+    assert_eq!((e.kind, e.exit_code()), (Kind::Output, 1), "{e}");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }

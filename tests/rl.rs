@@ -415,3 +415,67 @@ fn imitation_warm_up_learns_the_baseline_and_is_scored_as_update_zero() {
     assert_eq!(val[0][0], "0", "{val:?}");
     assert_eq!(val.len(), 4);
 }
+
+/// Training through the library: the events it reports are the updates it
+/// returns and logs, and the runs it refuses are refused by kind (nothing
+/// to do is a usage error, a folder holding a run an input one).
+#[test]
+fn train_runs_as_a_library_and_reports_its_updates() {
+    use mcmpart::error::Kind;
+    use mcmpart::experiment::train::{self, Config, Event};
+    use mcmpart::policy::train::TrainConfig;
+    let (dir, problem) = setup("rl-library");
+    let mut cfg = TrainConfig {
+        samples: 30,
+        checkpoint_every: 3,
+        val_samples: 2,
+        val_updates: 1,
+        ..TrainConfig::default()
+    };
+    cfg.ppo.rollouts = 10;
+    cfg.ppo.epochs = 1;
+    cfg.policy.layers = 1;
+    cfg.policy.hidden = 8;
+    cfg.policy.iterations = 1;
+    let config = Config {
+        graphs: dir.join("graphs"),
+        split: "train".into(),
+        val_split: "validation".into(),
+        packages: vec![problem],
+        out: dir.join("run"),
+        max_nodes: None,
+        train: cfg,
+        command: "test".into(),
+    };
+    let (mut updates, mut started) = (Vec::new(), None);
+    let report = train::run(&config, &mut |e| match e {
+        Event::Updated(log, _) => updates.push((log.update, log.samples, log.task.clone())),
+        Event::Starting { train, validation } => started = Some((train, validation)),
+        _ => {}
+    })
+    .unwrap();
+    assert_eq!(started, Some((3, 1)));
+    let returned: Vec<_> = report
+        .updates
+        .iter()
+        .map(|u| (u.update, u.samples, u.task.clone()))
+        .collect();
+    assert_eq!(updates, returned);
+    assert_eq!(updates.len(), 3);
+    let logged: Vec<_> = csv_rows(&config.out.join("log.csv"))
+        .into_iter()
+        .map(|r| (r[0].parse().unwrap(), r[1].parse().unwrap(), r[2].clone()))
+        .collect();
+    assert_eq!(logged, returned);
+    assert!(config.out.join("train.json").is_file() && config.out.join("curve.svg").is_file());
+
+    let again = train::run(&config, &mut |_| {}).unwrap_err();
+    assert_eq!(again.kind, Kind::Input, "{again}");
+    assert!(again.message.contains("holds an earlier training run"), "{again}");
+    let mut idle = config.clone();
+    idle.out = dir.join("idle");
+    idle.train.samples = 0;
+    let e = train::run(&idle, &mut |_| {}).unwrap_err();
+    assert_eq!((e.kind, e.exit_code()), (Kind::Usage, 2), "{e}");
+    assert!(!idle.out.exists(), "nothing is written");
+}

@@ -649,3 +649,40 @@ fn anneal_keeps_greedys_start_until_a_draw_beats_it() {
         );
     }
 }
+
+/// The baseline `solve` and `compare` measure by: greedy's one valid
+/// partition with its throughput and latency, and the bound (total flops
+/// over total compute) above it; an infeasible problem has no greedy run,
+/// and still its bound.
+#[test]
+fn the_baseline_is_greedys_partition_and_the_bound() {
+    use mcmpart::baseline::baseline;
+    let p = shipped_graph_problem(
+        "resnet18",
+        "n = 8, memory = 256 MiB, compute = 4 TFLOP/s, bandwidth = 25 GB/s",
+    );
+    let j = judge(&p);
+    let b = baseline(&p, &j, 0);
+    let greedy = b.greedy.as_ref().unwrap();
+    assert_eq!(greedy.records.len(), 1, "one sample, outside any budget");
+    let t = b.throughput().unwrap();
+    assert!((b.latency().unwrap() * t - 1.0).abs() < 1e-12);
+    let chips = b.partition().unwrap();
+    placement_ok(&p, chips).unwrap();
+    assert_eq!(j.evaluate(chips), Verdict::Valid { throughput: t });
+    let bound = b.bound.unwrap();
+    assert_eq!(bound, 1.0 / CostModel::new(&p).unwrap().bound_latency());
+    assert!(t <= bound * (1.0 + 1e-9), "greedy {t} above the bound {bound}");
+
+    let c = Case {
+        topo: Topo::Ring(3),
+        memory_kib: 3 * 1024,
+        nodes: vec![(1, 2048, 1); 4],
+        edges: vec![(0, 1), (1, 2), (2, 3)],
+        rules: [true, true, false, true],
+    };
+    let p = compile(&c);
+    let b = baseline(&p, &judge(&p), 0);
+    assert!(b.greedy.is_err() && b.partition().is_none() && b.throughput().is_none());
+    assert!(b.bound.is_some_and(|x| x > 0.0));
+}

@@ -1,23 +1,21 @@
-//! `mcmpart bench load DIR`: how long graph files take to load.
+//! `mcmpart bench`: `bench load DIR`, how long graph files take to load, and
+//! `bench solver FILE`, how fast the solver makes valid partitions.
 
-use super::Output;
+use super::output::{refuse_overwriting, Output};
+use super::problem::{with_problem, SolverArgs};
+use crate::error::{Error, Result, Status};
 use crate::graph::load_graph_file;
 use std::path::Path;
 use std::time::Instant;
 
-/// Writes a benchmark's figures as JSON when asked; false if that failed.
-fn save(out: &Output, dest: Option<&Path>, report: &serde_json::Value) -> bool {
-    let Some(d) = dest else { return true };
-    match std::fs::write(d, serde_json::to_string_pretty(report).unwrap_or_default()) {
-        Ok(()) => true,
-        Err(e) => {
-            out.error(&format!("cannot write `{}`: {e}", d.display()), None);
-            false
-        }
-    }
+/// Writes a benchmark's figures as JSON when asked.
+fn save(dest: Option<&Path>, report: &serde_json::Value) -> Result<()> {
+    let Some(d) = dest else { return Ok(()) };
+    std::fs::write(d, serde_json::to_string_pretty(report).unwrap_or_default())
+        .map_err(|e| Error::output(format!("cannot write `{}`: {e}", d.display())))
 }
 
-pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> i32 {
+pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> Result {
     let mut files: Vec<_> = match std::fs::read_dir(dir) {
         Ok(rd) => rd
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -26,14 +24,11 @@ pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> i3
                 n.ends_with(".json.gz") || (n.ends_with(".json") && !n.ends_with("manifest.json"))
             })
             .collect(),
-        Err(e) => {
-            out.error(&format!("cannot read `{}`: {e}", dir.display()), None);
-            return 1;
-        }
+        Err(e) => return Err(Error::input(format!("cannot read `{}`: {e}", dir.display()))),
     };
     files.sort();
-    if dest.is_some_and(|d| super::overwrites_input(out, d, &files, "is a graph it loads")) {
-        return 1;
+    if let Some(d) = dest {
+        refuse_overwriting(d, &files, "is a graph it loads")?;
     }
     let repeats = repeats.max(1);
     let mut rows = Vec::new();
@@ -42,13 +37,7 @@ pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> i3
         let mut nodes = 0;
         for _ in 0..repeats {
             let t = Instant::now();
-            match load_graph_file(f) {
-                Ok(g) => nodes = g.nodes.len(),
-                Err(e) => {
-                    out.error(&e.message, e.help.as_deref());
-                    return 1;
-                }
-            }
+            nodes = load_graph_file(f)?.nodes.len();
             best = best.min(t.elapsed().as_secs_f64());
         }
         rows.push((
@@ -76,9 +65,7 @@ pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> i3
         "slowest": slowest.as_ref().map(|r| serde_json::json!({"file": r.0, "nodes": r.1, "seconds": r.2})),
         "per_graph": rows.iter().map(|r| serde_json::json!({"file": r.0, "nodes": r.1, "seconds": r.2})).collect::<Vec<_>>(),
     });
-    if !save(out, dest, &report) {
-        return 1;
-    }
+    save(dest, &report)?;
     if out.json {
         out.print_json(&report);
     } else {
@@ -90,7 +77,7 @@ pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> i3
             println!("slowest: {} ({} nodes) in {:.2} ms", r.0, r.1, r.2 * 1e3);
         }
     }
-    0
+    Ok(Status::Success)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -102,22 +89,12 @@ pub enum Mode {
 /// `mcmpart bench solver FILE --mode fix|sample --samples N`: valid
 /// partitions per second, failures, backtracks and SAT calls per partition;
 /// every partition is checked by the checker (outside the timed part).
-pub fn solver(
-    out: &Output,
-    file: &Path,
-    args: &super::solve::SolverArgs,
-    mode: Mode,
-    samples: usize,
-    dest: Option<&Path>,
-) -> i32 {
+pub fn solver(out: &Output, file: &Path, args: &SolverArgs, mode: Mode, samples: usize, dest: Option<&Path>) -> Result {
     use crate::solver::{check, fix, node_order, sample};
     use rand::{Rng, SeedableRng};
-    super::solve::with_problem(out, file, args.problem.as_deref(), dest, |p, sources| {
+    with_problem(file, args.problem.as_deref(), dest, |p, sources| {
         let t0 = Instant::now();
-        let mut solver = match super::solve::make_solver(out, p, args, sources) {
-            Ok(s) => s,
-            Err(code) => return code,
-        };
+        let mut solver = args.solver(p, sources)?;
         let setup = t0.elapsed().as_secs_f64();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
         let chips = p.package.num_chips() as u32;
@@ -145,10 +122,7 @@ pub fn solver(
                         invalid += 1;
                     }
                 }
-                Err(inf) => {
-                    super::solve::report_infeasible(out, p, &inf, sources);
-                    return 1;
-                }
+                Err(inf) => return Err(Error::infeasible(p, &inf, sources)),
             }
         }
         let n = samples.max(1) as f64;
@@ -175,9 +149,7 @@ pub fn solver(
             "mean_chips_used": used as f64 / n,
             "seed": args.seed,
         });
-        if !save(out, dest, &report) {
-            return 1;
-        }
+        save(dest, &report)?;
         if out.json {
             out.print_json(&report);
         } else {
@@ -199,10 +171,6 @@ pub fn solver(
                 if mode == Mode::Fix { format!(", {:.1} nodes moved", moved as f64 / n) } else { String::new() }
             );
         }
-        if invalid > 0 {
-            1
-        } else {
-            0
-        }
+        Ok(Status::of(invalid == 0))
     })
 }

@@ -1,13 +1,12 @@
 //! `mcmpart check FILE`: everything compiles; what the problems are.
 
-use super::Output;
+use super::output::{compile, Output};
+use crate::error::{Result, Status};
 use crate::problem::Problem;
 use std::path::Path;
 
-pub fn run(out: &Output, file: &Path) -> i32 {
-    let Some(c) = out.compile(file) else {
-        return 1;
-    };
+pub fn run(out: &Output, file: &Path) -> Result {
+    let c = compile(file)?;
     if out.json {
         let problems: Vec<serde_json::Value> = c.problems.iter().map(summary_json).collect();
         out.print_json(&serde_json::json!({"ok": true, "problems": problems, "tests": c.tests.len()}));
@@ -22,7 +21,7 @@ pub fn run(out: &Output, file: &Path) -> i32 {
             file.display()
         );
     }
-    0
+    Ok(Status::Success)
 }
 
 fn summary_json(p: &Problem) -> serde_json::Value {

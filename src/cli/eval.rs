@@ -2,48 +2,16 @@
 //! partition (latency, throughput, the bound, per chip), the dynamic check,
 //! and the external evaluator's verdict when the problem names one.
 
-use super::Output;
-use crate::cost::{CostModel, Judge, JudgeOptions, Verdict};
+use super::judge_args::EvalArgs;
+use super::output::Output;
+use super::problem::with_problem;
+use crate::cost::{CostModel, Judge, Verdict};
 use crate::diag::render_text;
+use crate::error::{Error, Result, Status};
 use crate::problem::read_partition;
 use crate::quantity::{format_quantity, Dim};
 use crate::solver::check;
 use std::path::Path;
-use std::time::Duration;
-
-/// How partitions are judged, shared by `eval`, `solve` and `compare`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct EvalArgs {
-    /// An external evaluator command (run by `sh -c`): reads the partition
-    /// JSON on stdin, prints `{"valid": true, "throughput": X}` or
-    /// `{"valid": false, "reason": "..."}`. Overrides `evaluate with`.
-    #[arg(long)]
-    pub evaluator: Option<String>,
-    /// Use the analytical model even when the problem names an evaluator.
-    #[arg(long, conflicts_with = "evaluator")]
-    pub analytical: bool,
-    /// Seconds an evaluation may take before it counts as invalid.
-    #[arg(long, default_value_t = 60.0, value_parser = super::args::seconds)]
-    pub eval_timeout: f64,
-    /// Evaluations run at once (at most 1024).
-    #[arg(long, default_value_t = 1, value_parser = super::args::jobs)]
-    pub jobs: usize,
-    /// Skip the built-in peak-memory check.
-    #[arg(long)]
-    pub no_dynamic_check: bool,
-}
-
-impl EvalArgs {
-    pub fn options(&self) -> JudgeOptions {
-        JudgeOptions {
-            evaluator: self.evaluator.clone(),
-            analytical: self.analytical,
-            timeout: Duration::from_secs_f64(self.eval_timeout.clamp(0.001, super::args::MAX_SECONDS)),
-            jobs: self.jobs.max(1),
-            dynamic_check: !self.no_dynamic_check,
-        }
-    }
-}
 
 pub fn secs(v: f64) -> String {
     format_quantity(v, Dim::TIME)
@@ -53,29 +21,14 @@ fn bytes(v: f64) -> String {
     format_quantity(v, Dim::BYTES)
 }
 
-pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>, args: &EvalArgs) -> i32 {
-    super::solve::with_problem(out, file, problem, None, |p, sources| {
-        let placement = match read_partition(partition, &p.graph, p.package.num_chips()) {
-            Ok(pl) => pl,
-            Err(e) => {
-                out.error(&e.message, e.help.as_deref());
-                return 1;
-            }
-        };
-        let (model, judge) = match CostModel::new(p).and_then(|m| Ok((m, Judge::new(p, &args.options())?))) {
-            Ok(x) => x,
-            Err(e) => {
-                out.error(&e.message, e.help.as_deref());
-                return 1;
-            }
-        };
-        let report = match model.report(&placement.chips) {
-            Ok(r) => r,
-            Err(m) => {
-                out.error(&format!("the partition cannot be evaluated: {m}"), None);
-                return 1;
-            }
-        };
+pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>, args: &EvalArgs) -> Result {
+    with_problem(file, problem, None, |p, sources| {
+        let placement = read_partition(partition, &p.graph, p.package.num_chips())?;
+        let model = CostModel::new(p)?;
+        let judge = Judge::new(p, &args.options())?;
+        let report = model
+            .report(&placement.chips)
+            .map_err(|m| Error::input(format!("the partition cannot be evaluated: {m}")))?;
         let violations = check(&p.graph, &p.package, &p.constraints, &placement);
         let verdict = judge.evaluate(&placement.chips);
         let valid = violations.is_empty() && matches!(verdict, Verdict::Valid { .. });
@@ -109,11 +62,7 @@ pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>, a
                 println!("invalid: the partition breaks {} rule instance(s)", violations.len());
             }
         }
-        if valid {
-            0
-        } else {
-            1
-        }
+        Ok(Status::of(valid))
     })
 }
 

@@ -1,26 +1,17 @@
 //! `mcmpart import MODEL.onnx OUT.json[.gz]`: an ONNX model as a graph file.
 
-use super::Output;
+use super::output::{refuse_overwriting, Output};
+use crate::error::{Error, Result, Status};
 use crate::graph::onnx::import_onnx;
 use crate::graph::{to_json, Graph};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub fn run(out: &Output, model: &Path, dest: &Path) -> i32 {
-    if super::overwrites_input(out, dest, &[model.to_path_buf()], "is the model imported") {
-        return 1;
-    }
-    let g = match import_onnx(model) {
-        Ok(g) => g,
-        Err(e) => {
-            out.error(&e.message, e.help.as_deref());
-            return 1;
-        }
-    };
-    if let Err(msg) = write_graph(&g, dest) {
-        out.error(&msg, Some("check that the destination's folder exists and is writable"));
-        return 1;
-    }
+pub fn run(out: &Output, model: &Path, dest: &Path) -> Result {
+    refuse_overwriting(dest, &[model.to_path_buf()], "is the model imported")?;
+    let g = import_onnx(model)?;
+    write_graph(&g, dest)
+        .map_err(|m| Error::output(m).with_help("check that the destination's folder exists and is writable"))?;
     let inputs = g.nodes.iter().filter(|n| n.op == "placeholder").count();
     let weights = g.nodes.iter().filter(|n| n.op == "get_attr").count();
     let replicable = g.nodes.len() - g.num_placed();
@@ -50,7 +41,7 @@ pub fn run(out: &Output, model: &Path, dest: &Path) -> i32 {
             g.total_params()
         );
     }
-    0
+    Ok(Status::Success)
 }
 
 /// A JSON number; totals beyond u64 (never in practice) are clamped.
@@ -61,7 +52,7 @@ fn number(x: u128) -> serde_json::Value {
 /// Writes the graph file: gzip-compressed compact JSON when `dest` ends in
 /// `.gz`, pretty JSON otherwise. The file is written beside its destination
 /// under a temporary name and renamed, so a reader never sees half a file.
-fn write_graph(g: &Graph, dest: &Path) -> Result<(), String> {
+fn write_graph(g: &Graph, dest: &Path) -> std::result::Result<(), String> {
     let shown = dest.display();
     let gz = dest
         .file_name()

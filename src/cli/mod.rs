@@ -1,23 +1,36 @@
-//! The command line: `mcmpart check | verify | test`.
+//! The command line: the arguments (parsed by clap, here), one file per
+//! command (`solve.rs` is `mcmpart solve`) that calls the library and
+//! prints, the flag groups several commands share (`*_args.rs`,
+//! `problem.rs`), and `output.rs`, where results and errors are printed and
+//! exit statuses decided.
 
 mod args;
 mod bench;
 mod check;
 mod compare;
-pub mod eval;
+mod eval;
 pub mod import;
-mod search;
+mod judge_args;
+mod output;
+mod problem;
+mod repair;
+mod sample;
 mod show;
-pub mod solve;
+mod solve;
 mod stats;
+mod strategy_args;
 mod test;
 mod train;
 mod verify;
 
-use crate::diag::{render_text, to_json, Diag};
-use crate::lang::{compile_file, Compiled};
+pub use judge_args::EvalArgs;
+pub use output::Output;
+pub use problem::SolverArgs;
+pub use solve::SolveArgs;
+pub use strategy_args::RlArgs;
+
 use clap::{Parser, Subcommand};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -63,7 +76,7 @@ pub enum Command {
         #[arg(long)]
         problem: Option<String>,
         #[command(flatten)]
-        eval: eval::EvalArgs,
+        eval: EvalArgs,
     },
     /// Run every `test` block of the files.
     Test {
@@ -76,7 +89,7 @@ pub enum Command {
         /// The .mcm file.
         file: PathBuf,
         #[command(flatten)]
-        solver: solve::SolverArgs,
+        solver: SolverArgs,
         /// Where to write the partition.
         #[arg(long)]
         out: PathBuf,
@@ -86,7 +99,7 @@ pub enum Command {
         /// The .mcm file.
         file: PathBuf,
         #[command(flatten)]
-        args: search::SolveArgs,
+        args: SolveArgs,
     },
     /// Pretrain the placement policy with PPO on a split of the graph
     /// folder; checkpoints, logs and a training curve go to `--out`.
@@ -111,7 +124,7 @@ pub enum Command {
         #[arg(long)]
         proposal: PathBuf,
         #[command(flatten)]
-        solver: solve::SolverArgs,
+        solver: SolverArgs,
         /// Where to write the repaired partition.
         #[arg(long)]
         out: PathBuf,
@@ -162,7 +175,7 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 200, value_parser = args::counting)]
         samples: usize,
         #[command(flatten)]
-        solver: solve::SolverArgs,
+        solver: SolverArgs,
         /// Write the figures here as JSON.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -232,9 +245,10 @@ pub fn main() -> i32 {
         .unwrap_or(1)
 }
 
+/// Runs a parsed command line; returns the exit status.
 pub fn run(cli: Cli) -> i32 {
     let out = Output { json: cli.json };
-    match cli.command {
+    let result = match cli.command {
         Command::Check { file } => check::run(&out, &file),
         Command::Verify {
             file,
@@ -253,13 +267,13 @@ pub fn run(cli: Cli) -> i32 {
             partition,
             format,
             out: dest,
-        } => show::run(&out, &graph, partition.as_deref(), format, dest.as_deref()),
+        } => show::run(&graph, partition.as_deref(), format, dest.as_deref()),
         Command::Sample {
             file,
             solver,
             out: dest,
-        } => solve::run_sample(&out, &file, &solver, &dest),
-        Command::Solve { file, args } => search::run(&out, &file, &args),
+        } => sample::run(&out, &file, &solver, &dest),
+        Command::Solve { file, args } => solve::run(&out, &file, &args),
         Command::Compare { files, args } => compare::run(&out, &files, &args),
         Command::Train { args } => train::run(&out, &args),
         Command::Repair {
@@ -267,7 +281,7 @@ pub fn run(cli: Cli) -> i32 {
             proposal,
             solver,
             out: dest,
-        } => solve::run_repair(&out, &file, &solver, &proposal, &dest),
+        } => repair::run(&out, &file, &solver, &proposal, &dest),
         Command::Bench(BenchCommand::Solver {
             file,
             mode,
@@ -282,69 +296,6 @@ pub fn run(cli: Cli) -> i32 {
             repeats,
             out: dest,
         }) => bench::load(&out, &dir, repeats, dest.as_deref()),
-    }
-}
-
-/// Where results go: text for people, JSON for tools.
-pub struct Output {
-    pub json: bool,
-}
-
-impl Output {
-    pub fn print_json(&self, v: &serde_json::Value) {
-        println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
-    }
-
-    /// Compiles a file; on errors prints them and returns `None`.
-    pub fn compile(&self, file: &std::path::Path) -> Option<Compiled> {
-        let c = compile_file(file);
-        if c.ok() {
-            return Some(c);
-        }
-        self.diagnostics(&c, &c.diags);
-        None
-    }
-
-    pub fn diagnostics(&self, c: &Compiled, diags: &[Diag]) {
-        if self.json {
-            self.print_json(&serde_json::json!({"ok": false, "diagnostics": to_json(&c.program.sources, diags)}));
-        } else {
-            eprint!("{}", render_text(&c.program.sources, diags));
-            let n = diags.iter().filter(|d| !d.warning).count();
-            eprintln!("error: {n} error(s)");
-        }
-    }
-
-    /// An error without a source span.
-    pub fn error(&self, message: &str, help: Option<&str>) {
-        if self.json {
-            self.print_json(&serde_json::json!({"ok": false, "error": message, "help": help}));
-        } else {
-            eprintln!("error: {message}");
-            if let Some(h) = help {
-                eprintln!("  help: {h}");
-            }
-        }
-    }
-}
-
-/// Whether `dest`, a file the command is about to write, is one of the
-/// files it read (however spelled): then it says so, and the caller stops
-/// before writing. `what` finishes "which ...".
-pub fn overwrites_input(out: &Output, dest: &Path, inputs: &[PathBuf], what: &str) -> bool {
-    let Ok(d) = std::fs::canonicalize(dest) else {
-        return false;
     };
-    let Some(input) = inputs.iter().find(|i| std::fs::canonicalize(i).is_ok_and(|i| i == d)) else {
-        return false;
-    };
-    out.error(
-        &format!(
-            "`{}` is `{}`, which {what}: writing there would replace it",
-            dest.display(),
-            input.display()
-        ),
-        Some("name another output file"),
-    );
-    true
+    out.finish(result)
 }

@@ -1,6 +1,7 @@
 //! `mcmpart show GRAPH [--partition P.json] --format dot|svg`.
 
-use super::Output;
+use super::output::refuse_overwriting;
+use crate::error::{Error, Result, Status};
 use crate::graph::dot::{to_dot, to_svg};
 use crate::graph::load_graph_file;
 use crate::problem::parse_partition;
@@ -12,27 +13,15 @@ pub enum Format {
     Svg,
 }
 
-pub fn run(out: &Output, graph: &Path, partition: Option<&Path>, format: Format, dest: Option<&Path>) -> i32 {
+pub fn run(graph: &Path, partition: Option<&Path>, format: Format, dest: Option<&Path>) -> Result {
     let inputs: Vec<std::path::PathBuf> = std::iter::once(graph).chain(partition).map(Path::to_path_buf).collect();
-    if dest.is_some_and(|d| super::overwrites_input(out, d, &inputs, "`show` reads")) {
-        return 1;
+    if let Some(d) = dest {
+        refuse_overwriting(d, &inputs, "`show` reads")?;
     }
-    let g = match load_graph_file(graph) {
-        Ok(g) => g,
-        Err(e) => {
-            out.error(&e.message, e.help.as_deref());
-            return 1;
-        }
-    };
+    let g = load_graph_file(graph)?;
     let chips = match partition {
         None => None,
-        Some(p) => match read_any_partition(p, &g) {
-            Ok(c) => Some(c),
-            Err(m) => {
-                out.error(&m, None);
-                return 1;
-            }
-        },
+        Some(p) => Some(read_any_partition(p, &g).map_err(Error::input)?),
     };
     let text = match format {
         Format::Dot => to_dot(&g, chips.as_deref()),
@@ -41,18 +30,15 @@ pub fn run(out: &Output, graph: &Path, partition: Option<&Path>, format: Format,
     match dest {
         None => print!("{text}"),
         Some(d) => {
-            if let Err(e) = std::fs::write(d, text) {
-                out.error(&format!("cannot write `{}`: {e}", d.display()), None);
-                return 1;
-            }
+            std::fs::write(d, text).map_err(|e| Error::output(format!("cannot write `{}`: {e}", d.display())))?
         }
     }
-    0
+    Ok(Status::Success)
 }
 
 /// Reads a partition for drawing: the chip count comes from the file, or
 /// from the largest chip id when the file does not say.
-fn read_any_partition(p: &Path, g: &crate::graph::Graph) -> Result<Vec<Option<u32>>, String> {
+fn read_any_partition(p: &Path, g: &crate::graph::Graph) -> std::result::Result<Vec<Option<u32>>, String> {
     let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: line {}: {e}", p.display(), e.line()))?;

@@ -1,197 +1,356 @@
-//! `mcmpart sample` and `mcmpart repair`: one valid partition from the
-//! solver, by SAMPLE with uniform probabilities or by FIX from a proposal.
+//! `mcmpart solve`: run a strategy within a budget, write the best valid
+//! partition, and say how it compares with greedy and with the bound.
 
-use super::Output;
-use crate::diag::{render_text, Diag};
-use crate::problem::{partition_json, read_proposal, write_partition, Problem};
-use crate::solver::{check, fix, node_order, sample, Infeasible, Options, Order, Solver};
-use crate::source::SourceMap;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-use std::path::Path;
+use super::args::{counting, seconds};
+use super::eval::secs;
+use super::judge_args::EvalArgs;
+use super::output::{progress_bar, Output};
+use super::problem::with_problem;
+use super::strategy_args::{self, RlArgs};
+use crate::baseline::{baseline, Baseline};
+use crate::cost::Judge;
+use crate::error::{Error, Kind, Result, Status};
+use crate::problem::{partition_json, write_partition, Placement, Problem};
+use crate::strategy::{self, Budget, Outcome};
+use std::path::{Path, PathBuf};
 
-/// Solver settings shared by the commands that run it.
+/// The strategy `solve` runs when none is named: the best the project has
+/// (see the book's comparison table).
+pub const DEFAULT_STRATEGY: &str = "dp";
+
 #[derive(clap::Args, Debug, Clone)]
-pub struct SolverArgs {
+pub struct SolveArgs {
     /// The problem, when the file declares several.
     #[arg(long)]
     pub problem: Option<String>,
-    /// Seed of every random choice: the same seed gives the same partition.
+    /// greedy, random, anneal, dp, rl, rl-zero-shot, rl-scratch or rl-nosolver.
+    #[arg(long, default_value = DEFAULT_STRATEGY)]
+    pub strategy: String,
+    /// Budget in samples (evaluated partitions).
+    #[arg(long, conflicts_with = "time", value_parser = counting)]
+    pub budget: Option<usize>,
+    /// Budget in seconds.
+    #[arg(long, value_parser = seconds)]
+    pub time: Option<f64>,
+    /// Seed of every random choice.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// The order in which nodes are decided.
-    #[arg(long, value_enum, default_value = "random")]
-    pub order: Order,
-    /// Use the generic path for the stdlib rules too (slower; for comparison).
+    /// Where to write the best partition (default: `<stem of FILE>.partition.json`, in the working folder).
     #[arg(long)]
-    pub generic: bool,
-    /// Backtrack one decision at a time instead of asking SAT for the culprit.
-    #[arg(long)]
-    pub no_sat: bool,
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub eval: EvalArgs,
+    #[command(flatten)]
+    pub rl: RlArgs,
 }
 
-/// Compiles the file and runs `f` on the chosen problem and the sources.
-/// `dest`, the file the command will write, must not be one it read (a
-/// `--out` naming the problem's own file or its graph would replace it).
-pub fn with_problem(
-    out: &Output,
-    file: &Path,
-    name: Option<&str>,
-    dest: Option<&Path>,
-    f: impl FnOnce(&Problem, &SourceMap) -> i32,
-) -> i32 {
-    let Some(c) = out.compile(file) else {
-        return 1;
-    };
-    if dest.is_some_and(|d| super::overwrites_input(out, d, &c.inputs(), "the problem is read from")) {
-        return 1;
-    }
-    match c.problem(name) {
-        Ok(p) => f(p, &c.program.sources),
-        Err(m) => {
-            out.error(&m, None);
-            1
+impl SolveArgs {
+    pub fn budget(&self) -> Budget {
+        match (self.budget, self.time) {
+            (_, Some(t)) => Budget::Seconds(t.max(0.0)),
+            (Some(n), None) => Budget::Samples(n),
+            (None, None) => Budget::Samples(1000),
         }
     }
 }
 
-/// Reports that no valid partition exists, naming the conflicting rules.
-pub fn report_infeasible(out: &Output, p: &Problem, inf: &Infeasible, sources: &SourceMap) {
-    let names: Vec<String> = inf
-        .constraints
-        .iter()
-        .map(|&i| p.constraints[i].display_name())
-        .collect();
-    let message = match names.as_slice() {
-        [] => format!("problem `{}` has no valid partition", p.name),
-        [one] => format!("problem `{}` has no valid partition: nothing satisfies `{one}`", p.name),
-        many => format!(
-            "problem `{}` has no valid partition: {} conflict",
+pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
+    watch_ctrl_c();
+    strategy_args::check(&[args.strategy.as_str()], &args.rl)?;
+    // The name is known: what fails now is its checkpoint, an input.
+    let mut strat = strategy_args::build(&args.strategy, &args.rl)?;
+    let dest = args.out.clone().unwrap_or_else(|| default_out(file));
+    with_problem(file, args.problem.as_deref(), Some(&dest), |p, sources| {
+        let judge = Judge::new(p, &args.eval.options())?;
+        let budget = args.budget();
+        let bar = progress_bar(out, budget);
+        let mut tick = |r: &strategy::SampleRecord| {
+            if let Some(b) = &bar {
+                match budget {
+                    Budget::Samples(_) => b.set_position(r.sample as u64),
+                    Budget::Seconds(_) => b.set_position((r.elapsed_s * 10.0) as u64),
+                }
+                if let Some(t) = r.best {
+                    b.set_message(format!("best {t:.2}/s"));
+                }
+            }
+        };
+        let result = strategy::run(p, &judge, strat.as_mut(), budget, args.seed, Some(&mut tick));
+        if let Some(b) = &bar {
+            b.finish_and_clear();
+        }
+        // The baseline below runs even after Ctrl-C.
+        strategy::clear_stop();
+        let outcome = result.map_err(|inf| Error::infeasible(p, &inf, sources))?;
+        // Greedy's one partition, on the search's judge, not counted in the budget.
+        report(out, p, &judge, &outcome, &baseline(p, &judge, args.seed), &dest)
+    })
+}
+
+/// Ctrl-C stops the search at its next sample, and `solve` writes the best
+/// so far and exits 130; a second Ctrl-C exits at once.
+fn watch_ctrl_c() {
+    // Its own flag, not the searches' (cleared for the baseline after the
+    // search): a second Ctrl-C at any point quits.
+    static PRESSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let set = ctrlc::set_handler(|| {
+        if PRESSED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\ninterrupted: stopping at the next sample (Ctrl-C again to quit at once)");
+        strategy::request_stop();
+    });
+    if let Err(e) = set {
+        eprintln!("warning: Ctrl-C will not keep the best partition: {e}");
+    }
+}
+
+fn default_out(file: &Path) -> PathBuf {
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("best");
+    PathBuf::from(format!("{stem}.partition.json"))
+}
+
+/// A reason for invalid samples, with the wordings that differ from it only
+/// in their numbers (a chip out of memory by 127.25 MiB or by 127.26 MiB).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reason {
+    /// The most frequent wording.
+    pub text: String,
+    /// Samples, over every wording.
+    pub count: usize,
+    pub wordings: usize,
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.wordings {
+            1 => write!(f, "{}", self.text),
+            k => write!(f, "{} (one of {k} wordings that differ only in numbers)", self.text),
+        }
+    }
+}
+
+/// The wording with every number (digits, possibly with a point) as `#`.
+fn numbers_out(r: &str) -> String {
+    let mut out = String::with_capacity(r.len());
+    let mut in_number = false;
+    for ch in r.chars() {
+        let part = ch.is_ascii_digit() || (in_number && ch == '.');
+        if part && !in_number {
+            out.push('#');
+        } else if !part {
+            out.push(ch);
+        }
+        in_number = part;
+    }
+    out
+}
+
+/// The most common reasons for invalid samples, most samples first.
+pub fn top_reasons(o: &Outcome, n: usize) -> Vec<Reason> {
+    let mut groups: std::collections::BTreeMap<String, Reason> = std::collections::BTreeMap::new();
+    for (text, &count) in &o.invalid {
+        let g = groups.entry(numbers_out(text)).or_insert_with(|| Reason {
+            text: text.clone(),
+            count: 0,
+            wordings: 0,
+        });
+        // The map is ordered by text, so ties keep the first wording.
+        if count > o.invalid.get(&g.text).copied().unwrap_or(0) {
+            g.text = text.clone();
+        }
+        g.count += count;
+        g.wordings += 1;
+    }
+    let mut v: Vec<Reason> = groups.into_values().collect();
+    v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.text.cmp(&b.text)));
+    v.truncate(n);
+    v
+}
+
+fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, base: &Baseline, dest: &Path) -> Result {
+    let greedy = base.throughput();
+    if let Some(why) = &o.failure {
+        // A failed run still keeps what it found (checked like any other).
+        let kept = match &o.best {
+            Some(b) => match write_partition(dest, &Placement::new(b.chips.clone()), &p.graph, p.package.num_chips()) {
+                Ok(()) => format!("the best partition found before it is written to `{}`", dest.display()),
+                Err(e) => format!("its best partition could not be written to `{}`: {e}", dest.display()),
+            },
+            None => "no valid partition was found before it".to_string(),
+        };
+        return Err(Error::search(format!(
+            "strategy `{}` failed after {} sample(s): {why}",
+            o.strategy,
+            o.records.len()
+        ))
+        .with_help(kept));
+    }
+    let Some(best) = &o.best else {
+        if o.interrupted {
+            return Err(Error::new(
+                Kind::Interrupted,
+                format!(
+                    "interrupted after {} sample(s), before any valid partition of `{}`",
+                    o.records.len(),
+                    p.name
+                ),
+            ));
+        }
+        let reasons = top_reasons(o, 3);
+        let why = reasons
+            .first()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|| "no sample was taken".into());
+        return Err(Error::search(format!(
+            "no valid partition of `{}` in {} sample(s): all {} were invalid at evaluation",
             p.name,
-            many.join(", ")
-        ),
+            o.records.len(),
+            o.invalid_count()
+        ))
+        .with_help(format!("the most common reason: {why}")));
     };
-    if out.json {
-        out.print_json(&serde_json::json!({"ok": false, "infeasible": true, "error": message, "constraints": names}));
-        return;
-    }
-    let mut d = Diag::error("mcm::infeasible", message).help("relax one of these rules, or give the package more room");
-    for &i in &inf.constraints {
-        let c = &p.constraints[i];
-        d = d
-            .label(c.use_span, format!("`{}` required here", c.display_name()))
-            .label(c.decl_span, format!("`{}` declared here", c.name));
-    }
-    eprint!("{}", render_text(sources, &[d]));
-}
-
-pub fn make_solver<'p>(
-    out: &Output,
-    p: &'p Problem,
-    args: &SolverArgs,
-    sources: &SourceMap,
-) -> Result<Solver<'p>, i32> {
-    Solver::new(
-        p,
-        Options {
-            native: !args.generic,
-            sat: !args.no_sat,
-        },
-    )
-    .map_err(|inf| {
-        report_infeasible(out, p, &inf, sources);
-        1
-    })
-}
-
-pub fn run_sample(out: &Output, file: &Path, args: &SolverArgs, dest: &Path) -> i32 {
-    with_problem(out, file, args.problem.as_deref(), Some(dest), |p, sources| {
-        let mut solver = match make_solver(out, p, args, sources) {
-            Ok(s) => s,
-            Err(code) => return code,
-        };
-        let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
-        let order = node_order(&solver, args.order, &mut rng);
-        match sample(&mut solver, &order, None, &mut rng) {
-            Ok(pl) => emit(out, p, &pl, dest, &solver, None),
-            Err(inf) => {
-                report_infeasible(out, p, &inf, sources);
-                1
-            }
-        }
-    })
-}
-
-pub fn run_repair(out: &Output, file: &Path, args: &SolverArgs, proposal: &Path, dest: &Path) -> i32 {
-    with_problem(out, file, args.problem.as_deref(), Some(dest), |p, sources| {
-        let prop = match read_proposal(proposal, &p.graph, p.package.num_chips()) {
-            Ok(x) => x,
-            Err(e) => {
-                out.error(&e.message, e.help.as_deref());
-                return 1;
-            }
-        };
-        let mut solver = match make_solver(out, p, args, sources) {
-            Ok(s) => s,
-            Err(code) => return code,
-        };
-        let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
-        let order = node_order(&solver, args.order, &mut rng);
-        match fix(&mut solver, &order, &prop, None, &mut rng) {
-            Ok((pl, moved)) => emit(out, p, &pl, dest, &solver, Some(moved)),
-            Err(inf) => {
-                report_infeasible(out, p, &inf, sources);
-                1
-            }
-        }
-    })
-}
-
-fn emit(
-    out: &Output,
-    p: &Problem,
-    pl: &crate::problem::Placement,
-    dest: &Path,
-    solver: &Solver,
-    moved: Option<usize>,
-) -> i32 {
-    // The checker is the judge: never hand out a partition it refuses.
-    let vs = check(&p.graph, &p.package, &p.constraints, pl);
-    if !vs.is_empty() {
-        out.error(
-            &format!(
-                "internal error: the solver produced an invalid partition ({})",
-                vs[0].describe()
-            ),
-            Some("please report this with the .mcm file"),
-        );
-        return 1;
-    }
-    if let Err(e) = write_partition(dest, pl, &p.graph, p.package.num_chips()) {
-        out.error(&format!("cannot write `{}`: {e}", dest.display()), None);
-        return 1;
-    }
-    let used = pl.chips_used();
-    if out.json {
-        out.print_json(&serde_json::json!({
-            "ok": true, "problem": p.name, "out": dest.display().to_string(), "moved": moved,
-            "chips_used": used, "stats": solver.stats, "partition": partition_json(pl, &p.graph, p.package.num_chips()),
-        }));
+    let pl = Placement::new(best.chips.clone());
+    write_partition(dest, &pl, &p.graph, p.package.num_chips())
+        .map_err(|e| Error::output(format!("cannot write `{}`: {e}", dest.display())))?;
+    // Interrupted: what was found is written and reported as usual, and
+    // the exit status says the budget was not spent.
+    let done = if o.interrupted {
+        Status::Interrupted
     } else {
-        let s = &solver.stats;
-        if let Some(m) = moved {
-            println!("repaired: {m} of {} nodes moved", p.graph.num_placed());
-        }
-        println!(
-            "valid partition of `{}` written to {}: {} nodes on {used} of {} chips ({} decisions, {} failures, {} backtracks)",
-            p.name,
-            dest.display(),
-            p.graph.num_placed(),
-            p.package.num_chips(),
-            s.decisions,
-            s.failures,
-            s.backtracks
+        Status::Success
+    };
+    if o.interrupted {
+        eprintln!(
+            "interrupted after {} sample(s): the best so far is written",
+            o.records.len()
         );
     }
-    0
+    let bound = base.bound;
+    let improvement = greedy.map(|g| best.throughput / g);
+    if out.json {
+        let reasons: Vec<serde_json::Value> = top_reasons(o, 10)
+            .into_iter()
+            .map(|r| serde_json::json!({"reason": r.text, "count": r.count, "wordings": r.wordings}))
+            .collect();
+        out.print_json(&serde_json::json!({
+            "ok": true, "problem": p.name, "strategy": o.strategy, "seed": o.seed, "judge": judge.describe,
+            "out": dest.display().to_string(), "samples": o.records.len(), "elapsed_s": o.elapsed_s,
+            "throughput": best.throughput, "found_at_sample": best.sample,
+            "greedy_throughput": greedy, "improvement_over_greedy": improvement,
+            "bound_throughput": bound, "fraction_of_bound": bound.map(|b| best.throughput / b),
+            "invalid": o.invalid_count(), "invalid_reasons": reasons, "solver": o.solver,
+            "curve": o.records, "partition": partition_json(&pl, &p.graph, p.package.num_chips()),
+            "interrupted": o.interrupted,
+        }));
+        return Ok(done);
+    }
+    println!(
+        "{}: best of {} samples in {} (found at sample {}), written to {}",
+        o.strategy,
+        o.records.len(),
+        secs(o.elapsed_s),
+        best.sample,
+        dest.display()
+    );
+    println!(
+        "throughput  {:.4} /s (latency {})",
+        best.throughput,
+        secs(1.0 / best.throughput)
+    );
+    match (greedy, improvement) {
+        (Some(g), Some(x)) => println!("vs greedy   {x:.3}x (greedy: {g:.4} /s)"),
+        _ => println!("vs greedy   greedy found no valid partition"),
+    }
+    match bound.map(|b| (b, best.throughput / b)) {
+        // The bound and the model sum the same flops in another order.
+        Some((b, f)) if f <= 1.0 + 1e-9 => println!("vs bound    {:.1}% of the bound {b:.4} /s (gap {:.2}x)", 100.0 * f, 1.0 / f),
+        // Only an external evaluator can report more than the model's bound.
+        Some((b, f)) => println!("vs bound    {f:.3e} times the analytical bound {b:.4} /s: the evaluator's figure exceeds the model's bound"),
+        None => {}
+    }
+    let bad = o.invalid_count();
+    println!("invalid     {bad} of {} samples", o.records.len());
+    for r in top_reasons(o, 5) {
+        println!("  {:>6}  {r}", r.count);
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run that failed exits 1, saying why, and still writes the best
+    /// partition it found before (no data is lost).
+    #[test]
+    fn a_failed_run_exits_1_and_keeps_its_best_partition() {
+        use crate::cost::{Judge, JudgeOptions};
+        let text = "use std::placement::{acyclic_flow}\nuse std::topologies::ring\n\
+                    let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+                    let g = graph { a { flops = 1 GFLOP } -> b -> c }\npartition g onto t { require acyclic_flow }\n";
+        let dir = std::env::temp_dir().join(format!("mcmpart-failed-run-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = crate::lang::compile_str("t.mcm", text, &dir);
+        let p = c.problem(None).unwrap();
+        let judge = Judge::new(p, &JudgeOptions::default()).unwrap();
+        let base = crate::baseline::baseline(p, &judge, 0);
+        let mut o = base.greedy.clone().unwrap();
+        let dest = dir.join("best.partition.json");
+        let out = Output { json: false };
+        assert_eq!(report(&out, p, &judge, &o, &base, &dest).unwrap(), Status::Success);
+        std::fs::remove_file(&dest).unwrap();
+        o.failure = Some("a tensor went missing".into());
+        let e = report(&out, p, &judge, &o, &base, &dest).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.message.contains("a tensor went missing"), "{e}");
+        assert!(dest.exists(), "the best partition is kept");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Reasons that differ only in numbers are counted as one, shown by
+    /// their most frequent wording.
+    #[test]
+    fn reasons_group_wordings_that_differ_in_numbers() {
+        let mut o = crate::strategy::Outcome {
+            strategy: "t".into(),
+            seed: 0,
+            best: None,
+            records: Vec::new(),
+            invalid: Default::default(),
+            solver: Default::default(),
+            elapsed_s: 0.0,
+            failure: None,
+            interrupted: false,
+        };
+        for (r, c) in [
+            ("chip `die[0]` runs out of memory: 127.25 MiB exceed 128 MiB", 2),
+            ("chip `die[0]` runs out of memory: 127.3 MiB exceed 128 MiB", 5),
+            ("chip `die[12]` runs out of memory: 99 MiB exceed 128 MiB", 1),
+            ("breaks `acyclic_flow`", 6),
+        ] {
+            o.invalid.insert(r.into(), c);
+        }
+        assert_eq!(numbers_out("die[12] at 1.5 MiB."), "die[#] at # MiB.");
+        let top = top_reasons(&o, 2);
+        assert_eq!(
+            top,
+            vec![
+                Reason {
+                    text: "chip `die[0]` runs out of memory: 127.3 MiB exceed 128 MiB".into(),
+                    count: 8,
+                    wordings: 3
+                },
+                Reason {
+                    text: "breaks `acyclic_flow`".into(),
+                    count: 6,
+                    wordings: 1
+                },
+            ]
+        );
+        assert!(top[0]
+            .to_string()
+            .ends_with("(one of 3 wordings that differ only in numbers)"));
+        assert_eq!(top[1].to_string(), "breaks `acyclic_flow`");
+    }
 }

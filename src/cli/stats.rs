@@ -1,34 +1,24 @@
 //! `mcmpart stats GRAPH`: sizes, totals, depth and the largest nodes.
 
-use super::Output;
+use super::output::Output;
+use crate::error::{Error, Result, Status};
 use crate::graph::load_graph_file;
 use crate::graph::stats::{stats, NodeFigure};
 use crate::quantity::{format_quantity, Dim};
 use std::path::Path;
 
-pub fn run(out: &Output, graph: &Path, top: usize) -> i32 {
-    let g = match load_graph_file(graph) {
-        Ok(g) => g,
-        Err(e) => {
-            out.error(&e.message, e.help.as_deref());
-            return 1;
-        }
-    };
+pub fn run(out: &Output, graph: &Path, top: usize) -> Result {
+    let g = load_graph_file(graph)?;
     let s = stats(&g, top);
     if out.json {
-        return match serde_json::to_value(&s) {
-            Ok(v) => {
-                out.print_json(&v);
-                0
-            }
-            Err(e) => {
-                out.error(
-                    &format!("cannot write the figures of `{}` as JSON: {e}", graph.display()),
-                    None,
-                );
-                1
-            }
-        };
+        let v = serde_json::to_value(&s).map_err(|e| {
+            Error::output(format!(
+                "cannot write the figures of `{}` as JSON: {e}",
+                graph.display()
+            ))
+        })?;
+        out.print_json(&v);
+        return Ok(Status::Success);
     }
     let q = |v: u128, d: Dim| format_quantity(v as f64, d);
     println!("graph {}", s.name);
@@ -54,5 +44,5 @@ pub fn run(out: &Output, graph: &Path, top: usize) -> i32 {
     list("flops", &s.top_flops, Dim::FLOP);
     list("weights", &s.top_params, Dim::BYTES);
     list("output", &s.top_output, Dim::BYTES);
-    0
+    Ok(Status::Success)
 }

@@ -1,10 +1,11 @@
 //! `mcmpart test FILE...`: runs every test block and reports each.
 
-use super::Output;
+use super::output::Output;
+use crate::error::{self, Error, Result};
 use crate::testing::{self, Status};
 use std::path::PathBuf;
 
-pub fn run(out: &Output, files: &[PathBuf]) -> i32 {
+pub fn run(out: &Output, files: &[PathBuf]) -> Result {
     let (mut passed, mut failed) = (0, 0);
     let mut compile_failed = false;
     let mut all = Vec::new();
@@ -20,7 +21,8 @@ pub fn run(out: &Output, files: &[PathBuf]) -> i32 {
                     "diagnostics": crate::diag::to_json(&c.program.sources, &c.diags),
                 }));
             } else {
-                out.diagnostics(&c, &c.diags);
+                // Reported here, and the other files still run.
+                out.error(&Error::diagnostics(&c));
             }
             continue;
         }
@@ -54,9 +56,5 @@ pub fn run(out: &Output, files: &[PathBuf]) -> i32 {
     } else {
         println!("{passed} passed, {failed} failed");
     }
-    if compile_failed || failed > 0 {
-        1
-    } else {
-        0
-    }
+    Ok(error::Status::of(!compile_failed && failed == 0))
 }

@@ -1,7 +1,8 @@
 //! `mcmpart verify FILE --partition P.json`: the checker's verdict.
 
-use super::Output;
+use super::output::{compile, Output};
 use crate::diag::{render_text, Diag};
+use crate::error::{Error, Result, Status};
 use crate::problem::read_partition;
 use crate::solver::{check, Violation};
 use std::path::Path;
@@ -9,24 +10,10 @@ use std::path::Path;
 /// How many violated instances of one constraint are listed.
 const SHOWN: usize = 5;
 
-pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>) -> i32 {
-    let Some(c) = out.compile(file) else {
-        return 1;
-    };
-    let p = match c.problem(problem) {
-        Ok(p) => p,
-        Err(m) => {
-            out.error(&m, None);
-            return 1;
-        }
-    };
-    let placement = match read_partition(partition, &p.graph, p.package.num_chips()) {
-        Ok(pl) => pl,
-        Err(e) => {
-            out.error(&e.message, e.help.as_deref());
-            return 1;
-        }
-    };
+pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>) -> Result {
+    let c = compile(file)?;
+    let p = c.problem(problem).map_err(Error::input)?;
+    let placement = read_partition(partition, &p.graph, p.package.num_chips())?;
     let vs = check(&p.graph, &p.package, &p.constraints, &placement);
     if out.json {
         let list: Vec<serde_json::Value> = vs
@@ -54,11 +41,7 @@ pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>) -
         eprint!("{}", render_text(&c.program.sources, &diags));
         eprintln!("invalid: {} violation(s) of {} constraint(s)", vs.len(), diags.len());
     }
-    if vs.is_empty() {
-        0
-    } else {
-        1
-    }
+    Ok(Status::of(vs.is_empty()))
 }
 
 /// One diagnostic per violated constraint, pointing at its declaration and

@@ -3,6 +3,7 @@
 //! learned policy ([`policy`]). The only crate of the workspace that links
 //! candle.
 
+pub mod baseline;
 pub mod cost;
 pub mod policy;
 pub mod strategy;

@@ -5,8 +5,7 @@
 //! A run file may also be kept gzipped (`STRATEGY.seedK.json.gz`), as the
 //! runs behind the book's figures are committed; a plain file shadows it.
 
-use super::super::search::RlArgs;
-use super::{problem_folder, safe_name};
+use super::{problem_folder, safe_name, Config, Log};
 use crate::digest::Fnv1a;
 use crate::problem::Problem;
 use crate::strategy::{Outcome, SHIPPED};
@@ -181,7 +180,14 @@ impl Journal {
     }
 
     /// Writes a finished run, atomically (a temporary renamed into place).
-    pub fn save(&self, label: &str, problem: &str, fingerprint: &str, outcome: &Outcome) -> Result<(), String> {
+    pub fn save(
+        &self,
+        label: &str,
+        problem: &str,
+        fingerprint: &str,
+        outcome: &Outcome,
+        log: Log,
+    ) -> Result<(), String> {
         // JSON has no infinity: such a run (a partition of zero latency) is
         // not kept rather than kept wrong.
         let finite = |t: Option<f64>| t.is_none_or(f64::is_finite);
@@ -201,11 +207,11 @@ impl Journal {
                 kept = Self::gzipped(&kept);
             }
             std::fs::rename(&at, &kept).map_err(|e| format!("cannot move `{}` aside: {e}", at.display()))?;
-            eprintln!(
+            log(&format!(
                 "note: `{}` held a run made with other settings; it is kept as `{}`",
                 at.display(),
                 kept.display()
-            );
+            ));
         }
         let file = RunFile {
             format: FORMAT,
@@ -241,15 +247,15 @@ impl Journal {
     /// the budget, the judge's settings, and for the learned strategies
     /// their settings and the checkpoint's sidecar (which holds the
     /// weights' checksum).
-    pub fn fingerprint(basis: &Fnv1a, strategy: &str, seed: u64, budget: usize, judge: &str, rl: &RlArgs) -> String {
+    pub fn fingerprint(basis: &Fnv1a, strategy: &str, seed: u64, config: &Config) -> String {
         let mut h = *basis;
         h.field(strategy.as_bytes())
             .field(&seed.to_le_bytes())
-            .field(&(budget as u64).to_le_bytes())
-            .field(judge.as_bytes());
+            .field(&(config.budget as u64).to_le_bytes())
+            .field(config.settings.judge.as_bytes());
         if strategy.starts_with("rl") {
-            h.field(rl.settings().as_bytes());
-            let stem = rl.options().policy.unwrap_or_else(|| PathBuf::from(SHIPPED));
+            h.field(config.settings.rl.as_bytes());
+            let stem = config.rl.policy.clone().unwrap_or_else(|| PathBuf::from(SHIPPED));
             let (_, sidecar) = crate::policy::checkpoint::paths(&stem);
             h.field(&std::fs::read(sidecar).unwrap_or_default());
         }

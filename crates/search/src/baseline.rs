@@ -1,0 +1,51 @@
+//! A problem's baseline, the yardstick `solve` and `compare` measure a
+//! search by: greedy's one partition (the reference a strategy must beat)
+//! and the lower bound on latency (what no partition can beat).
+
+use crate::cost::{CostModel, Judge};
+use crate::strategy::{self, Budget, Greedy, Outcome};
+use mcm_core::problem::Problem;
+use mcm_solver::Infeasible;
+
+/// Greedy's run and the bound of one problem.
+#[derive(Clone, Debug)]
+pub struct Baseline {
+    /// Greedy's run (one sample, not counted in any budget); `Err` when the
+    /// problem has no valid partition.
+    pub greedy: Result<Outcome, Infeasible>,
+    /// The throughput of the lower bound on latency (total flops / total
+    /// compute); `None` when the cost model cannot judge the problem. It is
+    /// infinite for a graph without flops: callers that average it filter.
+    pub bound: Option<f64>,
+}
+
+impl Baseline {
+    /// Greedy's partition, one chip per placed node, when it was valid at
+    /// evaluation.
+    pub fn partition(&self) -> Option<&[u32]> {
+        self.best().map(|b| b.chips.as_slice())
+    }
+
+    /// Greedy's throughput; `None` when its partition was invalid at
+    /// evaluation (or the problem has none).
+    pub fn throughput(&self) -> Option<f64> {
+        self.best().map(|b| b.throughput)
+    }
+
+    /// Greedy's latency in seconds (the inverse of its throughput).
+    pub fn latency(&self) -> Option<f64> {
+        self.throughput().map(|t| 1.0 / t)
+    }
+
+    fn best(&self) -> Option<&strategy::Best> {
+        self.greedy.as_ref().ok().and_then(|o| o.best.as_ref())
+    }
+}
+
+/// Runs greedy once on `judge` with `seed` and computes the bound.
+pub fn baseline(problem: &Problem, judge: &Judge, seed: u64) -> Baseline {
+    Baseline {
+        greedy: strategy::run(problem, judge, &mut Greedy, Budget::Samples(1), seed, None),
+        bound: CostModel::new(problem).ok().map(|m| 1.0 / m.bound_latency()),
+    }
+}

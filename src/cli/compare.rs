@@ -1,0 +1,130 @@
+//! `mcmpart compare`: the flags, the checks made before anything runs, and
+//! what is printed; the comparison itself is [`crate::experiment::compare`].
+
+use super::judge_args::EvalArgs;
+use super::output::Output;
+use super::strategy_args::{self, RlArgs};
+use crate::error::{Result, Status};
+use crate::experiment::compare::{self, Config, Settings};
+use std::path::PathBuf;
+
+/// The strategies compared when none are named.
+pub const DEFAULT_STRATEGIES: &str = "random,anneal,dp";
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// Strategies to compare, comma-separated; greedy, the baseline, always
+    /// runs (once per problem).
+    #[arg(long, value_delimiter = ',', default_value = DEFAULT_STRATEGIES)]
+    pub strategies: Vec<String>,
+    /// Samples (evaluated partitions) per run.
+    #[arg(long, default_value_t = 1000, value_parser = super::args::compare_budget)]
+    pub budget: usize,
+    /// Runs per strategy and problem, with seeds S, S+1, ...
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+    /// The first seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The folder to write the curves, tables and figures to (created).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The budgets of the summary table, comma-separated, each at most
+    /// `--budget` (default: 10, 100, 1000, ... below it, and the budget).
+    #[arg(long, value_delimiter = ',')]
+    pub budgets: Vec<usize>,
+    /// The improvement levels of the samples-to-reach table.
+    #[arg(long, value_delimiter = ',', default_value = "1.0,1.05,1.1,1.2")]
+    pub levels: Vec<f64>,
+    /// A graph folder with a `manifest.json`: apply each file's problem
+    /// (package, rules, objective) to its graphs instead of the file's graph.
+    #[arg(long)]
+    pub graphs: Option<PathBuf>,
+    /// Only the graphs of this split of the manifest (train, validation, test).
+    #[arg(long, requires = "graphs")]
+    pub split: Option<String>,
+    /// Only the graphs of the manifest with at most this many nodes.
+    #[arg(long, requires = "graphs")]
+    pub max_nodes: Option<u64>,
+    /// The problem, when a file declares several.
+    #[arg(long)]
+    pub problem: Option<String>,
+    /// Take the runs a previous compare into the same `--out` finished
+    /// (kept in `OUT/runs/`) when they were made with the same problem,
+    /// budget, judge and policy; run only the others.
+    #[arg(long)]
+    pub resume: bool,
+    #[command(flatten)]
+    pub eval: EvalArgs,
+    #[command(flatten)]
+    pub rl: RlArgs,
+}
+
+impl CompareArgs {
+    fn config(&self, files: &[PathBuf], strategies: Vec<String>) -> Config {
+        Config {
+            files: files.to_vec(),
+            strategies,
+            budget: self.budget,
+            repeats: self.repeats,
+            seed: self.seed,
+            out: self.out.clone(),
+            budgets: self.budgets.clone(),
+            levels: self.levels.clone(),
+            graphs: self.graphs.clone(),
+            split: self.split.clone(),
+            max_nodes: self.max_nodes,
+            problem: self.problem.clone(),
+            resume: self.resume,
+            judge: self.eval.options(),
+            rl: self.rl.options(),
+            settings: Settings {
+                judge: self.eval.settings(),
+                rl: self.rl.settings(),
+            },
+        }
+    }
+}
+
+pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> Result {
+    let names = compare::strategies(&args.strategies)?;
+    let named: Vec<&str> = names.iter().map(String::as_str).collect();
+    strategy_args::check(&named, &args.rl)?;
+    let config = args.config(files, names.clone());
+    config.check()?;
+    // The names and flags are right: what fails now is a checkpoint, an input.
+    for name in &named {
+        strategy_args::build(name, &args.rl)?;
+    }
+    // On stderr, terminal or not (`--json` too, its answer is on stdout).
+    let report = compare::run(&config, &|line| eprintln!("{line}"))?;
+    if out.json {
+        out.print_json(&report.figures);
+        return Ok(Status::Success);
+    }
+    print!("{}", report.markdown);
+    println!();
+    if report.reused > 0 {
+        println!(
+            "{} of {} runs taken from {} (--resume)",
+            report.reused,
+            report.runs,
+            args.out.join("runs").display()
+        );
+    }
+    let written = &report.written;
+    println!(
+        "written to {}: {}",
+        args.out.display(),
+        if written.len() > 8 {
+            format!(
+                "{} and {} per-problem curves.svg",
+                written[..5].join(", "),
+                written.len() - 5
+            )
+        } else {
+            written.join(", ")
+        }
+    );
+    Ok(Status::Success)
+}

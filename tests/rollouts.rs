@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use mcmpart::policy::rollout::{propose, Draw, Mode, Style};
+use mcmpart::policy::rollout::{propose, Correction, Draw, Style};
 use mcmpart::problem::{Placement, Problem};
 use mcmpart::solver::{check, Options, Solver};
 use rand::SeedableRng;
@@ -44,7 +44,10 @@ fn certain(anchor: &[u32], chips: usize, moves: &[(usize, u32)]) -> Vec<Vec<f32>
 fn run(p: &Problem, probs: &[Vec<f32>], draw: Draw, anchor: &[u32], seed: u64) -> (Vec<u32>, Option<Vec<u32>>) {
     let mut solver = Solver::new(p, Options::default()).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let style = Style { mode: Mode::Fix, draw };
+    let style = Style {
+        mode: Correction::Fix,
+        draw,
+    };
     let r = propose(probs, style, &mut solver, &mut rng, Some(anchor)).unwrap();
     let broken = check(&p.graph, &p.package, &p.constraints, &Placement::new(r.chips.clone()));
     assert!(broken.is_empty(), "{:?} breaks {broken:?}", r.chips);

@@ -5,6 +5,7 @@ use super::output::{refuse_overwriting, Output};
 use super::problem::{with_problem, SolverArgs};
 use crate::error::{Error, Result, Status};
 use crate::graph::load_graph_file;
+use crate::solver::Mode;
 use std::path::Path;
 use std::time::Instant;
 
@@ -78,12 +79,6 @@ pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> Re
         }
     }
     Ok(Status::Success)
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Mode {
-    Fix,
-    Sample,
 }
 
 /// `mcmpart bench solver FILE --mode fix|sample --samples N`: valid

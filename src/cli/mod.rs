@@ -170,7 +170,7 @@ pub enum BenchCommand {
         /// The .mcm file.
         file: PathBuf,
         #[arg(long, value_enum)]
-        mode: bench::Mode,
+        mode: crate::solver::Mode,
         /// How many partitions to make.
         #[arg(long, default_value_t = 200, value_parser = args::counting)]
         samples: usize,

@@ -4,7 +4,7 @@
 
 use super::args::{counting, positive};
 use crate::error::{Error, Result};
-use crate::policy::rollout::Mode;
+use crate::policy::rollout::Correction;
 use crate::strategy;
 use std::path::{Path, PathBuf};
 
@@ -23,8 +23,8 @@ pub struct RlArgs {
     pub from_scratch: bool,
     /// How the policy's draws meet the solver: fix (default), sample, or
     /// no-solver (as `rl-nosolver`).
-    #[arg(long, value_enum, default_value_t = Mode::Fix)]
-    pub rl_mode: Mode,
+    #[arg(long, value_enum, default_value_t = Correction::Fix)]
+    pub rl_mode: Correction,
     /// Each rollout moves at most this many nodes (and what must follow
     /// them) from the best partition so far; 0 draws every node from the
     /// policy, as in the paper. Default 3; 0 for rl-nosolver. (Under
@@ -74,7 +74,7 @@ impl RlArgs {
             ("--policy", self.policy.is_some()),
             ("--zero-shot", self.zero_shot),
             ("--from-scratch", self.from_scratch),
-            ("--rl-mode", self.rl_mode != Mode::Fix),
+            ("--rl-mode", self.rl_mode != Correction::Fix),
             ("--moves", self.moves.is_some()),
             ("--temperature", self.temperature != 1.0),
             ("--epochs", self.epochs.is_some()),
@@ -109,7 +109,7 @@ impl RlArgs {
             ("rl-zero-shot", _) if self.from_scratch => clash("--from-scratch", "samples the checkpoint untrained"),
             ("rl-zero-shot", Some(f)) => clash(f, "does not fine-tune"),
             ("rl", Some(f)) if self.zero_shot => Some(format!("`{f}` sets fine-tuning, which `--zero-shot` skips")),
-            ("rl-nosolver", _) if !matches!(self.rl_mode, Mode::Fix | Mode::NoSolver) => {
+            ("rl-nosolver", _) if !matches!(self.rl_mode, Correction::Fix | Correction::NoSolver) => {
                 clash("--rl-mode", "samples without the solver")
             }
             _ => None,

@@ -7,7 +7,7 @@ use super::strategy_args::strip_checkpoint_ext;
 use crate::error::{Result, Status};
 use crate::experiment::train::{self, Config, Event};
 use crate::policy::ppo::PpoConfig;
-use crate::policy::rollout::{Draw, Mode};
+use crate::policy::rollout::{Correction, Draw};
 use crate::policy::train::TrainConfig;
 use crate::policy::PolicyConfig;
 use crate::strategy::Budget;
@@ -43,8 +43,8 @@ pub struct TrainArgs {
     #[arg(long)]
     pub max_nodes: Option<u64>,
     /// How rollouts meet the solver.
-    #[arg(long, value_enum, default_value_t = Mode::Fix)]
-    pub mode: Mode,
+    #[arg(long, value_enum, default_value_t = Correction::Fix)]
+    pub mode: Correction,
     /// PPO rollouts make at most this many moves from greedy's partition
     /// (as `solve --strategy rl` deploys); 0 (the default) draws every
     /// node, as in the paper.

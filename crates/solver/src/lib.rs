@@ -20,4 +20,4 @@ pub mod store;
 
 pub use checker::{check, Checker, Violation};
 pub use engine::{Infeasible, Options, Solver, Stats};
-pub use modes::{fix, fix_or, node_order, sample, sample_or, Order, Probs};
+pub use modes::{fix, fix_or, node_order, sample, sample_or, Mode, Order, Probs};

@@ -7,6 +7,15 @@ use mcm_core::problem::Placement;
 use rand::seq::SliceRandom;
 use rand::Rng;
 
+/// Which of the two ways: FIX repairs a proposal, SAMPLE draws from
+/// distributions. (How a learned policy's proposal meets the solver, one of
+/// these or neither, is the policy's `Correction`.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+pub enum Mode {
+    Fix,
+    Sample,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 pub enum Order {
     /// A random topological order (seeded): a node is decided after its

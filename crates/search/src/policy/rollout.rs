@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// How a proposal meets the solver.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
-pub enum Mode {
+pub enum Correction {
     /// The policy draws a chip per node; FIX keeps every draw still allowed
     /// and puts the rest on the nearest allowed chip (or, when it gives up on
     /// a draw near the partition the policy refines, merges the draw into
@@ -49,7 +49,7 @@ pub enum Draw {
 /// How rollouts are made: how a draw meets the solver, and how it is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Style {
-    pub mode: Mode,
+    pub mode: Correction,
     pub draw: Draw,
 }
 
@@ -81,7 +81,7 @@ pub fn propose(
     rng: &mut impl Rng,
     anchor: Option<&[u32]>,
 ) -> Result<Proposal, Infeasible> {
-    if mode == Mode::Sample {
+    if mode == Correction::Sample {
         let order = node_order(solver, Order::Random, rng);
         let p = sample(solver, &order, Some(probs), rng)?;
         return Ok(Proposal {
@@ -166,12 +166,12 @@ fn pick(weights: &[f64], rng: &mut impl Rng) -> Option<usize> {
 /// (greedy decoding; under `sample` it is a plain [`propose`]).
 pub fn propose_likeliest(
     probs: &[Vec<f32>],
-    mode: Mode,
+    mode: Correction,
     solver: &mut Solver,
     rng: &mut impl Rng,
     fallback: Option<&[u32]>,
 ) -> Result<Proposal, Infeasible> {
-    if mode == Mode::Sample {
+    if mode == Correction::Sample {
         let style = Style {
             mode,
             draw: Draw::Dense,
@@ -192,7 +192,7 @@ pub fn propose_likeliest(
 /// then the rest.
 fn settle(
     probs: &[Vec<f32>],
-    mode: Mode,
+    mode: Correction,
     (actions, log_probs): (Vec<u32>, Vec<f32>),
     solver: &mut Solver,
     rng: &mut impl Rng,
@@ -200,7 +200,7 @@ fn settle(
     moved_first: bool,
 ) -> Result<Proposal, Infeasible> {
     let before = solver.stats.fallbacks;
-    let chips = if mode == Mode::NoSolver {
+    let chips = if mode == Correction::NoSolver {
         actions.clone()
     } else {
         let proposal: Vec<Option<u32>> = actions.iter().copied().map(Some).collect();

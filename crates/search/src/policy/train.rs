@@ -5,7 +5,7 @@
 
 use super::checkpoint;
 use super::ppo::{self, Batch, PpoConfig, Rollout, UpdateStats};
-use super::rollout::{propose, reward, Draw, Mode, Style};
+use super::rollout::{propose, reward, Correction, Draw, Style};
 use super::{GraphFeatures, Policy, PolicyConfig, PolicyError};
 use crate::cost::Judge;
 use crate::strategy::{self, Anneal, Budget, Greedy, Strategy};
@@ -86,7 +86,7 @@ impl Task {
 pub struct TrainConfig {
     pub policy: PolicyConfig,
     pub ppo: PpoConfig,
-    pub mode: Mode,
+    pub mode: Correction,
     /// How PPO's rollouts are drawn: dense by default (every node draws,
     /// as in the paper); the `rl` strategy deploys with moves.
     pub draw: Draw,
@@ -126,7 +126,7 @@ impl Default for TrainConfig {
         TrainConfig {
             policy: PolicyConfig::default(),
             ppo: PpoConfig::default(),
-            mode: Mode::Fix,
+            mode: Correction::Fix,
             draw: Draw::Dense,
             samples: 20_000,
             checkpoint_every: 25,
@@ -227,7 +227,7 @@ pub fn collect(
         .iter()
         .map(|r| {
             r.fell_back
-                || (mode == Mode::NoSolver
+                || (mode == Correction::NoSolver
                     && !mcm_solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(r.chips.clone()))
                         .is_empty())
         })

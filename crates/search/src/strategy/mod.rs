@@ -225,7 +225,7 @@ pub fn by_name(name: &str, rl: &RlOptions) -> Result<Option<Box<dyn Strategy>>, 
         }
         "rl-nosolver" => {
             return learned(RlOptions {
-                mode: crate::policy::rollout::Mode::NoSolver,
+                mode: crate::policy::rollout::Correction::NoSolver,
                 ..rl.clone()
             })
         }

@@ -11,7 +11,7 @@ use super::Anneal;
 use super::{greedy_proposal, Search, Strategy};
 use crate::cost::CostModel;
 use crate::policy::ppo::{self, Batch, PpoConfig, Rollout};
-use crate::policy::rollout::{propose, propose_likeliest, Draw, Mode, Style, FELL_BACK};
+use crate::policy::rollout::{propose, propose_likeliest, Correction, Draw, Style, FELL_BACK};
 use crate::policy::{checkpoint, Policy, PolicyConfig, PolicyError};
 use candle_core::{DType, Device};
 use mcm_solver::Infeasible;
@@ -29,7 +29,7 @@ pub struct RlOptions {
     pub zero_shot: bool,
     /// Start from fresh weights instead of a checkpoint.
     pub from_scratch: bool,
-    pub mode: Mode,
+    pub mode: Correction,
     /// Moves per rollout ([`Draw::Moves`], at most this many); 0 draws
     /// every node ([`Draw::Dense`], the paper's rollout). `None`: 3 moves,
     /// except without the solver, which samples the policy straight as the
@@ -51,7 +51,7 @@ impl Default for RlOptions {
             policy: None,
             zero_shot: false,
             from_scratch: false,
-            mode: Mode::Fix,
+            mode: Correction::Fix,
             moves: None,
             temperature: 1.0,
             ppo: PpoConfig {
@@ -94,7 +94,7 @@ impl Rl {
         let draw = match opts.moves {
             Some(0) => Draw::Dense,
             Some(k) => Draw::Moves(k),
-            None if opts.mode == Mode::NoSolver => Draw::Dense,
+            None if opts.mode == Correction::NoSolver => Draw::Dense,
             None => Draw::Moves(DEFAULT_MOVES),
         };
         Ok(Rl {
@@ -133,7 +133,7 @@ impl Rl {
                 // placement made valid; under moves every rollout is a draw
                 // of moves from the anchor, and without the solver the
                 // ablation only samples.
-                let p = if i == 0 && self.style.draw == Draw::Dense && self.style.mode != Mode::NoSolver {
+                let p = if i == 0 && self.style.draw == Draw::Dense && self.style.mode != Correction::NoSolver {
                     propose_likeliest(
                         &probs,
                         self.opts.mode,
@@ -148,7 +148,7 @@ impl Rl {
             }
             let chips: Vec<Vec<u32>> = chunk.iter().map(|p| p.chips.clone()).collect();
             verdicts.extend(match self.opts.mode {
-                Mode::NoSolver => search.submit_unchecked(chips),
+                Correction::NoSolver => search.submit_unchecked(chips),
                 _ => {
                     let refused = chunk
                         .iter()

@@ -26,6 +26,8 @@ struct Cache {
     any_cycle: bool,
     /// to[b][x]: the longest path from x to b, for targets asked so far.
     to: Vec<Vec<i64>>,
+    /// The walk's stack, kept: the propagator asks for all C² pairs at once.
+    stack: Vec<(usize, usize)>,
 }
 
 impl ChipFlow {
@@ -92,6 +94,7 @@ impl ChipFlow {
             cyclic,
             any_cycle,
             to: vec![Vec::new(); c],
+            stack: Vec::new(),
         }
     }
 
@@ -102,14 +105,34 @@ impl ChipFlow {
         if a == b {
             return 0;
         }
+        self.longest_in(&mut self.cache(), a, b)
+    }
+
+    /// Every pair's [`ChipFlow::longest`], row-major (`out[a * c + b]`),
+    /// with one look at the cache: the propagator refreshes all C² at once.
+    pub fn longest_all(&self, out: &mut [i32]) {
         let c = self.c;
         let mut cache = self.cache();
+        for a in 0..c {
+            for b in 0..c {
+                out[a * c + b] = if a == b {
+                    0
+                } else {
+                    self.longest_in(&mut cache, a as u32, b as u32) as i32
+                };
+            }
+        }
+    }
+
+    fn longest_in(&self, cache: &mut Cache, a: u32, b: u32) -> i64 {
+        let c = self.c;
         let Cache {
             reach,
             cyclic,
             any_cycle,
             to,
-        } = &mut *cache;
+            stack,
+        } = cache;
         let (a, b) = (a as usize, b as usize);
         if !reach[a * c + b] {
             return -1;
@@ -125,9 +148,13 @@ impl ChipFlow {
             memo.resize(c, UNKNOWN);
             memo[b] = 0;
         }
+        if memo[a] != UNKNOWN {
+            return memo[a];
+        }
         // Iterative post-order: no recursion as deep as the chip count.
         let toward_b = |y: usize| y == b || reach[y * c + b];
-        let mut stack: Vec<(usize, usize)> = vec![(a, 0)];
+        stack.clear();
+        stack.push((a, 0));
         while let Some(&mut (x, ref mut i)) = stack.last_mut() {
             if memo[x] != UNKNOWN {
                 stack.pop();

@@ -189,11 +189,7 @@ impl Triangle {
                 }
             }
         }
-        for a in 0..c {
-            for b in 0..c {
-                self.lp[a * c + b] = self.flow.longest(a as u32, b as u32) as i32;
-            }
-        }
+        self.flow.longest_all(&mut self.lp);
         self.fresh = true;
         self.ok_memo.borrow_mut().iter_mut().for_each(|x| *x = 0);
     }

@@ -8,6 +8,9 @@ pub mod loader;
 pub mod parse;
 pub mod types;
 
+#[cfg(test)]
+mod tests;
+
 use ast::*;
 use eval::problem::{build_problem, build_test};
 use eval::Interpreter;

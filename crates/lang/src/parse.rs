@@ -284,6 +284,7 @@ fn rule_name(r: Rule) -> &'static str {
         Rule::quantifier => "`forall` or `exists`",
         Rule::agg_op | Rule::count_op | Rule::aggregate | Rule::agg_body => "an aggregate",
         Rule::type_ann => "a type",
+        Rule::annotation => "an annotation",
         Rule::call => "a call",
         Rule::bool_lit => "`true` or `false`",
         Rule::field | Rule::index => "`.field` or `[index]`",
@@ -494,16 +495,19 @@ impl<'t> Builder<'t> {
         let mut it = p.into_inner();
         let name = self.ident(it.next().expect("constraint name"));
         let mut params = Vec::new();
+        let mut annotations = Vec::new();
         let mut body = Vec::new();
         for q in it {
             match q.as_rule() {
                 Rule::params => params = self.params(q)?,
+                Rule::annotation => annotations.push(self.ident(q.into_inner().next().expect("annotation name"))),
                 _ => body.push(self.expr(q)?),
             }
         }
         Ok(ConstraintDecl {
             name,
             params,
+            annotations,
             body,
             doc: doc_comment(self.text, span.start as usize),
             span,
@@ -539,7 +543,7 @@ impl<'t> Builder<'t> {
                                     _ => Sense::Minimize,
                                 };
                                 let metric = self.ident(it.next().expect("metric"));
-                                d.objective = Some(Objective {
+                                d.objective = Some(ObjectiveDecl {
                                     sense,
                                     metric,
                                     span: sspan,

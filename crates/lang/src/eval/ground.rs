@@ -65,12 +65,9 @@ impl Interpreter<'_> {
             decl_span: k.span,
             use_span: u.span,
             instances,
-            // Only the stdlib's own declarations: a user's copy of the same
-            // text goes through the generic path.
-            native: self
-                .prog
-                .is_std_module(r.module, "placement")
-                .then(|| k.name.name.clone()),
+            // From the declaration's `:: native` alone, which the checker
+            // allows in the standard library only.
+            native: k.native_key().map(str::to_string),
         })
     }
 

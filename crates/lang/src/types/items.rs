@@ -235,6 +235,7 @@ impl Checker<'_> {
     }
 
     pub(super) fn constraint(&mut self, k: &ConstraintDecl) {
+        self.annotations(k);
         let params = self.params(&k.params);
         self.ctx = Ctx::Constraint;
         self.with_locals(|c| {
@@ -245,6 +246,31 @@ impl Checker<'_> {
             }
         });
         self.ctx = Ctx::Static;
+    }
+
+    /// `:: native` names a solver's implementation of the rule's text, which
+    /// only the standard library vouches for: elsewhere the formula is all
+    /// there is, and a copy of a standard rule goes through the generic path.
+    fn annotations(&mut self, k: &ConstraintDecl) {
+        for a in &k.annotations {
+            if !ANNOTATIONS.contains(&a.name.as_str()) {
+                self.err(
+                    Diag::error("mcm::name", format!("unknown annotation `{}`", a.name))
+                        .label(a.span, "not an annotation")
+                        .help(unknown_help(&a.name, "annotation", ANNOTATIONS.iter().copied())),
+                );
+            } else if !self.prog.is_std(self.module) {
+                self.err(
+                    Diag::error("mcm::context", format!("`:: {NATIVE}` is for the standard library only"))
+                        .label(a.span, "not allowed outside `stdlib/`")
+                        .help(format!(
+                            "remove it: `{}` is solved and checked by its formula; only the standard \
+                             library's rules have native implementations in the solver",
+                            k.name.name
+                        )),
+                );
+            }
+        }
     }
 
     pub(super) fn partition(&mut self, p: &PartitionDecl, top_level: bool) {

@@ -261,13 +261,16 @@ impl Checker<'_> {
                 );
             } else if !self.prog.is_std(self.module) {
                 self.err(
-                    Diag::error("mcm::context", format!("`:: {NATIVE}` is for the standard library only"))
-                        .label(a.span, "not allowed outside `stdlib/`")
-                        .help(format!(
-                            "remove it: `{}` is solved and checked by its formula; only the standard \
+                    Diag::error(
+                        "mcm::context",
+                        format!("`:: {NATIVE}` is for the standard library only"),
+                    )
+                    .label(a.span, "not allowed outside `stdlib/`")
+                    .help(format!(
+                        "remove it: `{}` is solved and checked by its formula; only the standard \
                              library's rules have native implementations in the solver",
-                            k.name.name
-                        )),
+                        k.name.name
+                    )),
                 );
             }
         }

@@ -81,6 +81,10 @@ fn the_stdlib_placement_rules_are_the_brief_text() {
             s[start..end].to_string()
         };
         // `:: native` names the solver's implementation; the rule is the brief's text.
-        assert_eq!(pick(&brief), pick(&std).replacen(" :: native", "", 1), "{name} differs from the brief");
+        assert_eq!(
+            pick(&brief),
+            pick(&std).replacen(" :: native", "", 1),
+            "{name} differs from the brief"
+        );
     }
 }

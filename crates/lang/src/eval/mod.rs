@@ -31,14 +31,15 @@ use std::sync::Arc;
 /// The most chips a package may have: far beyond any package of this field,
 /// and few enough that the tables of C² entries (fewest hops, the cost
 /// model's routes) stay within memory.
-pub(super) const MAX_CHIPS: i64 = 4096;
+const MAX_CHIPS: i64 = 4096;
+/// The most evaluation steps (bindings, loop turns, chips and links) per program.
 const MAX_STEPS: u64 = 50_000_000;
 
 /// The most bindings one `forall`, `exists` or aggregate enumerates (and
 /// the longest range): each is held at once, a few hundred bytes, so this
 /// stays near a gigabyte; a rule over every pair of nodes of a 2,000-node
 /// graph fits.
-pub(super) const MAX_BINDINGS: usize = 4_000_000;
+const MAX_BINDINGS: usize = 4_000_000;
 
 pub(crate) type R<T> = Result<T, Diag>;
 
@@ -57,6 +58,8 @@ pub(crate) struct World {
     pub(crate) package: Arc<Package>,
 }
 
+/// Evaluates and grounds the program's expressions (a problem's external
+/// evaluator, which judges finished partitions, is `mcm_core::problem::Evaluator`).
 pub struct Interpreter<'p> {
     prog: &'p Program,
     types: &'p crate::types::TypeInfo,

@@ -52,6 +52,16 @@ impl Builder<'_> {
         // Every `-` of a `unary` spans the whole of it, as `- -x` did.
         let whole = self.span(&p);
         let (start, end) = (p.as_span().start(), p.as_span().end());
+        let mut pairs = p.clone().into_inner();
+        if let (Some(q), None) = (pairs.next(), pairs.next()) {
+            // A lone operand: no operator to read, and nests of quantifiers or
+            // parentheses take fewer stack frames a level.
+            return Ok(Part {
+                start,
+                end,
+                ..self.operand(q)?
+            });
+        }
         let part = PRATT
             .map_primary(|q| self.operand(q))
             .map_prefix(|op, rhs| {

@@ -80,6 +80,11 @@ fn the_stdlib_placement_rules_are_the_brief_text() {
             let end = start + s[start..].find("\n}").expect("end");
             s[start..end].to_string()
         };
-        assert_eq!(pick(&brief), pick(&std), "{name} differs from the brief");
+        // `:: native` names the solver's implementation; the rule is the brief's text.
+        assert_eq!(
+            pick(&brief),
+            pick(&std).replacen(" :: native", "", 1),
+            "{name} differs from the brief"
+        );
     }
 }

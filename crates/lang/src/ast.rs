@@ -118,10 +118,29 @@ pub struct Attr {
 pub struct ConstraintDecl {
     pub name: Ident,
     pub params: Vec<Param>,
+    /// `:: native` and any other annotations after the parameters.
+    pub annotations: Vec<Ident>,
     /// The conjuncts of the body.
     pub body: Vec<Expr>,
     pub doc: Option<String>,
     pub span: Span,
+}
+
+/// The annotation that marks a standard rule the solver implements natively.
+pub const NATIVE: &str = "native";
+
+/// The annotations a declaration may carry.
+pub const ANNOTATIONS: &[&str] = &[NATIVE];
+
+impl ConstraintDecl {
+    /// The key of the solver's native implementation: the rule's name, when
+    /// its declaration says `:: native`.
+    pub fn native_key(&self) -> Option<&str> {
+        self.annotations
+            .iter()
+            .any(|a| a.name == NATIVE)
+            .then_some(self.name.name.as_str())
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -130,7 +149,7 @@ pub struct PartitionDecl {
     pub package: Expr,
     pub alias: Option<Ident>,
     pub requires: Vec<ConstraintUse>,
-    pub objective: Option<Objective>,
+    pub objective: Option<ObjectiveDecl>,
     pub evaluator: Option<(String, Span)>,
     pub span: Span,
 }
@@ -144,8 +163,10 @@ pub struct ConstraintUse {
 
 pub use mcm_core::problem::Sense;
 
+/// `maximize throughput`: the objective line as written (the problem's is
+/// `mcm_core::problem::Objective`).
 #[derive(Clone, Debug)]
-pub struct Objective {
+pub struct ObjectiveDecl {
     pub sense: Sense,
     pub metric: Ident,
     pub span: Span,

@@ -44,10 +44,10 @@ impl Program {
         self.modules[module].scope.get(name).copied()
     }
 
-    /// Whether a module is the embedded standard library module `std::name`.
-    pub fn is_std_module(&self, module: usize, name: &str) -> bool {
+    /// Whether a module is one of the embedded standard library's.
+    pub fn is_std(&self, module: usize) -> bool {
         let f = self.sources.get(self.modules[module].ast.file);
-        f.path.is_none() && f.name == format!("stdlib/{name}.mcm")
+        f.path.is_none() && STDLIB.iter().any(|(name, _)| f.name == format!("stdlib/{name}.mcm"))
     }
 
     pub fn names_in_scope(&self, module: usize) -> impl Iterator<Item = &str> + Clone {

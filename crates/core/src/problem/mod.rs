@@ -59,9 +59,9 @@ pub struct GroundConstraint {
     pub use_span: Span,
     /// One formula per binding of the body's outer `forall`s; all must hold.
     pub instances: Vec<Instance>,
-    /// The key of the solver's native implementation when the standard
-    /// library declares one for this rule (only its own declarations: a
-    /// user's copy of the same text goes through the generic path). The
+    /// The key of the solver's native implementation (the rule's name) when
+    /// its declaration says `:: native`, which only the standard library may:
+    /// a user's copy of the same text goes through the generic path. The
     /// formula stays the meaning; the checker judges by it.
     pub native: Option<String>,
 }

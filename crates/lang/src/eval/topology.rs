@@ -1,0 +1,234 @@
+//! Topologies: a call instantiates the body into a package.
+
+use super::value::G;
+use super::{rt, Interpreter, Value, MAX_CHIPS, R};
+use crate::ast::*;
+use mcm_core::diag::Diag;
+use mcm_core::package::{Chip, Link, Package};
+use mcm_core::quantity::Scalar;
+use mcm_core::source::Span;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+#[derive(Default)]
+/// The chips and links a topology body has declared so far.
+struct Builder {
+    chips: Vec<Chip>,
+    links: Vec<Link>,
+    groups: HashMap<String, (usize, Option<usize>)>,
+    seen: HashSet<(u32, u32)>,
+}
+
+impl Interpreter<'_> {
+    pub(super) fn instantiate(
+        &mut self,
+        t: &TopologyDecl,
+        module: usize,
+        args: Vec<(String, Value)>,
+        call: Span,
+    ) -> R<Package> {
+        if self.building.contains(&t.name.name) {
+            return Err(
+                Diag::error("mcm::eval", format!("topology `{}` builds itself", t.name.name))
+                    .label(call, "recursive use")
+                    .help("a topology cannot use itself, directly or through another one"),
+            );
+        }
+        self.building.push(t.name.name.clone());
+        let r = self.instantiate_body(t, module, args, call);
+        self.building.pop();
+        r
+    }
+
+    fn instantiate_body(
+        &mut self,
+        t: &TopologyDecl,
+        module: usize,
+        args: Vec<(String, Value)>,
+        call: Span,
+    ) -> R<Package> {
+        let saved = (
+            self.module,
+            std::mem::replace(&mut self.locals, args.clone()),
+            self.world.take(),
+        );
+        self.module = module;
+        let mut b = Builder::default();
+        let r = self.topo_block(&t.body, &mut b);
+        (self.module, self.locals, self.world) = saved;
+        r.map_err(|d| d.label(call, format!("while building `{}` here", t.name.name)))?;
+        let shown: Vec<String> = args
+            .iter()
+            .filter_map(|(n, v)| v.to_scalar().map(|s| format!("{n} = {s}")))
+            .collect();
+        let name = format!("{}({})", t.name.name, shown.join(", "));
+        Package::new(name, b.chips, b.links).map_err(|m| rt(call, m))
+    }
+
+    fn topo_block(&mut self, body: &[TopoStmt], b: &mut Builder) -> R<()> {
+        let n = self.locals.len();
+        let r = (|| {
+            for s in body {
+                self.topo_stmt(s, b)?;
+            }
+            Ok(())
+        })();
+        self.locals.truncate(n);
+        r
+    }
+
+    fn attrs(&mut self, attrs: &[Attr]) -> R<BTreeMap<String, Scalar>> {
+        let mut m = BTreeMap::new();
+        for a in attrs {
+            let v = self.eval(&a.value)?;
+            let s = match v {
+                G::V(v) => v.to_scalar(),
+                _ => None,
+            }
+            .ok_or_else(|| rt(a.value.span, "an attribute must be a number, quantity, bool or string"))?;
+            if m.insert(a.name.name.clone(), s).is_some() {
+                return Err(rt(a.name.span, format!("attribute `{}` is set twice", a.name.name)));
+            }
+        }
+        Ok(m)
+    }
+
+    fn topo_stmt(&mut self, s: &TopoStmt, b: &mut Builder) -> R<()> {
+        match s {
+            TopoStmt::Chips {
+                name,
+                count,
+                attrs,
+                span,
+            } => {
+                self.step(*span)?;
+                if b.groups.contains_key(&name.name) {
+                    return Err(rt(name.span, format!("chip group `{}` is declared twice", name.name)));
+                }
+                let attrs = self.attrs(attrs)?;
+                let start = b.chips.len();
+                let n = match count {
+                    Some(c) => {
+                        let n = self.int(c)?;
+                        if n < 0 || n > MAX_CHIPS - start as i64 {
+                            let before = match start {
+                                0 => String::new(),
+                                k => format!(", and {k} are declared before"),
+                            };
+                            return Err(rt(
+                                c.span,
+                                format!("{n} chips: a package has at most {MAX_CHIPS} chips{before}"),
+                            ));
+                        }
+                        for i in 0..n {
+                            b.chips.push(Chip {
+                                name: format!("{}[{i}]", name.name),
+                                attrs: attrs.clone(),
+                            });
+                        }
+                        Some(n as usize)
+                    }
+                    None => {
+                        if start as i64 >= MAX_CHIPS {
+                            return Err(rt(name.span, format!("a package has at most {MAX_CHIPS} chips")));
+                        }
+                        b.chips.push(Chip {
+                            name: name.name.clone(),
+                            attrs,
+                        });
+                        None
+                    }
+                };
+                b.groups.insert(name.name.clone(), (start, n));
+            }
+            TopoStmt::Link {
+                src,
+                dst,
+                both_ways,
+                attrs,
+                span,
+            } => {
+                self.step(*span)?;
+                let a = self.chip_ref(src, b)?;
+                let c = self.chip_ref(dst, b)?;
+                if a == c {
+                    return Err(rt(
+                        *span,
+                        format!("a link from `{}` to itself", b.chips[a as usize].name),
+                    ));
+                }
+                let attrs = self.attrs(attrs)?;
+                let mut add = |x: u32, y: u32| -> R<()> {
+                    if !b.seen.insert((x, y)) {
+                        return Err(rt(
+                            *span,
+                            format!(
+                                "the link `{}` -> `{}` is declared twice",
+                                b.chips[x as usize].name, b.chips[y as usize].name
+                            ),
+                        ));
+                    }
+                    b.links.push(Link {
+                        src: x,
+                        dst: y,
+                        attrs: attrs.clone(),
+                    });
+                    Ok(())
+                };
+                add(a, c)?;
+                if *both_ways {
+                    add(c, a)?;
+                }
+            }
+            TopoStmt::For { var, from, to, body } => {
+                let lo = self.int(from)?;
+                let hi = self.int(to)?;
+                for i in lo..hi {
+                    self.step(var.span)?;
+                    self.locals.push((var.name.clone(), Value::Int(i)));
+                    let r = self.topo_block(body, b);
+                    self.locals.pop();
+                    r?;
+                }
+            }
+            TopoStmt::If { cond, then, otherwise } => match self.eval(cond)? {
+                G::V(Value::Bool(true)) => self.topo_block(then, b)?,
+                G::V(Value::Bool(false)) => self.topo_block(otherwise, b)?,
+                _ => return Err(rt(cond.span, "expected a condition")),
+            },
+            TopoStmt::Let(l) => {
+                let v = self.eval(&l.value)?;
+                match v {
+                    G::V(v) => self.locals.push((l.name.name.clone(), v)),
+                    _ => return Err(rt(l.value.span, "expected a value")),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn chip_ref(&mut self, r: &ChipRef, b: &Builder) -> R<u32> {
+        let (start, n) = *b
+            .groups
+            .get(&r.group.name)
+            .ok_or_else(|| rt(r.group.span, format!("unknown chip group `{}`", r.group.name)))?;
+        match (n, &r.index) {
+            (Some(n), Some(i)) => {
+                let k = self.int(i)?;
+                if k < 0 || k as usize >= n {
+                    return Err(Diag::error(
+                        "mcm::eval",
+                        format!(
+                            "`{}[{k}]` is out of range: `{}` has {n} chips",
+                            r.group.name, r.group.name
+                        ),
+                    )
+                    .label(r.span, format!("index {k}"))
+                    .help(format!("indices of `{}` are 0..{n}", r.group.name)));
+                }
+                Ok((start + k as usize) as u32)
+            }
+            (None, None) => Ok(start as u32),
+            _ => Err(rt(r.span, "index a group of chips, and only a group")),
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The front end's own checks: native annotations, and the expression parser's
+//! precedences and spans.
+
+use crate::{compile_str, Compiled};
+use mcm_core::diag::render_text;
+use std::path::Path;
+
+const TOPOLOGY: &str = "use std::topologies::ring\n\
+    let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+    let g = graph { a -> b }\n";
+
+fn compile(text: &str) -> Compiled {
+    compile_str("t.mcm", text, Path::new("."))
+}
+
+fn errors(text: &str) -> String {
+    let c = compile(text);
+    assert!(!c.ok(), "expected errors, the program compiled:\n{text}");
+    render_text(&c.program.sources, &c.diags)
+}
+
+#[test]
+fn the_standard_rules_come_out_with_their_native_keys() {
+    let c = compile(&format!(
+        "use std::placement::*\n{TOPOLOGY}partition g onto t {{\n\
+         require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n}}\n"
+    ));
+    assert!(c.ok(), "{}", render_text(&c.program.sources, &c.diags));
+    let keys: Vec<Option<&str>> = c.problems[0].constraints.iter().map(|k| k.native.as_deref()).collect();
+    assert_eq!(
+        keys,
+        [
+            Some("acyclic_flow"),
+            Some("no_skip"),
+            Some("triangle_dependency"),
+            Some("memory_capacity")
+        ]
+    );
+}
+
+#[test]
+fn a_users_copy_of_a_standard_rule_has_no_native_key() {
+    let c = compile(&format!(
+        "{TOPOLOGY}constraint acyclic_flow() {{\n    forall (u, v) in edges: chip(u) <= chip(v)\n}}\n\
+         partition g onto t {{ require acyclic_flow }}\n"
+    ));
+    assert!(c.ok(), "{}", render_text(&c.program.sources, &c.diags));
+    assert_eq!(c.problems[0].constraints[0].native, None);
+}
+
+#[test]
+fn native_in_a_users_file_is_refused_with_its_place_and_a_help() {
+    let out = errors(&format!(
+        "{TOPOLOGY}constraint acyclic_flow() :: native {{\n    forall (u, v) in edges: chip(u) <= chip(v)\n}}\n\
+         partition g onto t {{ require acyclic_flow }}\n"
+    ));
+    for part in [
+        "mcm::context",
+        "`:: native` is for the standard library only",
+        "t.mcm:4:30",
+        "not allowed outside `stdlib/`",
+        "`acyclic_flow` is solved and checked by its formula",
+    ] {
+        assert!(out.contains(part), "missing {part:?} in:\n{out}");
+    }
+}
+
+#[test]
+fn an_unknown_annotation_names_the_known_one() {
+    let out = errors("constraint c() :: nativ { true }\n");
+    for part in ["unknown annotation `nativ`", "did you mean `native`?", "t.mcm:1:19"] {
+        assert!(out.contains(part), "missing {part:?} in:\n{out}");
+    }
+}
+
+/// The expression of `let x = TEXT`, as an S-expression, and its source.
+fn parse_expr(text: &str) -> Result<(crate::ast::Expr, String), String> {
+    let src = format!("let x = {text}\n");
+    let mut map = mcm_core::source::SourceMap::new();
+    let file = map.add("t.mcm".into(), None, src.clone());
+    match crate::parse::parse_module(file, &src) {
+        Ok(m) => match m.items.into_iter().next() {
+            Some(crate::ast::Item::Let(l)) => Ok((l.value, src)),
+            _ => Err("no let".into()),
+        },
+        Err(d) => Err(d.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; ")),
+    }
+}
+
+fn sexpr(e: &crate::ast::Expr) -> String {
+    use crate::ast::ExprKind::*;
+    match &e.kind {
+        Var(v) => v.clone(),
+        Int(i) => i.to_string(),
+        Bool(b) => b.to_string(),
+        Field(b, f) => format!("(. {} {})", sexpr(b), f.name),
+        Index(b, i) => format!("([] {} {})", sexpr(b), sexpr(i)),
+        Unary(op, x) => format!("({op:?} {})", sexpr(x)),
+        Binary(op, a, b) => format!("({} {} {})", op.symbol(), sexpr(a), sexpr(b)),
+        Quant { body, .. } => format!("(Q {})", sexpr(body)),
+        Agg { body, .. } => format!("(Agg {})", body.as_ref().map_or(String::new(), |b| sexpr(b))),
+        other => format!("{other:?}"),
+    }
+}
+
+#[test]
+fn operators_bind_by_the_pratt_table() {
+    for (text, tree) in [
+        ("a or b and c", "(or a (and b c))"),
+        ("a <-> b -> c or d", "(<-> a (-> b (or c d)))"),
+        ("a -> b -> c", "(-> a (-> b c))"),
+        ("a <-> b <-> c", "(<-> (<-> a b) c)"),
+        ("a - b - c", "(- (- a b) c)"),
+        ("a + b * c % d", "(+ a (% (* b c) d))"),
+        ("not a == b and not not c", "(and (Not (== a b)) (Not (Not c)))"),
+        ("- -x.f[1] * y", "(* (Neg (Neg ([] (. x f) 1))) y)"),
+        ("a - -b", "(- a (Neg b))"),
+        ("(a or b) and c", "(and (or a b) c)"),
+        ("a -> forall u in nodes: b or c", "(-> a (Q (or b c)))"),
+        ("sum(u in nodes) u.params * 2 <= d", "(<= (Agg (* (. u params) 2)) d)"),
+    ] {
+        let (e, _) = parse_expr(text).unwrap_or_else(|m| panic!("{text}: {m}"));
+        assert_eq!(sexpr(&e), tree, "{text}");
+    }
+}
+
+#[test]
+fn the_grammar_admits_what_the_precedences_read() {
+    for text in [
+        "a < b < c",
+        "a == not b",
+        "a and forall x in nodes: b",
+        "not forall x in nodes: b",
+        "- not a",
+    ] {
+        let err = parse_expr(text).err().unwrap_or_else(|| panic!("{text} parsed"));
+        assert!(err.starts_with("syntax error: expected"), "{text}: {err}");
+    }
+}
+
+/// `->`, `not` and `-` span the text their rule read, parentheses and a
+/// trailing comment included; other operators span their operands.
+#[test]
+fn operator_spans_are_those_of_the_grammar_rules() {
+    let span_text = |text: &str, pick: &dyn Fn(&crate::ast::Expr) -> crate::ast::Expr| -> String {
+        let (e, src) = parse_expr(text).unwrap();
+        let s = pick(&e).span;
+        src[s.start as usize..s.end as usize].to_string()
+    };
+    let me = |e: &crate::ast::Expr| e.clone();
+    assert_eq!(span_text("(a) -> (b) // why\n", &me), "(a) -> (b) // why");
+    assert_eq!(span_text("(a) + (b)", &me), "a) + (b");
+    assert_eq!(span_text("not (a) // c\n", &me), "not (a) // c");
+    let inner = |e: &crate::ast::Expr| match &e.kind {
+        crate::ast::ExprKind::Unary(_, x) => (**x).clone(),
+        _ => panic!("not unary"),
+    };
+    assert_eq!(span_text("- -a", &inner), "- -a");
+    assert_eq!(span_text("-(-a)", &inner), "-a");
+}

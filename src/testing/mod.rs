@@ -110,7 +110,7 @@ fn solve(t: &TestCase) -> Result<crate::problem::Placement, String> {
         constraints: t.constraints.clone(),
         objective: crate::problem::Objective {
             sense: crate::problem::Sense::Maximize,
-            metric: "throughput".into(),
+            metric: crate::problem::Metric::Throughput,
         },
         evaluator: None,
         span: t.span,

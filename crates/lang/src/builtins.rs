@@ -4,7 +4,7 @@
 
 use crate::ast::{Arg, BinOp};
 use crate::eval::{is_int, rt, term, Interpreter, Value, G, R};
-use crate::types::{article, Checker, Ty};
+use crate::types::{article, Ty, TypeChecker};
 use mcm_core::diag::Diag;
 use mcm_core::problem::{Formula, Term};
 use mcm_core::source::Span;
@@ -33,7 +33,7 @@ pub struct Builtin {
     /// What an argument is called in a type error ("the argument of `chip`").
     pub role: &'static str,
     /// Types a call whose arity and context are right, given its arguments' types.
-    pub typing: fn(&mut Checker, &Builtin, &[Ty], &[Arg]) -> Ty,
+    pub typing: fn(&mut TypeChecker, &Builtin, &[Ty], &[Arg]) -> Ty,
     /// Evaluates a call, building a term or formula where the result
     /// depends on the placement.
     pub eval: EvalFn,
@@ -146,7 +146,7 @@ impl Builtin {
         format!("{}({}){ret}", self.name, params.join(", "))
     }
 
-    pub fn check(&self, c: &mut Checker, tys: &[Ty], args: &[Arg]) -> Ty {
+    pub fn check(&self, c: &mut TypeChecker, tys: &[Ty], args: &[Arg]) -> Ty {
         (self.typing)(c, self, tys, args)
     }
 
@@ -165,7 +165,7 @@ impl Builtin {
 // ---------------------------------------------------------------- typing
 
 /// Each argument fits its parameter's declared type; the result is `ret`.
-fn typed(c: &mut Checker, b: &Builtin, tys: &[Ty], args: &[Arg]) -> Ty {
+fn typed(c: &mut TypeChecker, b: &Builtin, tys: &[Ty], args: &[Arg]) -> Ty {
     for ((_, want), (t, a)) in b.params.iter().zip(tys.iter().zip(args)) {
         if let Some(want) = want {
             c.expect_fits(*want, *t, &a.value, b.role);
@@ -175,12 +175,12 @@ fn typed(c: &mut Checker, b: &Builtin, tys: &[Ty], args: &[Arg]) -> Ty {
 }
 
 /// Two numbers of one unit, as `+` takes them.
-fn same_unit(c: &mut Checker, _: &Builtin, tys: &[Ty], args: &[Arg]) -> Ty {
+fn same_unit(c: &mut TypeChecker, _: &Builtin, tys: &[Ty], args: &[Arg]) -> Ty {
     c.binary(BinOp::Add, (tys[0], &args[0].value), (tys[1], &args[1].value))
 }
 
 /// A number of any unit, returned as it is (a chip id as an int).
-fn number(c: &mut Checker, b: &Builtin, tys: &[Ty], args: &[Arg]) -> Ty {
+fn number(c: &mut TypeChecker, b: &Builtin, tys: &[Ty], args: &[Arg]) -> Ty {
     match tys[0].numeric() {
         Some(_) if tys[0] == Ty::Chip => Ty::Int,
         Some(_) => tys[0],

@@ -236,7 +236,10 @@ impl Journal {
         for c in &problem.constraints {
             h.field(format!("{}{:?}{}", c.name, c.args, legacy_native_tag(c.native.as_deref())).as_bytes());
         }
-        h.field(format!("{:?}{:?}", problem.objective, problem.evaluator).as_bytes());
+        // Spelled as the objective's Debug text was while the metric was a string.
+        let o = &problem.objective;
+        let objective = format!("Objective {{ sense: {:?}, metric: {:?} }}", o.sense, o.metric.name());
+        h.field(format!("{objective}{:?}", problem.evaluator).as_bytes());
         for s in sources {
             // `:: native` says how the solver runs a rule, not what it
             // means, and the native key is hashed above on its own.

@@ -37,7 +37,46 @@ pub struct Problem {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Objective {
     pub sense: Sense,
-    pub metric: String,
+    pub metric: Metric,
+}
+
+/// What an objective measures. Throughput is one over latency, so both ask
+/// for the same partitions; `maximize throughput` and `minimize latency` are
+/// the two right ways round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    Throughput,
+    Latency,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 2] = [Metric::Throughput, Metric::Latency];
+
+    /// The name the language uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Throughput => "throughput",
+            Metric::Latency => "latency",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// The sense that looks for the best partition.
+    pub fn better(self) -> Sense {
+        match self {
+            Metric::Throughput => Sense::Maximize,
+            Metric::Latency => Sense::Minimize,
+        }
+    }
+}
+
+impl std::fmt::Display for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -8,7 +8,7 @@ use crate::{Expect, ExpectedViolation, TestCase, TestQuestion};
 use mcm_core::diag::{unknown_help, Diag};
 use mcm_core::graph::Graph;
 use mcm_core::package::Package;
-use mcm_core::problem::{Evaluator, GroundConstraint, Objective, Placement, Problem, Sense};
+use mcm_core::problem::{Evaluator, GroundConstraint, Metric, Objective, Placement, Problem, Sense};
 use mcm_core::source::Span;
 use std::sync::Arc;
 
@@ -113,11 +113,12 @@ pub(crate) fn build_problem(
     let objective = match &p.objective {
         Some(o) => Objective {
             sense: o.sense,
-            metric: o.metric.name.clone(),
+            // The type checker has refused any other name.
+            metric: Metric::from_name(&o.metric.name).unwrap_or(Metric::Throughput),
         },
         None => Objective {
             sense: Sense::Maximize,
-            metric: "throughput".into(),
+            metric: Metric::Throughput,
         },
     };
     let evaluator = p.evaluator.as_ref().map(|(cmd, span)| Evaluator {

@@ -1,14 +1,16 @@
 //! Expressions: names, attributes, operators, quantifiers and aggregates,
 //! and calls of topologies and built-in functions.
 
-use super::{article, is_zero, param_type, units_help, Checker, Ctx, Ty, EDGE_FIELDS, GRAPH_NODE_ATTRS, NODE_FIELDS};
+use super::{
+    article, is_zero, param_type, units_help, Ctx, Ty, TypeChecker, EDGE_FIELDS, GRAPH_NODE_ATTRS, NODE_FIELDS,
+};
 use crate::ast::*;
 use crate::builtins;
 use mcm_core::diag::{unknown_help, Diag};
 use mcm_core::quantity::Dim;
 use mcm_core::source::Span;
 
-impl Checker<'_> {
+impl TypeChecker<'_> {
     pub fn expr(&mut self, e: &Expr) -> Ty {
         match &e.kind {
             ExprKind::Int(_) => Ty::Int,

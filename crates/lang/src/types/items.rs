@@ -1,13 +1,14 @@
 //! Items: lets, parameters, topologies, constraints, problems and tests.
 
-use super::{article, fits, param_type, signature, type_names, Checker, Ctx, Ty, METRICS};
+use super::{article, fits, param_type, signature, type_names, Ctx, Ty, TypeChecker};
 use crate::ast::*;
 use crate::loader::ItemRef;
 use mcm_core::diag::{unknown_help, Diag};
+use mcm_core::problem::Metric;
 use mcm_core::source::Span;
 use std::collections::HashMap;
 
-impl Checker<'_> {
+impl TypeChecker<'_> {
     pub(super) fn let_type(&mut self, r: ItemRef) -> Ty {
         if let Some(t) = self.let_types.get(&r) {
             return *t;
@@ -285,12 +286,16 @@ impl Checker<'_> {
             self.constraint_use(u);
         }
         if let Some(o) = &p.objective {
-            let wrong_way = match (o.sense, o.metric.name.as_str()) {
-                (Sense::Minimize, "throughput") => Some("maximize throughput"),
-                (Sense::Maximize, "latency") => Some("minimize latency"),
-                _ => None,
-            };
-            if let Some(right) = wrong_way {
+            let metric = Metric::from_name(&o.metric.name);
+            if let Some(m) = metric.filter(|m| m.better() != o.sense) {
+                let right = format!(
+                    "{} {m}",
+                    if m.better() == Sense::Maximize {
+                        "maximize"
+                    } else {
+                        "minimize"
+                    }
+                );
                 self.err(
                     Diag::error(
                         "mcm::type",
@@ -300,11 +305,11 @@ impl Checker<'_> {
                     .help(format!("write `{right}`")),
                 );
             }
-            if !METRICS.contains(&o.metric.name.as_str()) {
+            if metric.is_none() {
                 self.err(
                     Diag::error("mcm::name", format!("unknown objective `{}`", o.metric.name))
                         .label(o.metric.span, "not a metric")
-                        .help(unknown_help(&o.metric.name, "metric", METRICS.iter().copied())),
+                        .help(unknown_help(&o.metric.name, "metric", Metric::ALL.map(Metric::name))),
                 );
             }
         }

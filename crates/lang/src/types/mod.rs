@@ -77,9 +77,6 @@ fn type_names() -> impl Iterator<Item = &'static str> + Clone {
         .chain(TYPE_NAMES.iter().map(|(n, _)| *n))
 }
 
-/// Metrics a problem can optimise.
-pub const METRICS: &[&str] = &["throughput", "latency"];
-
 pub const NODE_FIELDS: &[(&str, Ty)] = &[
     ("id", Ty::Str),
     ("op", Ty::Str),
@@ -110,7 +107,7 @@ pub(crate) enum Ctx {
     Constraint,
 }
 
-pub struct Checker<'p> {
+pub struct TypeChecker<'p> {
     prog: &'p Program,
     module: usize,
     locals: Vec<(String, Ty)>,
@@ -134,7 +131,7 @@ pub struct TypeInfo {
 
 /// Checks every item of every module; returns the diagnostics.
 pub fn check_program(prog: &Program) -> (Vec<Diag>, TypeInfo) {
-    let mut c = Checker {
+    let mut c = TypeChecker {
         prog,
         module: 0,
         locals: Vec::new(),
@@ -174,7 +171,7 @@ pub fn check_program(prog: &Program) -> (Vec<Diag>, TypeInfo) {
     (c.diags, TypeInfo { units: c.units })
 }
 
-impl Checker<'_> {
+impl TypeChecker<'_> {
     pub(crate) fn err(&mut self, d: Diag) -> Ty {
         self.diags.push(d);
         Ty::Err

@@ -423,7 +423,7 @@ fn imitation_warm_up_learns_the_baseline_and_is_scored_as_update_zero() {
 fn train_runs_as_a_library_and_reports_its_updates() {
     use mcmpart::error::Kind;
     use mcmpart::experiment::train::{self, Config, Event};
-    use mcmpart::policy::train::TrainConfig;
+    use mcmpart::pretrain::TrainConfig;
     let (dir, problem) = setup("rl-library");
     let mut cfg = TrainConfig {
         samples: 30,

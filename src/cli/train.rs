@@ -8,8 +8,8 @@ use crate::error::{Result, Status};
 use crate::experiment::train::{self, Config, Event};
 use crate::policy::ppo::PpoConfig;
 use crate::policy::rollout::{Correction, Draw};
-use crate::policy::train::TrainConfig;
 use crate::policy::PolicyConfig;
+use crate::pretrain::TrainConfig;
 use crate::strategy::Budget;
 use std::path::PathBuf;
 

@@ -8,7 +8,7 @@ use crate::error::{Error, Kind, Result};
 use crate::graph::load_graph_file;
 use crate::graph::manifest;
 use crate::lang::compile_file_with_graph;
-use crate::policy::train::{self, ImitateLog, Score, Task, TrainConfig, TrainReport, UpdateLog};
+use crate::pretrain::{self, ImitateLog, Score, Task, TrainConfig, TrainReport, UpdateLog};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -219,7 +219,7 @@ pub fn run(config: &Config, on: &mut dyn FnMut(Event)) -> Result<TrainReport> {
         }
         (*on.borrow_mut())(Event::Imitated(log));
     };
-    let result = train::train(&train_tasks, &val_tasks, cfg, &config.out, on_imitate, |log, score| {
+    let result = pretrain::train(&train_tasks, &val_tasks, cfg, &config.out, on_imitate, |log, score| {
         let fresh = log.update == 1;
         if let Err(e) = append(&log_path, LOG_HEADER, &log_line(log), fresh) {
             write_error.get_or_insert(format!("cannot write `{}`: {e}", log_path.display()));

@@ -1,9 +1,11 @@
 //! mcmpart's search: the cost models and the judge strategies ask
 //! ([`cost`]), the strategies behind one interface ([`strategy`]), and the
-//! learned policy ([`policy`]). The only crate of the workspace that links
+//! learned policy ([`policy`]) and its pretraining on a set of graphs
+//! ([`pretrain`], above the strategies it imitates). The only crate of the workspace that links
 //! candle.
 
 pub mod baseline;
 pub mod cost;
 pub mod policy;
+pub mod pretrain;
 pub mod strategy;

@@ -12,7 +12,6 @@ pub mod net;
 pub mod ppo;
 pub mod rollout;
 mod sage;
-pub mod train;
 
 pub use checkpoint::{load, save, FORMAT_VERSION};
 pub use features::{GraphFeatures, FEATURE_SCHEMA};

@@ -3,11 +3,11 @@
 //! validation pass that scores each checkpoint zero-shot and after a short
 //! fine-tune on held-out graphs, keeping the best.
 
-use super::checkpoint;
-use super::ppo::{self, Batch, PpoConfig, Rollout, UpdateStats};
-use super::rollout::{propose, reward, Correction, Draw, Style};
-use super::{GraphFeatures, Policy, PolicyConfig, PolicyError};
 use crate::cost::Judge;
+use crate::policy::checkpoint;
+use crate::policy::ppo::{self, Batch, PpoConfig, Rollout, UpdateStats};
+use crate::policy::rollout::{propose, reward, Correction, Draw, Style};
+use crate::policy::{GraphFeatures, Policy, PolicyConfig, PolicyError};
 use crate::strategy::{self, Anneal, Budget, Greedy, Strategy};
 use candle_core::{DType, Device};
 use mcm_core::problem::{Placement, Problem};

@@ -65,7 +65,10 @@ impl ReadError {
         match self {
             ReadError::Io(e) => format!("cannot read {what} `{shown}`: {e}"),
             ReadError::FileTooLarge(max) => {
-                format!("{what} `{shown}` holds more than {} MiB, the most this tool reads", max >> 20)
+                format!(
+                    "{what} `{shown}` holds more than {} MiB, the most this tool reads",
+                    max >> 20
+                )
             }
             ReadError::Text(TextError::Gzip(e)) => format!("{what} `{shown}` is not valid gzip: {e}"),
             ReadError::Text(TextError::TooLarge(max)) => {
@@ -124,7 +127,10 @@ mod tests {
         std::fs::File::create(&sparse).unwrap().set_len(1 << 40).unwrap();
         assert!(matches!(read_bytes(&sparse, 1 << 20), Err(ReadError::FileTooLarge(m)) if m == 1 << 20));
         // A device without a size: read one byte past the cap, then refused.
-        assert!(matches!(read_bytes(Path::new("/dev/zero"), 1000), Err(ReadError::FileTooLarge(1000))));
+        assert!(matches!(
+            read_bytes(Path::new("/dev/zero"), 1000),
+            Err(ReadError::FileTooLarge(1000))
+        ));
         let small = dir.join("small.json");
         std::fs::write(&small, "{}").unwrap();
         assert_eq!(read_text(&small, 2).unwrap(), "{}");

@@ -438,7 +438,11 @@ mod tests {
         assert!(bad(r#"{"chips": 2, "chips": 2, "placement": {}}"#).contains("`chips` is given twice"));
         assert!(bad("[]").contains("expected an object with `placement`"));
         // null is no value; other keys are left alone.
-        let p = parse_partition(r#"{"graph": null, "chips": null, "note": [1], "placement": {"a": 0, "b": 1}}"#, &g(), 2);
+        let p = parse_partition(
+            r#"{"graph": null, "chips": null, "note": [1], "placement": {"a": 0, "b": 1}}"#,
+            &g(),
+            2,
+        );
         assert_eq!(p.unwrap().chips, vec![0, 1]);
     }
 }

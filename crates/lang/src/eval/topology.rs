@@ -260,7 +260,9 @@ fn check_rate(a: &Attr, s: &Scalar, on_link: bool) -> R<()> {
     } else {
         "must be finite"
     };
-    Err(Diag::error("mcm::package", format!("`{} = {s}`: {what} {why}", a.name.name))
-        .label(a.value.span, format!("this is {s}"))
-        .help(format!("give `{}` a value of 0 or more", a.name.name)))
+    Err(
+        Diag::error("mcm::package", format!("`{} = {s}`: {what} {why}", a.name.name))
+            .label(a.value.span, format!("this is {s}"))
+            .help(format!("give `{}` a value of 0 or more", a.name.name)),
+    )
 }

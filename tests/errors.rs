@@ -399,6 +399,17 @@ fn source_files_that_are_not_plain_utf8_text() {
     let (code, msg) = check("uses.mcm");
     assert_eq!(code, Some(1), "{msg}");
     assert_has(&msg, &["`sub.mcm` is a folder, not a .mcm file", "uses.mcm:1:"]);
+    // Capped before it is read whole, like graph files.
+    std::fs::File::create(dir.join("huge.mcm"))
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    let (code, msg) = check("huge.mcm");
+    assert_eq!(code, Some(1), "{msg}");
+    assert_has(&msg, &["`huge.mcm` holds more than 256 MiB, the most this tool reads"]);
+    let (code, msg) = check("/dev/zero");
+    assert_eq!(code, Some(1), "{msg}");
+    assert_has(&msg, &["`/dev/zero` holds more than 256 MiB"]);
 }
 
 /// Grounding counts each instance of a `forall` against the step limit, as

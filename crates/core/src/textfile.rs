@@ -1,8 +1,15 @@
 //! Text files that may be gzipped (graph files, `compare`'s run files):
 //! told by their first bytes, never by their name, and capped in what they
-//! expand to, since a few kilobytes of gzip can expand to gigabytes.
+//! expand to, since a few kilobytes of gzip can expand to gigabytes. Files
+//! are capped in size too, before they are read whole: `/dev/zero` or a
+//! sparse file of terabytes would otherwise be read until memory runs out.
 
 use std::io::Read;
+use std::path::Path;
+
+/// The most bytes of text a graph, partition or manifest file may hold
+/// (after decompression): the largest graphs of the data set take 2 MiB.
+pub const MAX_TEXT: u64 = 256 << 20;
 
 /// Why bytes are not text.
 #[derive(Debug)]
@@ -13,6 +20,66 @@ pub enum TextError {
     TooLarge(u64),
     /// Not UTF-8; `gzipped` says whether it was after decompression.
     NotUtf8 { gzipped: bool },
+}
+
+/// Why a file could not be read as text.
+#[derive(Debug)]
+pub enum ReadError {
+    /// Opening or reading failed (missing, a folder, no permission).
+    Io(std::io::Error),
+    /// The file itself holds more than the cap, in bytes (found from its
+    /// size where it has one, by reading one byte past the cap otherwise).
+    FileTooLarge(u64),
+    /// Its bytes are not text.
+    Text(TextError),
+}
+
+/// A file's bytes, at most `max` of them: refused from its size when it is
+/// a regular file, and never read past `max + 1` bytes (devices, pipes).
+pub fn read_bytes(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    let meta = file.metadata().map_err(ReadError::Io)?;
+    if meta.is_dir() {
+        // Reading a folder fails with a less clear "Is a directory".
+        return Err(ReadError::Io(std::io::Error::other("it is a folder")));
+    }
+    if meta.is_file() && meta.len() > max {
+        return Err(ReadError::FileTooLarge(max));
+    }
+    let mut bytes = Vec::with_capacity(if meta.is_file() { meta.len() as usize } else { 0 });
+    file.take(max + 1).read_to_end(&mut bytes).map_err(ReadError::Io)?;
+    if bytes.len() as u64 > max {
+        return Err(ReadError::FileTooLarge(max));
+    }
+    Ok(bytes)
+}
+
+/// A file's text, gzipped or not, at most `max` bytes of file and of text.
+pub fn read_text(path: &Path, max: u64) -> Result<String, ReadError> {
+    decode(read_bytes(path, max)?, max).map_err(ReadError::Text)
+}
+
+impl ReadError {
+    /// The error as one sentence about the `what` (`graph file`) at `shown`.
+    pub fn message(&self, what: &str, shown: &str) -> String {
+        match self {
+            ReadError::Io(e) => format!("cannot read {what} `{shown}`: {e}"),
+            ReadError::FileTooLarge(max) => {
+                format!(
+                    "{what} `{shown}` holds more than {} MiB, the most this tool reads",
+                    max >> 20
+                )
+            }
+            ReadError::Text(TextError::Gzip(e)) => format!("{what} `{shown}` is not valid gzip: {e}"),
+            ReadError::Text(TextError::TooLarge(max)) => {
+                format!("{what} `{shown}` expands to more than {} MiB of text", max >> 20)
+            }
+            ReadError::Text(TextError::NotUtf8 { gzipped: true }) => {
+                format!("{what} `{shown}` holds gzip of text that is not UTF-8")
+            }
+            ReadError::Text(TextError::NotUtf8 { gzipped: false }) => format!("{what} `{shown}` is not UTF-8 text"),
+        }
+    }
 }
 
 /// Whether bytes start like gzip.
@@ -48,7 +115,31 @@ pub(crate) fn gzip(text: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::{decode, gzip, TextError};
+    use super::{decode, gzip, read_bytes, read_text, ReadError, TextError};
+    use std::path::Path;
+
+    #[test]
+    fn files_past_the_cap_are_refused_before_they_are_read() {
+        let dir = std::env::temp_dir().join(format!("mcmpart-textfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A sparse file of a terabyte: refused from its size, at once.
+        let sparse = dir.join("sparse.json");
+        std::fs::File::create(&sparse).unwrap().set_len(1 << 40).unwrap();
+        assert!(matches!(read_bytes(&sparse, 1 << 20), Err(ReadError::FileTooLarge(m)) if m == 1 << 20));
+        // A device without a size: read one byte past the cap, then refused.
+        assert!(matches!(
+            read_bytes(Path::new("/dev/zero"), 1000),
+            Err(ReadError::FileTooLarge(1000))
+        ));
+        let small = dir.join("small.json");
+        std::fs::write(&small, "{}").unwrap();
+        assert_eq!(read_text(&small, 2).unwrap(), "{}");
+        assert!(matches!(read_text(&small, 1), Err(ReadError::FileTooLarge(1))));
+        assert!(matches!(read_text(&dir, 10), Err(ReadError::Io(_))));
+        let e = read_text(&sparse, 1 << 20).unwrap_err().message("graph file", "s.json");
+        assert_eq!(e, "graph file `s.json` holds more than 1 MiB, the most this tool reads");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn plain_and_gzipped_text_read_alike() {

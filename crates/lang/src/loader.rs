@@ -95,9 +95,24 @@ fn read_source(path: &Path) -> Result<String, Unreadable> {
             help: "name the .mcm file itself",
         });
     }
-    let bytes = std::fs::read(path).map_err(|e| Unreadable {
-        message: format!("cannot read `{}`: {e}", path.display()),
-        help: "check the path of the .mcm file",
+    // Capped like graph files: `check /dev/zero` would read until memory ran out.
+    let limit = mcm_core::textfile::MAX_TEXT;
+    let bytes = mcm_core::textfile::read_bytes(path, limit).map_err(|e| match e {
+        mcm_core::textfile::ReadError::FileTooLarge(_) => Unreadable {
+            message: format!(
+                "`{}` holds more than {} MiB, the most this tool reads",
+                path.display(),
+                limit >> 20
+            ),
+            help: "a .mcm file is program text; large data belongs in graph files",
+        },
+        e => Unreadable {
+            message: match e {
+                mcm_core::textfile::ReadError::Io(e) => format!("cannot read `{}`: {e}", path.display()),
+                e => e.message("file", &path.display().to_string()),
+            },
+            help: "check the path of the .mcm file",
+        },
     })?;
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
     match std::str::from_utf8(bytes) {

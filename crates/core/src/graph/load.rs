@@ -1,31 +1,25 @@
 //! Reading and writing the graph file format (`*.json`, `*.json.gz`).
 
 use super::{Graph, GraphError, Node};
-use crate::textfile::{decode, TextError};
+use crate::textfile::{read_text, ReadError, TextError};
 use serde_json::{Map, Value};
 use std::path::Path;
 
-/// The most bytes of JSON a compressed graph file may expand to: the
-/// largest graphs of the data set take 2 MiB.
-const MAX_GRAPH_TEXT: u64 = 256 << 20;
+/// The most bytes of JSON a graph file may hold, plain or decompressed.
+const MAX_GRAPH_TEXT: u64 = crate::textfile::MAX_TEXT;
 
 /// Reads a graph file, gzip-compressed or not (told by its first bytes).
 pub fn load_graph_file(path: &Path) -> Result<Graph, GraphError> {
-    let shown = path.display();
-    let raw = std::fs::read(path).map_err(|e| {
-        GraphError::new(format!("cannot read graph file `{shown}`: {e}"))
-            .with_help("check the path; relative paths are resolved against the .mcm file's folder")
-    })?;
-    let text = decode(raw, MAX_GRAPH_TEXT).map_err(|e| match e {
-        TextError::Gzip(e) => GraphError::new(format!("`{shown}` is not valid gzip: {e}")),
-        TextError::TooLarge(max) => {
-            GraphError::new(format!("`{shown}` expands to more than {} MiB of text", max >> 20))
-                .with_help("a graph file of this tool is at most a few megabytes; this one may be damaged")
-        }
-        TextError::NotUtf8 { gzipped: true } => {
-            GraphError::new(format!("`{shown}` holds gzip of text that is not UTF-8"))
-        }
-        TextError::NotUtf8 { gzipped: false } => GraphError::new(format!("`{shown}` is not UTF-8 text")),
+    let shown = path.display().to_string();
+    let text = read_text(path, MAX_GRAPH_TEXT).map_err(|e| {
+        let help = match e {
+            ReadError::Io(_) => "check the path; relative paths are resolved against the .mcm file's folder",
+            ReadError::FileTooLarge(_) | ReadError::Text(TextError::TooLarge(_)) => {
+                "a graph file of this tool is at most a few megabytes; this one may be damaged, or no graph file"
+            }
+            ReadError::Text(_) => "a graph file is JSON text, gzipped or not",
+        };
+        GraphError::new(e.message("graph file", &shown)).with_help(help)
     })?;
     parse_graph_json(&text).map_err(|e| GraphError {
         message: format!("{shown}: {}", e.message),

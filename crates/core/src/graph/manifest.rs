@@ -29,9 +29,9 @@ pub type ManifestError = (String, Option<String>);
 /// empty selection is an error naming the splits there are.
 pub fn entries(dir: &Path, split: Option<&str>) -> Result<Vec<Entry>, ManifestError> {
     let path = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+    let text = crate::textfile::read_text(&path, crate::textfile::MAX_TEXT).map_err(|e| {
         (
-            format!("cannot read `{}`: {e}", path.display()),
+            e.message("manifest", &path.display().to_string()),
             Some("--graphs names a folder of graph files with a manifest.json".to_string()),
         )
     })?;

@@ -106,11 +106,109 @@ impl<'de> serde::de::DeserializeSeed<'de> for ChipOf<'_> {
     }
 }
 
-#[derive(Deserialize)]
+/// A partition or proposal file. Read by hand rather than derived, so that
+/// a value of the wrong type is named by its key and what was expected
+/// (`"chips": 4.0` read as "expected , or }" through an `i128`).
 struct PartitionFile {
     graph: Option<String>,
     chips: Option<i128>,
     placement: Entries,
+}
+
+impl<'de> Deserialize<'de> for PartitionFile {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = PartitionFile;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object with `placement` (and `graph`, `chips`)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<PartitionFile, A::Error> {
+                use serde::de::Error;
+                let (mut graph, mut chips, mut placement) = (None, None, None);
+                while let Some(k) = m.next_key::<String>()? {
+                    let twice = match k.as_str() {
+                        "graph" => graph.replace(m.next_value_seed(GraphName)?).is_some(),
+                        "chips" => chips.replace(m.next_value_seed(ChipCount)?).is_some(),
+                        "placement" => placement.replace(m.next_value::<Entries>()?).is_some(),
+                        // Other keys are left to other tools (notes, scores).
+                        _ => {
+                            m.next_value::<serde::de::IgnoredAny>()?;
+                            false
+                        }
+                    };
+                    if twice {
+                        return Err(A::Error::custom(format!("`{k}` is given twice")));
+                    }
+                }
+                let placement = placement.ok_or_else(|| A::Error::custom("there is no `placement`"))?;
+                Ok(PartitionFile {
+                    graph: graph.flatten(),
+                    chips: chips.flatten(),
+                    placement,
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The `graph` of a partition file: a name, or null for none.
+struct GraphName;
+
+impl<'de> serde::de::DeserializeSeed<'de> for GraphName {
+    type Value = Option<String>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Option<String>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("the graph's name (a string) for `graph`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Option<String>, E> {
+                Ok(Some(v.to_string()))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Option<String>, E> {
+                Ok(None)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The `chips` of a partition file: a whole number, or null for none.
+struct ChipCount;
+
+impl<'de> serde::de::DeserializeSeed<'de> for ChipCount {
+    type Value = Option<i128>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<i128>, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Option<i128>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("the package's chip count (a whole number, like 4) for `chips`")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Option<i128>, E> {
+                Ok(Some(v.into()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Option<i128>, E> {
+                Ok(Some(v.into()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Option<i128>, E> {
+                // JSON integers past 64 bits arrive as floats.
+                if v.fract() == 0.0 && v.abs() >= 9.2e18 {
+                    return Ok(Some(v as i128));
+                }
+                Err(E::custom(format!(
+                    "`chips` is {v:?}, but a chip count is a whole number, written like 4"
+                )))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Option<i128>, E> {
+                Ok(None)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A JSON error of a partition or proposal file, its place first (serde_json
@@ -125,8 +223,8 @@ fn json_error(e: serde_json::Error, help: &str) -> PartitionError {
 /// Reads a partition file for `graph` on a package of `num_chips` chips.
 pub fn read_partition(path: &Path, graph: &Graph, num_chips: usize) -> Result<Placement, PartitionError> {
     let shown = path.display();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| perr(format!("cannot read partition file `{shown}`: {e}"), None))?;
+    let text = crate::textfile::read_text(path, crate::textfile::MAX_TEXT)
+        .map_err(|e| perr(e.message("partition file", &shown.to_string()), None))?;
     parse_partition(&text, graph, num_chips).map_err(|e| PartitionError {
         message: format!("{shown}: {}", e.message),
         help: e.help,
@@ -214,8 +312,8 @@ pub fn parse_partition(text: &str, graph: &Graph, num_chips: usize) -> Result<Pl
 /// (`None`); chips must still be in range and nodes known and named once.
 pub fn read_proposal(path: &Path, graph: &Graph, num_chips: usize) -> Result<Vec<Option<u32>>, PartitionError> {
     let shown = path.display();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| perr(format!("cannot read proposal file `{shown}`: {e}"), None))?;
+    let text = crate::textfile::read_text(path, crate::textfile::MAX_TEXT)
+        .map_err(|e| perr(e.message("proposal file", &shown.to_string()), None))?;
     parse_proposal(&text, graph, num_chips).map_err(|e| PartitionError {
         message: format!("{shown}: {}", e.message),
         help: e.help,
@@ -316,5 +414,35 @@ mod tests {
         // refused, not wrapped to chip 0.
         let e = parse_partition(r#"{"placement": {"a": 0, "b": 4294967296}}"#, &g(), 1 << 33).unwrap_err();
         assert!(e.message.contains("chip 4294967296, past any package"), "{}", e.message);
+    }
+
+    #[test]
+    fn values_of_the_wrong_type_name_their_key_and_what_was_expected() {
+        let bad = |text: &str| parse_partition(text, &g(), 2).unwrap_err().message;
+        assert_eq!(
+            bad(r#"{"chips": 4.0, "placement": {"a": 0, "b": 1}}"#),
+            "line 1, column 13: `chips` is 4.0, but a chip count is a whole number, written like 4"
+        );
+        assert_eq!(
+            bad(r#"{"chips": "2", "placement": {"a": 0, "b": 1}}"#),
+            "line 1, column 13: invalid type: string \"2\", \
+             expected the package's chip count (a whole number, like 4) for `chips`"
+        );
+        assert_eq!(
+            bad(r#"{"graph": 3, "placement": {}}"#),
+            "line 1, column 11: invalid type: integer `3`, expected the graph's name (a string) for `graph`"
+        );
+        assert!(bad(r#"{"placement": [1]}"#).contains("expected an object from node id to chip id"));
+        assert!(bad(r#"{"placement": {"a": "0"}}"#).contains("expected a chip id (a whole number) for node `a`"));
+        assert!(bad(r#"{"chips": 2}"#).contains("there is no `placement`"));
+        assert!(bad(r#"{"chips": 2, "chips": 2, "placement": {}}"#).contains("`chips` is given twice"));
+        assert!(bad("[]").contains("expected an object with `placement`"));
+        // null is no value; other keys are left alone.
+        let p = parse_partition(
+            r#"{"graph": null, "chips": null, "note": [1], "placement": {"a": 0, "b": 1}}"#,
+            &g(),
+            2,
+        );
+        assert_eq!(p.unwrap().chips, vec![0, 1]);
     }
 }

@@ -76,7 +76,8 @@ impl Interpreter<'_> {
         r
     }
 
-    fn attrs(&mut self, attrs: &[Attr]) -> R<BTreeMap<String, Scalar>> {
+    /// The attributes of a chip group (`on_link` false) or a link.
+    fn attrs(&mut self, attrs: &[Attr], on_link: bool) -> R<BTreeMap<String, Scalar>> {
         let mut m = BTreeMap::new();
         for a in attrs {
             let v = self.eval(&a.value)?;
@@ -85,6 +86,7 @@ impl Interpreter<'_> {
                 _ => None,
             }
             .ok_or_else(|| rt(a.value.span, "an attribute must be a number, quantity, bool or string"))?;
+            check_rate(a, &s, on_link)?;
             if m.insert(a.name.name.clone(), s).is_some() {
                 return Err(rt(a.name.span, format!("attribute `{}` is set twice", a.name.name)));
             }
@@ -104,7 +106,7 @@ impl Interpreter<'_> {
                 if b.groups.contains_key(&name.name) {
                     return Err(rt(name.span, format!("chip group `{}` is declared twice", name.name)));
                 }
-                let attrs = self.attrs(attrs)?;
+                let attrs = self.attrs(attrs, false)?;
                 let start = b.chips.len();
                 let n = match count {
                     Some(c) => {
@@ -156,7 +158,7 @@ impl Interpreter<'_> {
                         format!("a link from `{}` to itself", b.chips[a as usize].name),
                     ));
                 }
-                let attrs = self.attrs(attrs)?;
+                let attrs = self.attrs(attrs, true)?;
                 let mut add = |x: u32, y: u32| -> R<()> {
                     if !b.seen.insert((x, y)) {
                         return Err(rt(
@@ -231,4 +233,36 @@ impl Interpreter<'_> {
             _ => Err(rt(r.span, "index a group of chips, and only a group")),
         }
     }
+}
+
+/// Refuses a negative (or NaN, or infinite) capacity or rate where the
+/// package is built: the solver, the checker and the cost model read these
+/// numbers in their own ways (a negative memory made the solver and the
+/// checker disagree), so one of them must not be left to notice. Zero is
+/// kept: zero memory is a chip that holds nothing, and zero compute or
+/// bandwidth is refused by the cost model alone, so that `check`, `sample`
+/// and `verify` still work on such a package.
+fn check_rate(a: &Attr, s: &Scalar, on_link: bool) -> R<()> {
+    let what = match (a.name.name.as_str(), on_link) {
+        ("memory", false) => "a chip's memory",
+        ("compute", false) => "a chip's compute rate",
+        ("bandwidth", true) => "a link's bandwidth",
+        _ => return Ok(()),
+    };
+    let Some(v) = s.as_f64() else { return Ok(()) };
+    if v >= 0.0 && v.is_finite() {
+        return Ok(());
+    }
+    let why = if v.is_nan() {
+        "is not a number"
+    } else if v < 0.0 {
+        "cannot be negative"
+    } else {
+        "must be finite"
+    };
+    Err(
+        Diag::error("mcm::package", format!("`{} = {s}`: {what} {why}", a.name.name))
+            .label(a.value.span, format!("this is {s}"))
+            .help(format!("give `{}` a value of 0 or more", a.name.name)),
+    )
 }

@@ -39,7 +39,8 @@ pub fn run(graph: &Path, partition: Option<&Path>, format: Format, dest: Option<
 /// Reads a partition for drawing: the chip count comes from the file, or
 /// from the largest chip id when the file does not say.
 fn read_any_partition(p: &Path, g: &crate::graph::Graph) -> std::result::Result<Vec<Option<u32>>, String> {
-    let text = std::fs::read_to_string(p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))?;
+    let text = crate::textfile::read_text(p, crate::textfile::MAX_TEXT)
+        .map_err(|e| e.message("partition file", &p.display().to_string()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: line {}: {e}", p.display(), e.line()))?;
     let chips = match v.get("chips").and_then(serde_json::Value::as_u64) {

@@ -4,7 +4,7 @@
 It models a graph on `ring(n, memory, compute, bandwidth)` (std::topologies' ring:
 die i -> die i+1) under the four rules of std::placement, optionally with the user
 rules of examples/rules/ (a per-chip node count, a per-chip compute budget, no
-weights on a chip), and answers one of three questions:
+weights on a chip, a bound on the chips an edge spans), and answers one of three questions:
 
   first      the time to a first valid partition;
   enumerate  valid partitions per second for --time seconds (one worker, as CP-SAT
@@ -108,6 +108,9 @@ def build(args):
         cap = int(args.compute_budget * args.compute)
         for d in range(c):
             m.add(sum(nodes[u].get("flops", 0) * x[u][d] for u in placed) <= cap)
+    if args.edge_span is not None:
+        for u, v, _ in pedges:
+            m.add(chip[v] - chip[u] <= args.edge_span)
     if args.no_weights_on is not None:
         for u in placed:
             if nodes[u].get("params", 0) > 0:
@@ -189,6 +192,7 @@ def main():
     p.add_argument("--count", type=int, help="user rule: at most this many nodes per chip")
     p.add_argument("--compute-budget", type=float, help="user rule: seconds of compute per chip")
     p.add_argument("--no-weights-on", type=int, help="user rule: no node with weights on this chip")
+    p.add_argument("--edge-span", type=int, help="user rule: an edge spans at most this many chips")
     p.add_argument("--mode", choices=["first", "enumerate", "optimize"], default="first")
     p.add_argument("--time", type=float, default=120.0, help="seconds (default 120)")
     p.add_argument("--workers", type=int, default=2, help="CP-SAT workers (default 2; enumerate uses 1)")

@@ -8,7 +8,9 @@
 //! the candidates, evaluated from the best estimate on while the budget
 //! lasts.
 //!
-//! Rules beyond the stdlib's shape the cuts through the solver: a stage goes
+//! Rules beyond the stdlib's shape the cuts through the solver: the order cut
+//! puts first the nodes whose root domains start at lower chips (`input_ids`,
+//! alone allowed on chip 0, before the embeddings' weights), a stage goes
 //! only on a chip that every one of its nodes' root domains allows, a chip
 //! some node may not take can be left empty (FIX then fills it if `no_skip`
 //! asks), and each cut is settled (FIX, then memory relief) before it is
@@ -132,8 +134,8 @@ impl Strategy for Dp {
 
     /// The given start (settled) is the first candidate, then the cuts.
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
-        let order = search.problem.graph.pipeline_order();
         let allowed = search.allowed();
+        let order = allowed.pipeline_order(search.problem);
         let cuts = cuts_within(search.problem, &order, &allowed);
         search.order = Order::Topological;
         if let Some(start) = search.start()? {

@@ -46,7 +46,7 @@ pub fn greedy_within(problem: &Problem, allowed: &Allowed) -> Vec<u32> {
     // over the chips left (all of them until a chip is skipped).
     let (mut left, mut rates) = (total, total_rate);
     let mut done = 0.0;
-    for d in g.pipeline_order() {
+    for d in allowed.pipeline_order(problem) {
         let n = g.placed_nodes()[d as usize];
         let w = g.nodes[n].params as f64;
         if chip + 1 < c && held > 0.0 && held + w > memory(chip) {

@@ -58,6 +58,17 @@ impl Allowed {
         self.restricted.get(chip).copied().unwrap_or(false)
     }
 
+    /// The graph's pipeline order, stably sorted by the first chip each node
+    /// may take, so that a contiguous cut can give each chip what it allows:
+    /// under `acyclic_flow` propagation keeps that chip non-decreasing along
+    /// edges, so the order stays topological; with every chip allowed it is
+    /// the pipeline order itself.
+    pub fn pipeline_order(&self, problem: &Problem) -> Vec<u32> {
+        let mut order = problem.graph.pipeline_order();
+        order.sort_by_key(|&u| self.next_from(u, 0).unwrap_or(self.chips));
+        order
+    }
+
     /// The first chip at or after `from` that `u` may take.
     pub fn next_from(&self, u: u32, from: usize) -> Option<usize> {
         (from..self.chips).find(|&d| self.allows(u, d))

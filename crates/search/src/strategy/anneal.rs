@@ -112,7 +112,7 @@ impl Strategy for Anneal {
                 Some(start) => start,
                 None => {
                     let allowed = search.allowed();
-                    super::settle_full(search, &super::greedy_within(search.problem, &allowed))?
+                    super::settle_full(search, &super::greedy_start(search.problem, &allowed))?
                 }
             };
             let sharp = w + (c as f32).ln();

@@ -14,7 +14,8 @@
 //! only on a chip that every one of its nodes' root domains allows, a chip
 //! some node may not take can be left empty (FIX then fills it if `no_skip`
 //! asks), and each cut is settled (FIX, then memory relief) before it is
-//! judged. Without such rules the cuts are as before.
+//! judged. When the root domains admit every plain cut (as without such
+//! rules), the cuts are as before.
 
 use super::{settle_full, Allowed, Search, Strategy};
 use mcm_core::problem::Problem;
@@ -127,6 +128,22 @@ pub fn cuts_within(problem: &Problem, order: &[u32], allowed: &Allowed) -> Vec<(
     cuts
 }
 
+/// The cuts dp judges: the plain ones when the root domains admit them all
+/// (problems the stdlib shape suits keep their candidates), else those
+/// within the root domains (the plain ones if there are none).
+fn candidates(problem: &Problem, allowed: &Allowed) -> Vec<(f64, Vec<u32>)> {
+    let plain = pipeline_cuts(problem, &problem.graph.pipeline_order());
+    if !plain.is_empty() && plain.iter().all(|(_, c)| allowed.admits(c)) {
+        return plain;
+    }
+    let within = cuts_within(problem, &allowed.pipeline_order(problem), allowed);
+    if within.is_empty() {
+        plain
+    } else {
+        within
+    }
+}
+
 impl Strategy for Dp {
     fn name(&self) -> &str {
         "dp"
@@ -135,8 +152,8 @@ impl Strategy for Dp {
     /// The given start (settled) is the first candidate, then the cuts.
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
         let allowed = search.allowed();
-        let order = allowed.pipeline_order(search.problem);
-        let cuts = cuts_within(search.problem, &order, &allowed);
+        let cuts = candidates(search.problem, &allowed);
+        let order = search.problem.graph.pipeline_order();
         search.order = Order::Topological;
         if let Some(start) = search.start()? {
             search.submit_one(start);

@@ -69,6 +69,18 @@ pub fn greedy_within(problem: &Problem, allowed: &Allowed) -> Vec<u32> {
     chips
 }
 
+/// Greedy's starting proposal: [`greedy_proposal`] when the root domains
+/// admit it (so problems the heuristic suits keep their baseline), else
+/// [`greedy_within`].
+pub fn greedy_start(problem: &Problem, allowed: &Allowed) -> Vec<u32> {
+    let plain = greedy_proposal(problem);
+    if allowed.admits(&plain) {
+        plain
+    } else {
+        greedy_within(problem, allowed)
+    }
+}
+
 impl Strategy for Greedy {
     fn name(&self) -> &str {
         "greedy"
@@ -84,7 +96,7 @@ impl Strategy for Greedy {
             Some(start) => start,
             None => {
                 let allowed = search.allowed();
-                settle_full(search, &greedy_within(search.problem, &allowed))?
+                settle_full(search, &greedy_start(search.problem, &allowed))?
             }
         };
         search.submit_one(chips);

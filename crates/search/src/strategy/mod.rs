@@ -12,7 +12,7 @@ mod start;
 
 pub use anneal::Anneal;
 pub use dp::{cuts_within, pipeline_cuts, Dp};
-pub use greedy::{greedy_proposal, greedy_within, Greedy};
+pub use greedy::{greedy_proposal, greedy_start, greedy_within, Greedy};
 pub use random::Random;
 pub use rl::{load_stem, Rl, RlOptions, SHIPPED};
 pub use start::{moved, settle, settle_full, Allowed};

@@ -8,7 +8,7 @@
 
 use super::anneal::plateau;
 use super::Anneal;
-use super::{greedy_within, settle_full, Search, Strategy};
+use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::CostModel;
 use crate::policy::ppo::{self, Batch, PpoConfig, Rollout};
 use crate::policy::rollout::{propose, propose_likeliest, Correction, Draw, Style, FELL_BACK};
@@ -310,7 +310,7 @@ impl Strategy for Rl {
         // Greedy's throughput (within the root domains, settled), judged
         // outside the budget, normalises rewards.
         let allowed = search.allowed();
-        let g = settle_full(search, &greedy_within(p, &allowed))?;
+        let g = settle_full(search, &greedy_start(p, &allowed))?;
         let greedy = search.reference(&g).throughput().unwrap_or(0.0);
         let mut score = Score {
             model: CostModel::new(p).ok(),

@@ -58,6 +58,16 @@ impl Allowed {
         self.restricted.get(chip).copied().unwrap_or(false)
     }
 
+    /// Whether every node of `chips` is on a chip its root domain allows: a
+    /// stdlib-shaped proposal that is needs no domain-aware replacement (any
+    /// valid partition is, propagation being sound).
+    pub fn admits(&self, chips: &[u32]) -> bool {
+        chips
+            .iter()
+            .enumerate()
+            .all(|(u, &c)| self.allows(u as u32, c as usize))
+    }
+
     /// The graph's pipeline order, stably sorted by the first chip each node
     /// may take, so that a contiguous cut can give each chip what it allows:
     /// under `acyclic_flow` propagation keeps that chip non-decreasing along

@@ -738,3 +738,95 @@ fn other_outputs_never_replace_an_input() {
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
     assert!(text(&o).1.contains("--samples"), "{:?}", text(&o));
 }
+
+/// `--init`: every strategy starts from the given partition. A valid one is
+/// kept (greedy returns it, the others judge it first and end with it or
+/// better); an invalid one is repaired, and `solve` says how many nodes
+/// moved. A file for another graph is refused before any search.
+#[test]
+fn solve_starts_from_a_given_partition() {
+    let dir = common::scratch("cli-solve-init");
+    let start = 342894.1362; // `eval` of the shipped partition (above)
+    for strategy in ["greedy", "random", "anneal", "dp", "rl"] {
+        let out = dir.join(format!("{strategy}.json"));
+        let run = |init: &str| {
+            mcmpart(&[
+                "solve",
+                "examples/quickstart.mcm",
+                "--strategy",
+                strategy,
+                "--budget",
+                "6",
+                "--init",
+                init,
+                "--out",
+                out.to_str().unwrap(),
+                "--json",
+            ])
+        };
+        let o = run("examples/quickstart.partition.json");
+        assert_eq!(o.status.code(), Some(0), "{strategy}: {:?}", text(&o));
+        let j = json(&o);
+        assert_eq!(j["init_moved"], 0, "{strategy}: {j}");
+        let t = j["throughput"].as_f64().unwrap();
+        assert!(t >= start - 1e-3, "{strategy}: {t} below the start's {start}");
+        if strategy == "greedy" {
+            assert!((t - start).abs() < 1e-3, "{t}");
+            let given = common::json_file(&common::root().join("examples/quickstart.partition.json"));
+            assert_eq!(j["partition"]["placement"], given["placement"], "{j}");
+        }
+        let o = run("examples/quickstart.invalid.partition.json");
+        assert_eq!(o.status.code(), Some(0), "{strategy}: {:?}", text(&o));
+        let moved = json(&o)["init_moved"].as_u64().unwrap();
+        assert!(moved > 0, "{strategy}: the invalid start was kept");
+        let o = mcmpart(&[
+            "verify",
+            "examples/quickstart.mcm",
+            "--partition",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{strategy}: {:?}", text(&o));
+    }
+    // The text report names the repair.
+    let o = mcmpart(&[
+        "solve",
+        "examples/quickstart.mcm",
+        "--strategy",
+        "greedy",
+        "--init",
+        "examples/quickstart.invalid.partition.json",
+        "--out",
+        dir.join("t.json").to_str().unwrap(),
+    ]);
+    let (txt, _) = text(&o);
+    assert!(
+        txt.contains("start       the given partition, ") && txt.contains("node(s) moved by the repair"),
+        "{txt}"
+    );
+    // Another graph's partition, or a node the graph lacks: an input error naming the file.
+    for (name, body) in [
+        (
+            "other.json",
+            r#"{"graph": "other", "chips": 4, "placement": {"input": 0}}"#,
+        ),
+        (
+            "unknown.json",
+            r#"{"graph": "tiny-mlp", "chips": 4, "placement": {"nope": 0}}"#,
+        ),
+    ] {
+        let f = dir.join(name);
+        std::fs::write(&f, body).unwrap();
+        let o = mcmpart(&[
+            "solve",
+            "examples/quickstart.mcm",
+            "--init",
+            f.to_str().unwrap(),
+            "--out",
+            dir.join("x.json").to_str().unwrap(),
+        ]);
+        let (txt, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{name}: {txt}\n{err}");
+        assert!(err.contains(name), "{name}: {err}");
+        assert!(!dir.join("x.json").exists());
+    }
+}

@@ -10,7 +10,7 @@ use super::strategy_args::{self, RlArgs};
 use crate::baseline::{baseline, Baseline};
 use crate::cost::Judge;
 use crate::error::{Error, Kind, Result, Status};
-use crate::problem::{partition_json, write_partition, Placement, Problem};
+use crate::problem::{partition_json, read_partition, write_partition, Placement, Problem};
 use crate::strategy::{self, Budget, Outcome};
 use std::path::{Path, PathBuf};
 
@@ -38,6 +38,11 @@ pub struct SolveArgs {
     /// Where to write the best partition (default: `<stem of FILE>.partition.json`, in the working folder).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Start from this partition file, repaired under every rule if needed:
+    /// greedy returns it, dp and random judge it first, anneal starts its
+    /// state there, rl refines it.
+    #[arg(long, value_name = "P.json")]
+    pub init: Option<PathBuf>,
     #[command(flatten)]
     pub eval: EvalArgs,
     #[command(flatten)]
@@ -62,6 +67,12 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
     let dest = args.out.clone().unwrap_or_else(|| default_out(file));
     with_problem(file, args.problem.as_deref(), Some(&dest), |p, sources| {
         let judge = Judge::new(p, &args.eval.options())?;
+        // The reader refuses another graph's file, unknown nodes and chips
+        // past the package, with the place.
+        let init = match &args.init {
+            Some(f) => Some(read_partition(f, &p.graph, p.package.num_chips())?),
+            None => None,
+        };
         let budget = args.budget();
         let bar = progress_bar(out, budget);
         let mut tick = |r: &strategy::SampleRecord| {
@@ -75,15 +86,17 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
                 }
             }
         };
-        let result = strategy::run(p, &judge, strat.as_mut(), budget, args.seed, Some(&mut tick));
+        let start = init.as_ref().map(|pl| pl.chips.as_slice());
+        let result = strategy::run_from(p, &judge, strat.as_mut(), budget, args.seed, Some(&mut tick), start);
         if let Some(b) = &bar {
             b.finish_and_clear();
         }
         // The baseline below runs even after Ctrl-C.
         strategy::clear_stop();
-        let outcome = result.map_err(|inf| Error::infeasible(p, &inf, sources))?;
+        let (outcome, moved) = result.map_err(|inf| Error::infeasible(p, &inf, sources))?;
         // Greedy's one partition, on the search's judge, not counted in the budget.
-        report(out, p, &judge, &outcome, &baseline(p, &judge, args.seed), &dest)
+        let base = baseline(p, &judge, args.seed);
+        report(out, p, &judge, &outcome, &base, &dest, moved)
     })
 }
 
@@ -168,7 +181,16 @@ pub fn top_reasons(o: &Outcome, n: usize) -> Vec<Reason> {
     v
 }
 
-fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, base: &Baseline, dest: &Path) -> Result {
+/// `moved`: with `--init`, how many of its nodes the repair moved.
+fn report(
+    out: &Output,
+    p: &Problem,
+    judge: &Judge,
+    o: &Outcome,
+    base: &Baseline,
+    dest: &Path,
+    moved: Option<usize>,
+) -> Result {
     let greedy = base.throughput();
     if let Some(why) = &o.failure {
         // A failed run still keeps what it found (checked like any other).
@@ -241,7 +263,7 @@ fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, base: &Baseline
             "bound_throughput": bound, "fraction_of_bound": bound.map(|b| best.throughput / b),
             "invalid": o.invalid_count(), "invalid_reasons": reasons, "solver": o.solver,
             "curve": o.records, "partition": partition_json(&pl, &p.graph, p.package.num_chips()),
-            "interrupted": o.interrupted,
+            "interrupted": o.interrupted, "init_moved": moved,
         }));
         return Ok(done);
     }
@@ -268,6 +290,9 @@ fn report(out: &Output, p: &Problem, judge: &Judge, o: &Outcome, base: &Baseline
         // Only an external evaluator can report more than the model's bound.
         Some((b, f)) => println!("vs bound    {f:.3e} times the analytical bound {b:.4} /s: the evaluator's figure exceeds the model's bound"),
         None => {}
+    }
+    if let Some(m) = moved {
+        println!("start       the given partition, {m} node(s) moved by the repair");
     }
     let bad = o.invalid_count();
     println!("invalid     {bad} of {} samples", o.records.len());
@@ -298,10 +323,13 @@ mod tests {
         let mut o = base.greedy.clone().unwrap();
         let dest = dir.join("best.partition.json");
         let out = Output { json: false };
-        assert_eq!(report(&out, p, &judge, &o, &base, &dest).unwrap(), Status::Success);
+        assert_eq!(
+            report(&out, p, &judge, &o, &base, &dest, None).unwrap(),
+            Status::Success
+        );
         std::fs::remove_file(&dest).unwrap();
         o.failure = Some("a tensor went missing".into());
-        let e = report(&out, p, &judge, &o, &base, &dest).unwrap_err();
+        let e = report(&out, p, &judge, &o, &base, &dest, None).unwrap_err();
         assert_eq!(e.exit_code(), 1);
         assert!(e.message.contains("a tensor went missing"), "{e}");
         assert!(dest.exists(), "the best partition is kept");

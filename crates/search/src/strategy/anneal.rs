@@ -18,8 +18,8 @@
 //! small term for how many stages are near the slowest (from the analytical
 //! model's per-chip stage times), so such moves count as progress.
 //!
-//! By default the state starts sharpened on the greedy placement, so the
-//! search refines the baseline; from uniform distributions (the paper's
+//! By default the state starts sharpened on the greedy placement (or the
+//! given start, `--init`), so the search refines the baseline; from uniform distributions (the paper's
 //! cold start) it spends most of a small budget on partitions far below
 //! greedy (see the book's strategies chapter).
 
@@ -102,11 +102,19 @@ impl Strategy for Anneal {
         let shape = CostModel::new(search.problem).ok().filter(|_| self.balance > 0.0);
         let plateau = |chips: &[u32]| shape.as_ref().map_or(0.0, |m| self.balance * plateau(m, chips));
         let mut energy: Option<f64> = None;
-        if let Some(w) = self.warm {
-            // Sharpen on greedy's partition as the solver made it valid:
-            // sampling around a valid partition meets few dead ends.
-            let proposal: Vec<Option<u32>> = super::greedy_proposal(search.problem).into_iter().map(Some).collect();
-            let start = search.fix(&proposal, None)?;
+        let given = search.start()?;
+        if let Some(w) = self.warm.or(given.as_ref().and(Anneal::default().warm)) {
+            // Sharpen on the given start, else greedy's partition (within
+            // the root domains), as the solver made it valid and the dynamic
+            // check passes: sampling around a valid partition meets few dead
+            // ends.
+            let start = match given {
+                Some(start) => start,
+                None => {
+                    let allowed = search.allowed();
+                    super::settle_full(search, &super::greedy_start(search.problem, &allowed))?
+                }
+            };
             let sharp = w + (c as f32).ln();
             for (u, &g) in start.iter().enumerate() {
                 state[u][g as usize] = sharp;
@@ -116,9 +124,15 @@ impl Strategy for Anneal {
             // draw is kept whatever it scores, and a draw whose one unlikely
             // chip cascades through the flow rules (on ViT-L/16, 17 times
             // slower than greedy) became the state the whole run refined.
-            energy = search
-                .reference(&start)
-                .throughput()
+            // A given start is the first sample (a run from it keeps it or
+            // does better); greedy's is judged outside the budget.
+            let judged = if search.has_start() {
+                search.submit_one(start.clone())
+            } else {
+                Some(search.reference(&start))
+            };
+            energy = judged
+                .and_then(|v| v.throughput())
                 .filter(|t| *t > 0.0 && t.is_finite())
                 .map(|t| -t.ln() + plateau(&start));
             current = Some(start);

@@ -7,8 +7,17 @@
 //! The DP yields the best cut for every number of chips used; those are
 //! the candidates, evaluated from the best estimate on while the budget
 //! lasts.
+//!
+//! Rules beyond the stdlib's shape the cuts through the solver: the order cut
+//! puts first the nodes whose root domains start at lower chips (`input_ids`,
+//! alone allowed on chip 0, before the embeddings' weights), a stage goes
+//! only on a chip that every one of its nodes' root domains allows, a chip
+//! some node may not take can be left empty (FIX then fills it if `no_skip`
+//! asks), and each cut is settled (FIX, then memory relief) before it is
+//! judged. When the root domains admit every plain cut (as without such
+//! rules), the cuts are as before.
 
-use super::{Search, Strategy};
+use super::{settle_full, Allowed, Search, Strategy};
 use mcm_core::problem::Problem;
 use mcm_solver::{Infeasible, Order};
 
@@ -16,8 +25,15 @@ pub struct Dp;
 
 /// The best cut of `order` for each number of chips `k` (1..=C) with its
 /// estimated latency, best first; cuts that fit no memory are left out.
-#[allow(clippy::needless_range_loop)] // row k of the table reads row k - 1
 pub fn pipeline_cuts(problem: &Problem, order: &[u32]) -> Vec<(f64, Vec<u32>)> {
+    let all = Allowed::all(problem.graph.num_placed(), problem.package.num_chips());
+    cuts_within(problem, order, &all)
+}
+
+/// [`pipeline_cuts`] within the chips each node's root domain allows (see
+/// the module's comment); identical cuts are listed once.
+#[allow(clippy::needless_range_loop)] // row k of the table reads row k - 1
+pub fn cuts_within(problem: &Problem, order: &[u32], allowed: &Allowed) -> Vec<(f64, Vec<u32>)> {
     let g = &problem.graph;
     let p = &problem.package;
     let (n, c) = (order.len(), p.num_chips());
@@ -62,13 +78,19 @@ pub fn pipeline_cuts(problem: &Problem, order: &[u32]) -> Vec<(f64, Vec<u32>)> {
     f[0][0] = 0.0;
     for k in 1..=c {
         let chip = k - 1;
-        for j in 1..=n {
+        let may_skip = allowed.restricted(chip);
+        for j in 0..=n {
+            if may_skip && f[k - 1][j] < f[k][j] {
+                // Chip `chip` left empty.
+                f[k][j] = f[k - 1][j];
+                arg[k][j] = j;
+            }
             let mut sent = 0.0;
             for i in (0..j).rev() {
                 if last[i] >= j {
                     sent += size[i];
                 }
-                if params[j] - params[i] > memory[chip] {
+                if params[j] - params[i] > memory[chip] || !allowed.allows(order[i], chip) {
                     break;
                 }
                 if f[k - 1][i] == inf {
@@ -98,10 +120,28 @@ pub fn pipeline_cuts(problem: &Problem, order: &[u32]) -> Vec<(f64, Vec<u32>)> {
             }
             j = i;
         }
-        cuts.push((f[k][n], chips));
+        if !cuts.iter().any(|(_, c)| *c == chips) {
+            cuts.push((f[k][n], chips));
+        }
     }
     cuts.sort_by(|a, b| a.0.total_cmp(&b.0));
     cuts
+}
+
+/// The cuts dp judges: the plain ones when the root domains admit them all
+/// (problems the stdlib shape suits keep their candidates), else those
+/// within the root domains (the plain ones if there are none).
+fn candidates(problem: &Problem, allowed: &Allowed) -> Vec<(f64, Vec<u32>)> {
+    let plain = pipeline_cuts(problem, &problem.graph.pipeline_order());
+    if !plain.is_empty() && plain.iter().all(|(_, c)| allowed.admits(c)) {
+        return plain;
+    }
+    let within = cuts_within(problem, &allowed.pipeline_order(problem), allowed);
+    if within.is_empty() {
+        plain
+    } else {
+        within
+    }
 }
 
 impl Strategy for Dp {
@@ -109,10 +149,15 @@ impl Strategy for Dp {
         "dp"
     }
 
+    /// The given start (settled) is the first candidate, then the cuts.
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
+        let allowed = search.allowed();
+        let cuts = candidates(search.problem, &allowed);
         let order = search.problem.graph.pipeline_order();
-        let cuts = pipeline_cuts(search.problem, &order);
         search.order = Order::Topological;
+        if let Some(start) = search.start()? {
+            search.submit_one(start);
+        }
         if cuts.is_empty() {
             // No cut fits: let the solver find a partition (or say that
             // none exists) from no proposal at all.
@@ -124,8 +169,7 @@ impl Strategy for Dp {
         while !search.done() {
             let mut batch = Vec::new();
             for (_, chips) in cuts.by_ref().take(search.batch()) {
-                let proposal: Vec<Option<u32>> = chips.into_iter().map(Some).collect();
-                batch.push(search.fix(&proposal, None)?);
+                batch.push(settle_full(search, &chips)?);
             }
             if batch.is_empty() {
                 break;

@@ -8,12 +8,14 @@ mod dp;
 mod greedy;
 mod random;
 mod rl;
+mod start;
 
 pub use anneal::Anneal;
-pub use dp::{pipeline_cuts, Dp};
-pub use greedy::{greedy_proposal, Greedy};
+pub use dp::{cuts_within, pipeline_cuts, Dp};
+pub use greedy::{greedy_proposal, greedy_start, greedy_within, Greedy};
 pub use random::Random;
 pub use rl::{load_stem, Rl, RlOptions, SHIPPED};
+pub use start::{moved, settle, settle_full, Allowed};
 
 use crate::cost::{Judge, Verdict};
 use mcm_core::problem::{Placement, Problem};
@@ -252,6 +254,11 @@ pub struct Search<'p> {
     best: Option<Best>,
     invalid: BTreeMap<String, usize>,
     progress: Option<OnSample<'p>>,
+    /// A given starting partition (`--init`), not yet repaired.
+    init: Option<Vec<u32>>,
+    init_moved: Option<usize>,
+    /// The root domains, computed on first use.
+    allowed: Option<Allowed>,
 }
 
 impl<'p> Search<'p> {
@@ -269,7 +276,40 @@ impl<'p> Search<'p> {
             best: None,
             invalid: BTreeMap::new(),
             progress: None,
+            init: None,
+            init_moved: None,
+            allowed: None,
         })
+    }
+
+    /// What every node's root domain allows (see [`Allowed`]).
+    pub fn allowed(&mut self) -> Allowed {
+        if self.allowed.is_none() {
+            self.allowed = Some(Allowed::of(&mut self.solver));
+        }
+        self.allowed.clone().unwrap_or_else(|| Allowed::all(0, 0))
+    }
+
+    /// The given starting partition (`--init`): as it is when it passes the
+    /// checker and the dynamic check, else repaired ([`settle`]); how many
+    /// nodes moved is recorded for the outcome. `None` without one. Each
+    /// strategy judges it as its first sample, so a run from a valid start
+    /// ends with it or better.
+    pub fn start(&mut self) -> Result<Option<Vec<u32>>, Infeasible> {
+        let Some(init) = self.init.clone() else {
+            return Ok(None);
+        };
+        let p = self.problem;
+        let valid = mcm_solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(init.clone())).is_empty()
+            && crate::cost::CostModel::new(p).is_ok_and(|m| m.peak_memory(&init).is_ok());
+        let chips = if valid { init.clone() } else { settle_full(self, &init)? };
+        self.init_moved = Some(moved(&init, &chips));
+        Ok(Some(chips))
+    }
+
+    /// Whether a starting partition was given.
+    pub fn has_start(&self) -> bool {
+        self.init.is_some()
     }
 
     pub fn seed(&self) -> u64 {
@@ -461,11 +501,53 @@ pub fn run(
     seed: u64,
     progress: Option<&mut dyn FnMut(&SampleRecord)>,
 ) -> Result<Outcome, Infeasible> {
+    run_from(problem, judge, strategy, budget, seed, progress, None).map(|(o, _)| o)
+}
+
+/// Why a starting partition does not fit a problem: it must give a chip of
+/// the package to every placed node.
+pub fn bad_start(problem: &Problem, init: &[u32]) -> Option<String> {
+    let (n, c) = (problem.graph.num_placed(), problem.package.num_chips());
+    if init.len() != n {
+        return Some(format!(
+            "the starting partition places {} nodes, the graph has {n}",
+            init.len()
+        ));
+    }
+    init.iter().position(|&x| x as usize >= c).map(|u| {
+        format!(
+            "the starting partition puts node {u} on chip {}, past the package's {c} chips",
+            init[u]
+        )
+    })
+}
+
+/// [`run`] from a starting partition (`init`, one chip per placed node; see
+/// [`bad_start`]), which the strategy repairs and starts from: greedy returns
+/// it, dp judges it first, anneal starts its state there, rl refines it.
+/// Also returns how many of its nodes the repair moved (`None` without one,
+/// or when the strategy never used it).
+/// # Panics
+/// When `init` does not fit the problem ([`bad_start`]): callers check first.
+pub fn run_from(
+    problem: &Problem,
+    judge: &Judge,
+    strategy: &mut dyn Strategy,
+    budget: Budget,
+    seed: u64,
+    progress: Option<&mut dyn FnMut(&SampleRecord)>,
+    init: Option<&[u32]>,
+) -> Result<(Outcome, Option<usize>), Infeasible> {
     let mut search = Search::new(problem, judge, budget, seed)?;
+    if let Some(init) = init {
+        assert!(bad_start(problem, init).is_none(), "{:?}", bad_start(problem, init));
+        search.init = Some(init.to_vec());
+    }
     if let Some(f) = progress {
         search.on_sample(f);
     }
     strategy.run(&mut search)?;
+    let moved = search.init_moved;
     let mut out = search.finish(strategy.name(), seed);
     out.failure = strategy.failure();
     out.interrupted = stop_requested();
@@ -482,5 +564,5 @@ pub fn run(
             vs[0].describe()
         );
     }
-    Ok(out)
+    Ok((out, moved))
 }

@@ -11,7 +11,11 @@ impl Strategy for Random {
         "random"
     }
 
+    /// The given start (settled), if any, is the first sample.
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
+        if let Some(start) = search.start()? {
+            search.submit_one(start);
+        }
         while !search.done() {
             let batch = (0..search.batch())
                 .map(|_| search.sample(None))

@@ -4,11 +4,11 @@
 //! scores them, and unless zero-shot a PPO update fine-tunes the policy on
 //! the rewards (throughput over greedy's, shaped by the anneal strategy's
 //! plateau term) before the next round. Each round refines the best-scored
-//! partition so far, greedy's at first.
+//! partition so far, greedy's at first (or the given start, `--init`).
 
 use super::anneal::plateau;
 use super::Anneal;
-use super::{greedy_proposal, Search, Strategy};
+use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::CostModel;
 use crate::policy::ppo::{self, Batch, PpoConfig, Rollout};
 use crate::policy::rollout::{propose, propose_likeliest, Correction, Draw, Style, FELL_BACK};
@@ -307,9 +307,10 @@ impl Strategy for Rl {
             }
         }
         let p = search.problem;
-        // Greedy's throughput, judged outside the budget, normalises rewards.
-        let proposal: Vec<Option<u32>> = greedy_proposal(p).into_iter().map(Some).collect();
-        let g = search.fix(&proposal, None)?;
+        // Greedy's throughput (within the root domains, settled), judged
+        // outside the budget, normalises rewards.
+        let allowed = search.allowed();
+        let g = settle_full(search, &greedy_start(p, &allowed))?;
         let greedy = search.reference(&g).throughput().unwrap_or(0.0);
         let mut score = Score {
             model: CostModel::new(p).ok(),
@@ -317,7 +318,16 @@ impl Strategy for Rl {
             greedy: f64::NEG_INFINITY,
         };
         score.greedy = score.of(&g, greedy).unwrap_or(f64::NEG_INFINITY);
-        let mut anchor = (g, score.greedy);
+        // The anchor the rounds refine: the given start, else greedy's.
+        let mut anchor = match search.start()? {
+            Some(s) => {
+                // Its first sample, so a run from it keeps it or does better.
+                let t = search.submit_one(s.clone()).and_then(|v| v.throughput()).unwrap_or(0.0);
+                let at = score.of(&s, t).unwrap_or(f64::NEG_INFINITY);
+                (s, at)
+            }
+            None => (g, score.greedy),
+        };
         let f = match self.policy.features(&p.graph, &p.package) {
             Ok(f) => f,
             Err(e) => {

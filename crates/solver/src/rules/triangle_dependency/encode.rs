@@ -7,12 +7,13 @@
 //! walk of length >= 2.
 
 use crate::flow::ChipFlow;
-use crate::sat::encode::{explain, Enc, Judged, RuleEncoding};
+use crate::sat::encode::{explain, Enc, Fresh, Judged, Model, RuleEncoding};
 use crate::sat::eval::Partial;
 use crate::sat::{SatOptions, SatStats};
 use mcm_core::graph::Graph;
 use mcm_core::package::Package;
 use mcm_core::problem::{CmpOp, Formula, Placement, Term};
+use std::collections::HashMap;
 use varisat::Lit;
 
 /// The instances of every `triangle_dependency` constraint, and the
@@ -21,6 +22,9 @@ pub(super) struct TriangleEncoding {
     /// (constraint, instance, u, v).
     tri: Vec<(usize, usize, u32, u32)>,
     flow: Option<FlowVars>,
+    /// Node-pair literals defined by cuts so far: `chip(x) < chip(y)` at
+    /// (x, y, false) and `chip(x) == chip(y)` at (min, max, true).
+    pair_lits: HashMap<(u32, u32, bool), Lit>,
 }
 
 impl TriangleEncoding {
@@ -28,6 +32,7 @@ impl TriangleEncoding {
         Box::new(TriangleEncoding {
             tri: Vec::new(),
             flow: None,
+            pair_lits: HashMap::new(),
         })
     }
 }
@@ -109,23 +114,38 @@ impl RuleEncoding for TriangleEncoding {
         for (ci, ii, u, v) in violated {
             let (a, b) = (p.chip(u), p.chip(v));
             let f = &problem.constraints[ci].instances[ii].formula;
-            let clause = walk(&arcs, a, b)
-                .and_then(|w| {
-                    let mut nodes = vec![u, v];
-                    for pair in w.windows(2) {
-                        let edges = &realise[&(pair[0], pair[1])];
-                        let pick = edges
-                            .iter()
-                            .find(|(s, t)| nodes.contains(s) && nodes.contains(t))
-                            .or_else(|| edges.iter().find(|(s, t)| nodes.contains(s) || nodes.contains(t)))
-                            .unwrap_or(&edges[0]);
-                        nodes.push(pick.0);
-                        nodes.push(pick.1);
-                    }
-                    nodes.sort_unstable();
-                    nodes.dedup();
-                    proven(graph, &problem.package, f, &nodes, p)
-                        .then(|| nodes.iter().map(|&w| !m.x(w, p.chip(w))).collect())
+            let picked = walk(&arcs, a, b).map(|w| {
+                let mut nodes = vec![u, v];
+                let mut edges_on = Vec::new();
+                for pair in w.windows(2) {
+                    let edges = &realise[&(pair[0], pair[1])];
+                    let pick = *edges
+                        .iter()
+                        .find(|(s, t)| nodes.contains(s) && nodes.contains(t))
+                        .or_else(|| edges.iter().find(|(s, t)| nodes.contains(s) || nodes.contains(t)))
+                        .unwrap_or(&edges[0]);
+                    nodes.push(pick.0);
+                    nodes.push(pick.1);
+                    edges_on.push(pick);
+                }
+                (w, edges_on, nodes)
+            });
+            // A walk whose chips rise (or fall) all the way is a simple path
+            // of two or more arcs whatever the chips are: the cut then holds
+            // for every placement with the same order, not just this one.
+            let general = picked.as_ref().and_then(|(w, edges_on, _)| {
+                let up = w.windows(2).all(|x| x[0] < x[1]);
+                let down = w.windows(2).all(|x| x[0] > x[1]);
+                (up || down).then(|| self.order_cut(m, on.fresh, defs, u, v, edges_on, up))
+            });
+            let clause = general
+                .or_else(|| {
+                    picked.and_then(|(_, _, mut nodes)| {
+                        nodes.sort_unstable();
+                        nodes.dedup();
+                        proven(graph, &problem.package, f, &nodes, p)
+                            .then(|| nodes.iter().map(|&w| !m.x(w, p.chip(w))).collect())
+                    })
                 })
                 .unwrap_or_else(|| {
                     let mut deps: Vec<u32> = graph.placed_edges().iter().flat_map(|e| [e.src, e.dst]).collect();
@@ -135,6 +155,64 @@ impl RuleEncoding for TriangleEncoding {
                 });
             out.push((ci, clause));
         }
+    }
+}
+
+impl TriangleEncoding {
+    /// The cut of a monotone walk u ~ s1 -> t1 ~ s2 -> ... -> tk ~ v (`~`:
+    /// same chip, `->`: an edge between chips in the walk's direction): if
+    /// the joints share chips and every edge rises (falls), the chips of the
+    /// walk are distinct and the arc chip(u) -> chip(v) has a second path.
+    #[allow(clippy::too_many_arguments)]
+    fn order_cut(
+        &mut self,
+        m: &Model,
+        fresh: &Fresh,
+        defs: &mut Vec<Vec<Lit>>,
+        u: u32,
+        v: u32,
+        edges: &[(u32, u32)],
+        up: bool,
+    ) -> Vec<Lit> {
+        let mut clause = Vec::new();
+        let mut at = u;
+        for &(s, t) in edges {
+            if at != s {
+                clause.push(!self.pair_lit(m, fresh, defs, at, s, true));
+            }
+            let (lo, hi) = if up { (s, t) } else { (t, s) };
+            clause.push(!self.pair_lit(m, fresh, defs, lo, hi, false));
+            at = t;
+        }
+        if at != v {
+            clause.push(!self.pair_lit(m, fresh, defs, at, v, true));
+        }
+        clause
+    }
+
+    /// A literal implied by `chip(x) == chip(y)` (`same`) or by
+    /// `chip(x) < chip(y)`, defined on first use (C clauses). Only the
+    /// implication is needed: the literal occurs negated in cuts alone.
+    fn pair_lit(&mut self, m: &Model, fresh: &Fresh, defs: &mut Vec<Vec<Lit>>, x: u32, y: u32, same: bool) -> Lit {
+        let key = if same {
+            (x.min(y), x.max(y), true)
+        } else {
+            (x, y, false)
+        };
+        if let Some(&l) = self.pair_lits.get(&key) {
+            return l;
+        }
+        let l = fresh.lit();
+        let c = m.c as u32;
+        for k in 0..c {
+            if same {
+                defs.push(vec![!m.x(x, k), !m.x(y, k), l]);
+            } else if k + 1 < c {
+                defs.push(vec![!m.x(x, k), !m.ge(y, k + 1), l]);
+            }
+        }
+        self.pair_lits.insert(key, l);
+        l
     }
 }
 

@@ -18,6 +18,10 @@ use crate::propagator::{Cx, Propagator};
 use crate::store::Fail;
 use mcm_core::problem::GroundConstraint;
 
+/// Chip sets on the stack: 64 words hold the 4,096 chips a package may have
+/// (`mcm_core::package::MAX_CHIPS`).
+const MAX_WORDS: usize = mcm_core::package::MAX_CHIPS / 64;
+
 pub struct Triangle {
     c: usize,
     counted: Vec<u32>,
@@ -86,9 +90,9 @@ impl Triangle {
     }
 
     /// The bitset of `v` in `cells` (ancestor or descendant chips), on the stack.
-    fn set_of(&self, s: &Cx, cells: &[u32], v: u32) -> ([u64; 16], usize) {
-        let mut out = [0u64; 16];
-        let w = self.w.min(16);
+    fn set_of(&self, s: &Cx, cells: &[u32], v: u32) -> ([u64; MAX_WORDS], usize) {
+        let mut out = [0u64; MAX_WORDS];
+        let w = self.w.min(MAX_WORDS);
         for (k, o) in out.iter_mut().enumerate().take(w) {
             *o = s.cell(cells[v as usize * self.w + k]) as u64;
         }
@@ -137,18 +141,18 @@ impl Triangle {
         if d_set[..w].iter().all(|&x| x == 0) {
             return Ok(());
         }
-        let mut allowed = [!0u64; 16];
+        let mut allowed = [!0u64; MAX_WORDS];
         let mut any = false;
         for a in bits(&a_set[..w]) {
             // Heads b in D(v) of arcs a -> b, and a itself when a is in D(v).
             let row = &self.rows[a as usize * self.w..a as usize * self.w + w];
-            let mut heads = [0u64; 16];
+            let mut heads = [0u64; MAX_WORDS];
             for k in 0..w {
                 heads[k] = row[k] & d_set[k];
             }
             heads[(a / 64) as usize] |= d_set[(a / 64) as usize] & (1 << (a % 64));
             for b in bits(&heads[..w]) {
-                let mut pair = [0u64; 16];
+                let mut pair = [0u64; MAX_WORDS];
                 pair[(a / 64) as usize] |= 1 << (a % 64);
                 pair[(b / 64) as usize] |= 1 << (b % 64);
                 for k in 0..w {
@@ -253,8 +257,8 @@ impl Triangle {
         pc.dedup();
         sc.sort_unstable();
         sc.dedup();
-        let w = s.words().min(16);
-        let mut allowed = [0u64; 16];
+        let w = s.words().min(MAX_WORDS);
+        let mut allowed = [0u64; MAX_WORDS];
         allowed[..w].copy_from_slice(&s.dom(v).words[..w]);
         for &a in pc.iter() {
             let row = self.heads(s, a);
@@ -274,7 +278,7 @@ impl Triangle {
         for &a in pc.iter() {
             for &b in sc.iter() {
                 if a == b || self.has_arc(s, a, b) {
-                    let mut pair = [0u64; 16];
+                    let mut pair = [0u64; MAX_WORDS];
                     pair[(a / 64) as usize] |= 1 << (a % 64);
                     pair[(b / 64) as usize] |= 1 << (b % 64);
                     for k in 0..w {

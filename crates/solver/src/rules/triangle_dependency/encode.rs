@@ -25,6 +25,8 @@ pub(super) struct TriangleEncoding {
     /// Node-pair literals defined by cuts so far: `chip(x) < chip(y)` at
     /// (x, y, false) and `chip(x) == chip(y)` at (min, max, true).
     pair_lits: HashMap<(u32, u32, bool), Lit>,
+    /// `chip(x) != chip(y)` literals, at (min, max).
+    differ: HashMap<(u32, u32), Lit>,
 }
 
 impl TriangleEncoding {
@@ -33,6 +35,7 @@ impl TriangleEncoding {
             tri: Vec::new(),
             flow: None,
             pair_lits: HashMap::new(),
+            differ: HashMap::new(),
         })
     }
 }
@@ -136,7 +139,11 @@ impl RuleEncoding for TriangleEncoding {
             let general = picked.as_ref().and_then(|(w, edges_on, _)| {
                 let up = w.windows(2).all(|x| x[0] < x[1]);
                 let down = w.windows(2).all(|x| x[0] > x[1]);
-                (up || down).then(|| self.order_cut(m, on.fresh, defs, u, v, edges_on, up))
+                let mut sorted = w.clone();
+                sorted.sort_unstable();
+                sorted.dedup();
+                let distinct = sorted.len() == w.len() && w.len() <= 6;
+                (up || down || distinct).then(|| self.order_cut(m, on.fresh, defs, u, v, edges_on, up, down))
             });
             let clause = general
                 .or_else(|| {
@@ -173,21 +180,50 @@ impl TriangleEncoding {
         v: u32,
         edges: &[(u32, u32)],
         up: bool,
+        down: bool,
     ) -> Vec<Lit> {
         let mut clause = Vec::new();
         let mut at = u;
+        // A node on each chip of the walk, in order.
+        let mut on_walk = vec![u];
         for &(s, t) in edges {
             if at != s {
                 clause.push(!self.pair_lit(m, fresh, defs, at, s, true));
             }
-            let (lo, hi) = if up { (s, t) } else { (t, s) };
-            clause.push(!self.pair_lit(m, fresh, defs, lo, hi, false));
+            if up || down {
+                let (lo, hi) = if up { (s, t) } else { (t, s) };
+                clause.push(!self.pair_lit(m, fresh, defs, lo, hi, false));
+            }
+            on_walk.push(t);
             at = t;
         }
         if at != v {
             clause.push(!self.pair_lit(m, fresh, defs, at, v, true));
         }
+        if !(up || down) {
+            // Chips pairwise distinct: the walk is a simple path.
+            for i in 0..on_walk.len() {
+                for j in i + 1..on_walk.len() {
+                    clause.push(!self.differ_lit(m, fresh, defs, on_walk[i], on_walk[j]));
+                }
+            }
+        }
         clause
+    }
+
+    /// A literal implied by `chip(x) != chip(y)`: by either order literal.
+    fn differ_lit(&mut self, m: &Model, fresh: &Fresh, defs: &mut Vec<Vec<Lit>>, x: u32, y: u32) -> Lit {
+        let (x, y) = (x.min(y), x.max(y));
+        if let Some(&l) = self.differ.get(&(x, y)) {
+            return l;
+        }
+        let l = fresh.lit();
+        for (p, q) in [(x, y), (y, x)] {
+            let lt = self.pair_lit(m, fresh, defs, p, q, false);
+            defs.push(vec![!lt, l]);
+        }
+        self.differ.insert((x, y), l);
+        l
     }
 
     /// A literal implied by `chip(x) == chip(y)` (`same`) or by
@@ -231,8 +267,11 @@ struct FlowVars {
     added: std::collections::HashSet<(u32, u32, u32)>,
 }
 
-/// The largest C³ the chip-level arcs are built for (128 chips).
-const MAX_FLOW_CELLS: usize = 128 * 128 * 128;
+/// The largest C³ the chip-level arcs are built for (40 chips): past that
+/// their C³ clauses cost more than they prune, and the lazy cuts over
+/// node-pair order literals, whose size does not grow with C, do better
+/// (the tutorial's infeasible block on a 64-chip ring: 20 s with them).
+const MAX_FLOW_CELLS: usize = 40 * 40 * 40;
 
 /// Builds the chip-level arcs for the triangle constraints whose instances
 /// cover every placed edge.

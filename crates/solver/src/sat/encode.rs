@@ -186,6 +186,11 @@ pub(crate) trait RuleEncoding {
     }
 }
 
+/// Cuts found on a model: clauses with the constraint that implies each,
+/// definitions of auxiliary variables that no constraint guards, and the
+/// variable count once the definitions' fresh variables are counted.
+pub(crate) type Cuts = (Vec<(usize, Vec<Lit>)>, Vec<Vec<Lit>>, u64);
+
 /// The instances checked after each solve.
 pub(crate) struct Lazy {
     /// The encodings of the native rules in use, in table order.
@@ -397,14 +402,7 @@ impl Lazy {
     /// both empty when the placement is valid for all of them.
     /// `m.vars` counts the variables in use, so the first fresh one is
     /// `m.vars`; the third result is the variable count after the cuts.
-    pub fn cuts(
-        &mut self,
-        problem: &Problem,
-        m: &Model,
-        p: &Placement,
-        active: &[bool],
-        stats: &mut SatStats,
-    ) -> (Vec<(usize, Vec<Lit>)>, Vec<Vec<Lit>>, u64) {
+    pub fn cuts(&mut self, problem: &Problem, m: &Model, p: &Placement, active: &[bool], stats: &mut SatStats) -> Cuts {
         let mut out = Vec::new();
         let mut defs = Vec::new();
         let fresh = Fresh {

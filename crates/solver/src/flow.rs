@@ -4,22 +4,33 @@
 //! `triangle_dependency` propagator, so that all three measure alike.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 
 /// Not computed yet, in a memo of longest paths.
 const UNKNOWN: i64 = i64::MIN;
+/// No dense index: a chip that no arc touches.
+const NONE: u32 = u32::MAX;
 
-/// A set of arcs between chips with its longest-path queries.
+/// A set of arcs between chips with its longest-path queries. Its size
+/// follows the arcs, not C²: the queries work over the chips that arcs touch
+/// (a flow on a 4,096-chip package usually touches few of them).
 pub struct ChipFlow {
     c: usize,
-    arcs: Vec<bool>,
+    arcs: HashSet<(u32, u32)>,
     succ: Vec<Vec<u32>>,
+    /// Chips with an arc out, to clear `succ` without a pass over all C.
+    tails: Vec<u32>,
     /// Built on the first query after a change: most flow graphs are built
     /// in full before they are asked anything.
     cache: RefCell<Option<Cache>>,
 }
 
 struct Cache {
-    /// reach[a * c + b]: b can be reached from a by one or more arcs.
+    /// The chips arcs touch, and each chip's index among them (NONE: none).
+    dense: Vec<u32>,
+    /// The arcs between dense indices.
+    succ: Vec<Vec<u32>>,
+    /// reach[a * k + b] over dense indices: b can be reached from a by one or more arcs.
     reach: Vec<bool>,
     /// Chips on a cycle, and whether there is any.
     cyclic: Vec<bool>,
@@ -34,25 +45,30 @@ impl ChipFlow {
     pub fn new(c: usize) -> ChipFlow {
         ChipFlow {
             c,
-            arcs: vec![false; c * c],
+            arcs: HashSet::new(),
             succ: vec![Vec::new(); c],
+            tails: Vec::new(),
             cache: RefCell::new(None),
         }
     }
 
     /// Removes every arc, keeping the allocations.
     pub fn clear(&mut self) {
-        self.arcs.iter_mut().for_each(|a| *a = false);
-        self.succ.iter_mut().for_each(Vec::clear);
+        self.arcs.clear();
+        for &a in &self.tails {
+            self.succ[a as usize].clear();
+        }
+        self.tails.clear();
         *self.cache.get_mut() = None;
     }
 
     /// Adds the arc a -> b; a loop (a == b) is no arc.
     pub fn add(&mut self, a: u32, b: u32) {
-        let (a, b) = (a as usize, b as usize);
-        if a != b && !self.arcs[a * self.c + b] {
-            self.arcs[a * self.c + b] = true;
-            self.succ[a].push(b as u32);
+        if a != b && self.arcs.insert((a, b)) {
+            if self.succ[a as usize].is_empty() {
+                self.tails.push(a);
+            }
+            self.succ[a as usize].push(b);
             *self.cache.get_mut() = None;
         }
     }
@@ -62,7 +78,7 @@ impl ChipFlow {
     }
 
     pub fn has(&self, a: u32, b: u32) -> bool {
-        self.arcs[a as usize * self.c + b as usize]
+        self.arcs.contains(&(a, b))
     }
 
     /// The heads of the arcs from a, in the order they were added.
@@ -75,21 +91,39 @@ impl ChipFlow {
     }
 
     fn build(&self) -> Cache {
-        let c = self.c;
+        let mut dense = vec![NONE; self.c];
+        let mut active = Vec::new();
+        let mut tails = self.tails.clone();
+        tails.sort_unstable();
+        for &a in &tails {
+            for &b in std::iter::once(&a).chain(&self.succ[a as usize]) {
+                if dense[b as usize] == NONE {
+                    dense[b as usize] = active.len() as u32;
+                    active.push(b);
+                }
+            }
+        }
+        let c = active.len();
+        let succ: Vec<Vec<u32>> = active
+            .iter()
+            .map(|&x| self.succ[x as usize].iter().map(|&y| dense[y as usize]).collect())
+            .collect();
         let mut reach = vec![false; c * c];
         let mut stack = Vec::new();
         for s in 0..c {
-            stack.extend(self.succ[s].iter().copied());
+            stack.extend(succ[s].iter().copied());
             while let Some(x) = stack.pop() {
                 if !reach[s * c + x as usize] {
                     reach[s * c + x as usize] = true;
-                    stack.extend(self.succ[x as usize].iter().copied());
+                    stack.extend(succ[x as usize].iter().copied());
                 }
             }
         }
         let cyclic: Vec<bool> = (0..c).map(|x| reach[x * c + x]).collect();
         let any_cycle = cyclic.iter().any(|&x| x);
         Cache {
+            dense,
+            succ,
             reach,
             cyclic,
             any_cycle,
@@ -125,8 +159,14 @@ impl ChipFlow {
     }
 
     fn longest_in(&self, cache: &mut Cache, a: u32, b: u32) -> i64 {
-        let c = self.c;
+        let (a, b) = (cache.dense[a as usize], cache.dense[b as usize]);
+        if a == NONE || b == NONE {
+            return -1;
+        }
+        let c = cache.succ.len();
         let Cache {
+            dense: _,
+            succ,
             reach,
             cyclic,
             any_cycle,
@@ -139,7 +179,7 @@ impl ChipFlow {
         }
         let on_path = |x: usize| (x == a || reach[a * c + x]) && (x == b || reach[x * c + b]);
         if *any_cycle && (0..c).any(|x| cyclic[x] && on_path(x)) {
-            return c as i64;
+            return self.c as i64;
         }
         // No cycle between a and b, so none between b and any chip met on
         // the way: the memo for b stays right for later sources.
@@ -160,7 +200,7 @@ impl ChipFlow {
                 stack.pop();
                 continue;
             }
-            let succ = &self.succ[x];
+            let succ = &succ[x];
             if *i < succ.len() {
                 let y = succ[*i] as usize;
                 *i += 1;

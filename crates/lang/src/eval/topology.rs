@@ -4,7 +4,7 @@ use super::value::G;
 use super::{rt, Interpreter, Value, MAX_CHIPS, R};
 use crate::ast::*;
 use mcm_core::diag::Diag;
-use mcm_core::package::{Chip, Link, Package};
+use mcm_core::package::{Chip, Link, Package, MAX_LINKS};
 use mcm_core::quantity::Scalar;
 use mcm_core::source::Span;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -160,6 +160,11 @@ impl Interpreter<'_> {
                 }
                 let attrs = self.attrs(attrs, true)?;
                 let mut add = |x: u32, y: u32| -> R<()> {
+                    // Refused while building, before millions of links are allocated.
+                    if b.links.len() >= MAX_LINKS {
+                        return Err(rt(*span, format!("a package has at most {MAX_LINKS} links"))
+                            .help("fully_connected(n = 1448) is the largest fully connected package"));
+                    }
                     if !b.seen.insert((x, y)) {
                         return Err(rt(
                             *span,

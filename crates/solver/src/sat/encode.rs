@@ -116,10 +116,6 @@ impl Model {
     }
 }
 
-/// Cuts found on a model: clauses with the constraint that implies each,
-/// and definitions of auxiliary variables (arcs) that no constraint guards.
-pub(crate) type Cuts = (Vec<(usize, Vec<Lit>)>, Vec<Vec<Lit>>);
-
 /// What a rule's encoding works with while the model is built.
 pub(crate) struct Enc<'a> {
     pub m: &'a mut Model,
@@ -151,6 +147,22 @@ pub(crate) struct Judged<'a> {
     pub p: &'a Placement,
     /// The constraints to check, by index.
     pub active: &'a [bool],
+    /// New auxiliary variables a cut may define (in `defs`).
+    pub fresh: &'a Fresh,
+}
+
+/// Hands out the variables after the model's: the oracle allocates them in
+/// the solver once the round's cuts are in (cuts see the model read-only).
+pub(crate) struct Fresh {
+    next: std::cell::Cell<u64>,
+}
+
+impl Fresh {
+    pub fn lit(&self) -> Lit {
+        let v = self.next.get();
+        self.next.set(v + 1);
+        Lit::from_index(v as usize, true)
+    }
 }
 
 /// A native rule's SAT encoding, one per rule in use: it encodes the
@@ -173,6 +185,11 @@ pub(crate) trait RuleEncoding {
     ) {
     }
 }
+
+/// Cuts found on a model: clauses with the constraint that implies each,
+/// definitions of auxiliary variables that no constraint guards, and the
+/// variable count once the definitions' fresh variables are counted.
+pub(crate) type Cuts = (Vec<(usize, Vec<Lit>)>, Vec<Vec<Lit>>, u64);
 
 /// The instances checked after each solve.
 pub(crate) struct Lazy {
@@ -383,10 +400,21 @@ impl Lazy {
     /// Clauses for the violated instances of the active constraints, each
     /// with its constraint, and definitions of auxiliary variables (arcs);
     /// both empty when the placement is valid for all of them.
+    /// `m.vars` counts the variables in use, so the first fresh one is
+    /// `m.vars`; the third result is the variable count after the cuts.
     pub fn cuts(&mut self, problem: &Problem, m: &Model, p: &Placement, active: &[bool], stats: &mut SatStats) -> Cuts {
         let mut out = Vec::new();
         let mut defs = Vec::new();
-        let on = Judged { problem, m, p, active };
+        let fresh = Fresh {
+            next: std::cell::Cell::new(m.vars),
+        };
+        let on = Judged {
+            problem,
+            m,
+            p,
+            active,
+            fresh: &fresh,
+        };
         for r in &mut self.rules {
             r.cuts(&on, stats, &mut out, &mut defs);
         }
@@ -420,7 +448,7 @@ impl Lazy {
                 }
             }
         }
-        (out, defs)
+        (out, defs, fresh.next.get())
     }
 }
 

@@ -375,7 +375,13 @@ impl SatOracle {
                 Ok(true) => {
                     let values = self.solver.model().expect("a model after a satisfiable solve");
                     let p = self.model.placement(&values);
-                    let (cuts, defs) = self.lazy.cuts(problem, &self.model, &p, &mask, &mut self.stats);
+                    let (cuts, defs, vars) = self.lazy.cuts(problem, &self.model, &p, &mask, &mut self.stats);
+                    // The variables the cuts defined, in the order they were handed out.
+                    while self.model.vars < vars {
+                        let l = self.solver.new_lit();
+                        debug_assert_eq!(l.index() as u64, self.model.vars);
+                        self.model.vars += 1;
+                    }
                     if let Some(t) = started {
                         eprintln!(
                             "sat: round in {:?}: {} cuts, {} arc definitions",

@@ -7,12 +7,13 @@
 //! walk of length >= 2.
 
 use crate::flow::ChipFlow;
-use crate::sat::encode::{explain, Enc, Judged, RuleEncoding};
+use crate::sat::encode::{explain, Enc, Fresh, Judged, Model, RuleEncoding};
 use crate::sat::eval::Partial;
 use crate::sat::{SatOptions, SatStats};
 use mcm_core::graph::Graph;
 use mcm_core::package::Package;
 use mcm_core::problem::{CmpOp, Formula, Placement, Term};
+use std::collections::HashMap;
 use varisat::Lit;
 
 /// The instances of every `triangle_dependency` constraint, and the
@@ -21,6 +22,11 @@ pub(super) struct TriangleEncoding {
     /// (constraint, instance, u, v).
     tri: Vec<(usize, usize, u32, u32)>,
     flow: Option<FlowVars>,
+    /// Node-pair literals defined by cuts so far: `chip(x) < chip(y)` at
+    /// (x, y, false) and `chip(x) == chip(y)` at (min, max, true).
+    pair_lits: HashMap<(u32, u32, bool), Lit>,
+    /// `chip(x) != chip(y)` literals, at (min, max).
+    differ: HashMap<(u32, u32), Lit>,
 }
 
 impl TriangleEncoding {
@@ -28,6 +34,8 @@ impl TriangleEncoding {
         Box::new(TriangleEncoding {
             tri: Vec::new(),
             flow: None,
+            pair_lits: HashMap::new(),
+            differ: HashMap::new(),
         })
     }
 }
@@ -109,23 +117,42 @@ impl RuleEncoding for TriangleEncoding {
         for (ci, ii, u, v) in violated {
             let (a, b) = (p.chip(u), p.chip(v));
             let f = &problem.constraints[ci].instances[ii].formula;
-            let clause = walk(&arcs, a, b)
-                .and_then(|w| {
-                    let mut nodes = vec![u, v];
-                    for pair in w.windows(2) {
-                        let edges = &realise[&(pair[0], pair[1])];
-                        let pick = edges
-                            .iter()
-                            .find(|(s, t)| nodes.contains(s) && nodes.contains(t))
-                            .or_else(|| edges.iter().find(|(s, t)| nodes.contains(s) || nodes.contains(t)))
-                            .unwrap_or(&edges[0]);
-                        nodes.push(pick.0);
-                        nodes.push(pick.1);
-                    }
-                    nodes.sort_unstable();
-                    nodes.dedup();
-                    proven(graph, &problem.package, f, &nodes, p)
-                        .then(|| nodes.iter().map(|&w| !m.x(w, p.chip(w))).collect())
+            let picked = walk(&arcs, a, b).map(|w| {
+                let mut nodes = vec![u, v];
+                let mut edges_on = Vec::new();
+                for pair in w.windows(2) {
+                    let edges = &realise[&(pair[0], pair[1])];
+                    let pick = *edges
+                        .iter()
+                        .find(|(s, t)| nodes.contains(s) && nodes.contains(t))
+                        .or_else(|| edges.iter().find(|(s, t)| nodes.contains(s) || nodes.contains(t)))
+                        .unwrap_or(&edges[0]);
+                    nodes.push(pick.0);
+                    nodes.push(pick.1);
+                    edges_on.push(pick);
+                }
+                (w, edges_on, nodes)
+            });
+            // A walk whose chips rise (or fall) all the way is a simple path
+            // of two or more arcs whatever the chips are: the cut then holds
+            // for every placement with the same order, not just this one.
+            let general = picked.as_ref().and_then(|(w, edges_on, _)| {
+                let up = w.windows(2).all(|x| x[0] < x[1]);
+                let down = w.windows(2).all(|x| x[0] > x[1]);
+                let mut sorted = w.clone();
+                sorted.sort_unstable();
+                sorted.dedup();
+                let distinct = sorted.len() == w.len() && w.len() <= 6;
+                (up || down || distinct).then(|| self.order_cut(m, on.fresh, defs, u, v, edges_on, up, down))
+            });
+            let clause = general
+                .or_else(|| {
+                    picked.and_then(|(_, _, mut nodes)| {
+                        nodes.sort_unstable();
+                        nodes.dedup();
+                        proven(graph, &problem.package, f, &nodes, p)
+                            .then(|| nodes.iter().map(|&w| !m.x(w, p.chip(w))).collect())
+                    })
                 })
                 .unwrap_or_else(|| {
                     let mut deps: Vec<u32> = graph.placed_edges().iter().flat_map(|e| [e.src, e.dst]).collect();
@@ -135,6 +162,93 @@ impl RuleEncoding for TriangleEncoding {
                 });
             out.push((ci, clause));
         }
+    }
+}
+
+impl TriangleEncoding {
+    /// The cut of a monotone walk u ~ s1 -> t1 ~ s2 -> ... -> tk ~ v (`~`:
+    /// same chip, `->`: an edge between chips in the walk's direction): if
+    /// the joints share chips and every edge rises (falls), the chips of the
+    /// walk are distinct and the arc chip(u) -> chip(v) has a second path.
+    #[allow(clippy::too_many_arguments)]
+    fn order_cut(
+        &mut self,
+        m: &Model,
+        fresh: &Fresh,
+        defs: &mut Vec<Vec<Lit>>,
+        u: u32,
+        v: u32,
+        edges: &[(u32, u32)],
+        up: bool,
+        down: bool,
+    ) -> Vec<Lit> {
+        let mut clause = Vec::new();
+        let mut at = u;
+        // A node on each chip of the walk, in order.
+        let mut on_walk = vec![u];
+        for &(s, t) in edges {
+            if at != s {
+                clause.push(!self.pair_lit(m, fresh, defs, at, s, true));
+            }
+            if up || down {
+                let (lo, hi) = if up { (s, t) } else { (t, s) };
+                clause.push(!self.pair_lit(m, fresh, defs, lo, hi, false));
+            }
+            on_walk.push(t);
+            at = t;
+        }
+        if at != v {
+            clause.push(!self.pair_lit(m, fresh, defs, at, v, true));
+        }
+        if !(up || down) {
+            // Chips pairwise distinct: the walk is a simple path.
+            for i in 0..on_walk.len() {
+                for j in i + 1..on_walk.len() {
+                    clause.push(!self.differ_lit(m, fresh, defs, on_walk[i], on_walk[j]));
+                }
+            }
+        }
+        clause
+    }
+
+    /// A literal implied by `chip(x) != chip(y)`: by either order literal.
+    fn differ_lit(&mut self, m: &Model, fresh: &Fresh, defs: &mut Vec<Vec<Lit>>, x: u32, y: u32) -> Lit {
+        let (x, y) = (x.min(y), x.max(y));
+        if let Some(&l) = self.differ.get(&(x, y)) {
+            return l;
+        }
+        let l = fresh.lit();
+        for (p, q) in [(x, y), (y, x)] {
+            let lt = self.pair_lit(m, fresh, defs, p, q, false);
+            defs.push(vec![!lt, l]);
+        }
+        self.differ.insert((x, y), l);
+        l
+    }
+
+    /// A literal implied by `chip(x) == chip(y)` (`same`) or by
+    /// `chip(x) < chip(y)`, defined on first use (C clauses). Only the
+    /// implication is needed: the literal occurs negated in cuts alone.
+    fn pair_lit(&mut self, m: &Model, fresh: &Fresh, defs: &mut Vec<Vec<Lit>>, x: u32, y: u32, same: bool) -> Lit {
+        let key = if same {
+            (x.min(y), x.max(y), true)
+        } else {
+            (x, y, false)
+        };
+        if let Some(&l) = self.pair_lits.get(&key) {
+            return l;
+        }
+        let l = fresh.lit();
+        let c = m.c as u32;
+        for k in 0..c {
+            if same {
+                defs.push(vec![!m.x(x, k), !m.x(y, k), l]);
+            } else if k + 1 < c {
+                defs.push(vec![!m.x(x, k), !m.ge(y, k + 1), l]);
+            }
+        }
+        self.pair_lits.insert(key, l);
+        l
     }
 }
 
@@ -153,8 +267,11 @@ struct FlowVars {
     added: std::collections::HashSet<(u32, u32, u32)>,
 }
 
-/// The largest C³ the chip-level arcs are built for (128 chips).
-const MAX_FLOW_CELLS: usize = 128 * 128 * 128;
+/// The largest C³ the chip-level arcs are built for (40 chips): past that
+/// their C³ clauses cost more than they prune, and the lazy cuts over
+/// node-pair order literals, whose size does not grow with C, do better
+/// (the tutorial's infeasible block on a 64-chip ring: 20 s with them).
+const MAX_FLOW_CELLS: usize = 40 * 40 * 40;
 
 /// Builds the chip-level arcs for the triangle constraints whose instances
 /// cover every placed edge.

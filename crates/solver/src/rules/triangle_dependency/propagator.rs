@@ -1,8 +1,9 @@
 //! A flow between two chips may not coexist with a longer path between
-//! them. The chip flow graph is kept from the edges
-//! whose two ends are fixed (arc counts are trailed); its longest paths are
-//! recomputed when an arc appears, which happens at most C^2 times along a
-//! branch. Candidates of nodes next to fixed ones are pruned when the arcs
+//! them. The chip flow graph is kept from the edges whose two ends are
+//! fixed (counted in a map, rebuilt from the edges after a backtrack: O(E),
+//! not O(C²)); its longest paths are recomputed when an arc appears, over
+//! the chips that arcs touch only, so a sparse flow on thousands of chips
+//! costs what it would on a few. Candidates of nodes next to fixed ones are pruned when the arcs
 //! they would add close a shortcut or a cycle.
 //!
 //! Beyond neighbours: each node knows the chips of its fixed ancestors (A)
@@ -12,26 +13,38 @@
 //! (or a cycle when a == b). This stops random-order search from filling
 //! the inside of a residual block with chips that doom it.
 
-use crate::domain::bits;
+use crate::domain::{bits, set_bit};
 use crate::flow::ChipFlow;
 use crate::propagator::{Cx, Propagator};
 use crate::store::Fail;
 use mcm_core::problem::GroundConstraint;
+use std::collections::HashMap;
+
+/// No index, in `dense`.
+const NONE: u32 = u32::MAX;
+
+/// Chip sets on the stack: 64 words hold the 4,096 chips a package may have
+/// (`mcm_core::package::MAX_CHIPS`).
+const MAX_WORDS: usize = mcm_core::package::MAX_CHIPS / 64;
 
 pub struct Triangle {
     c: usize,
     counted: Vec<u32>,
-    /// Trailed number of fixed edges realising arc a -> b, at a * C + b.
-    arcs: Vec<u32>,
-    /// Longest path lengths over the current arcs (-1: none; C: via a cycle),
-    /// valid while `fresh`.
+    /// Number of counted edges realising arc a -> b, at a * C + b: an edge
+    /// counts once both ends are fixed and one of them has been seen.
+    arcs: HashMap<u32, u32>,
+    /// `arcs` is stale after a backtrack, until rebuilt from the edges.
+    arcs_stale: bool,
+    /// The chips that arcs touch, and each one's index among them (or NONE).
+    active: Vec<u32>,
+    dense: Vec<u32>,
+    /// Longest path lengths between active chips, `lp[i * K + j]` (-1:
+    /// none; K: via a cycle), valid while `fresh`.
     lp: Vec<i32>,
     arc_list: Vec<(u32, u32)>,
-    /// The current arcs, for their longest paths.
-    flow: ChipFlow,
     fresh: bool,
-    /// `arc_ok` answers for the current arcs: 0 unknown, 1 ok, 2 not.
-    ok_memo: std::cell::RefCell<Vec<u8>>,
+    /// `arc_ok` answers for the current arcs.
+    ok_memo: std::cell::RefCell<HashMap<u32, bool>>,
     pc: Vec<u32>,
     sc: Vec<u32>,
     pairs: Vec<(u32, u32)>,
@@ -63,12 +76,14 @@ impl Triangle {
         Triangle {
             c,
             counted: (0..s.n()).map(|_| s.new_cell(0)).collect(),
-            arcs: (0..c * c).map(|_| s.new_cell(0)).collect(),
-            lp: vec![-1; c * c],
+            arcs: HashMap::new(),
+            arcs_stale: false,
+            active: Vec::new(),
+            dense: vec![NONE; c],
+            lp: Vec::new(),
             arc_list: Vec::new(),
-            flow: ChipFlow::new(c),
             fresh: false,
-            ok_memo: std::cell::RefCell::new(vec![0; c * c]),
+            ok_memo: Default::default(),
             pc: Vec::new(),
             sc: Vec::new(),
             pairs: Vec::new(),
@@ -86,9 +101,9 @@ impl Triangle {
     }
 
     /// The bitset of `v` in `cells` (ancestor or descendant chips), on the stack.
-    fn set_of(&self, s: &Cx, cells: &[u32], v: u32) -> ([u64; 16], usize) {
-        let mut out = [0u64; 16];
-        let w = self.w.min(16);
+    fn set_of<const N: usize>(&self, s: &Cx, cells: &[u32], v: u32) -> ([u64; N], usize) {
+        let mut out = [0u64; N];
+        let w = self.w.min(N);
         for (k, o) in out.iter_mut().enumerate().take(w) {
             *o = s.cell(cells[v as usize * self.w + k]) as u64;
         }
@@ -126,29 +141,40 @@ impl Triangle {
     /// Restricts v to the chips every (ancestor chip a, descendant chip b)
     /// pair joined by an arc (or equal) allows: {a, b}.
     fn between(&self, v: u32, s: &mut Cx) -> Result<(), Fail> {
+        // Bitsets on the stack, as wide as the package needs: clearing 64
+        // words per call cost BERT-large on 36 chips a quarter of its speed.
+        match self.w {
+            0..=1 => self.between_n::<1>(v, s),
+            2..=4 => self.between_n::<4>(v, s),
+            5..=16 => self.between_n::<16>(v, s),
+            _ => self.between_n::<MAX_WORDS>(v, s),
+        }
+    }
+
+    fn between_n<const N: usize>(&self, v: u32, s: &mut Cx) -> Result<(), Fail> {
         if s.is_fixed(v) {
             return Ok(());
         }
-        let (a_set, w) = self.set_of(s, &self.anc, v);
+        let (a_set, w) = self.set_of::<N>(s, &self.anc, v);
         if a_set[..w].iter().all(|&x| x == 0) {
             return Ok(());
         }
-        let (d_set, _) = self.set_of(s, &self.desc, v);
+        let (d_set, _) = self.set_of::<N>(s, &self.desc, v);
         if d_set[..w].iter().all(|&x| x == 0) {
             return Ok(());
         }
-        let mut allowed = [!0u64; 16];
+        let mut allowed = [!0u64; N];
         let mut any = false;
         for a in bits(&a_set[..w]) {
             // Heads b in D(v) of arcs a -> b, and a itself when a is in D(v).
             let row = &self.rows[a as usize * self.w..a as usize * self.w + w];
-            let mut heads = [0u64; 16];
+            let mut heads = [0u64; N];
             for k in 0..w {
                 heads[k] = row[k] & d_set[k];
             }
             heads[(a / 64) as usize] |= d_set[(a / 64) as usize] & (1 << (a % 64));
             for b in bits(&heads[..w]) {
-                let mut pair = [0u64; 16];
+                let mut pair = [0u64; N];
                 pair[(a / 64) as usize] |= 1 << (a % 64);
                 pair[(b / 64) as usize] |= 1 << (b % 64);
                 for k in 0..w {
@@ -163,39 +189,99 @@ impl Triangle {
         Ok(())
     }
 
-    fn has_arc(&self, s: &Cx, a: u32, b: u32) -> bool {
-        s.cell(self.arcs[a as usize * self.c + b as usize]) > 0
+    fn has_arc(&self, _s: &Cx, a: u32, b: u32) -> bool {
+        self.arcs.contains_key(&(a * self.c as u32 + b))
     }
 
-    /// Recomputes longest paths from the trailed arc counts.
+    /// Counts edge (p, q), both ends fixed, into the arcs; true when its arc is new.
+    fn count(&mut self, a: u32, b: u32) -> bool {
+        if a == b {
+            return false;
+        }
+        let k = self.arcs.entry(a * self.c as u32 + b).or_insert(0);
+        *k += 1;
+        *k == 1
+    }
+
+    /// The arcs as they stand in the store after a backtrack: every edge
+    /// whose ends are both counted. (A backtrack returns to a fixpoint, where
+    /// every fixed node has been counted; nodes fixed since count their
+    /// edges when their turn comes, as they would have.)
+    fn rebuild_arcs(&mut self, s: &Cx) {
+        if !self.arcs_stale {
+            return;
+        }
+        self.arcs.clear();
+        let net = s.net();
+        for e in net.graph.placed_edges() {
+            let seen = s.cell(self.counted[e.src as usize]) != 0 && s.cell(self.counted[e.dst as usize]) != 0;
+            if let (true, Some(a), Some(b)) = (seen, s.value(e.src), s.value(e.dst)) {
+                self.count(a, b);
+            }
+        }
+        self.arcs_stale = false;
+    }
+
+    /// Recomputes longest paths from the arcs, over the chips they touch.
     fn refresh(&mut self, s: &Cx) {
         if self.fresh {
             return;
         }
-        let c = self.c;
-        self.arc_list.clear();
-        self.flow.clear();
-        self.rows.iter_mut().for_each(|r| *r = 0);
-        self.cols.iter_mut().for_each(|r| *r = 0);
+        self.rebuild_arcs(s);
+        let (c, w) = (self.c as u32, self.w);
+        for &(a, b) in &self.arc_list {
+            self.rows[a as usize * w..(a as usize + 1) * w]
+                .iter_mut()
+                .for_each(|r| *r = 0);
+            self.cols[b as usize * w..(b as usize + 1) * w]
+                .iter_mut()
+                .for_each(|r| *r = 0);
+        }
+        for &x in &self.active {
+            self.dense[x as usize] = NONE;
+            self.heads_ok.borrow_mut()[x as usize] = None;
+            self.tails_ok.borrow_mut()[x as usize] = None;
+        }
+        // Rows of inactive chips depend on the active set too.
         self.heads_ok.borrow_mut().iter_mut().for_each(|r| *r = None);
         self.tails_ok.borrow_mut().iter_mut().for_each(|r| *r = None);
-        for a in 0..c {
-            for b in 0..c {
-                if s.cell(self.arcs[a * c + b]) > 0 {
-                    self.flow.add(a as u32, b as u32);
-                    self.arc_list.push((a as u32, b as u32));
-                    self.rows[a * self.w + b / 64] |= 1 << (b % 64);
-                    self.cols[b * self.w + a / 64] |= 1 << (a % 64);
+        self.active.clear();
+        self.arc_list.clear();
+        self.arc_list.extend(self.arcs.keys().map(|&k| (k / c, k % c)));
+        self.arc_list.sort_unstable();
+        for &(a, b) in &self.arc_list {
+            self.rows[a as usize * w + b as usize / 64] |= 1 << (b % 64);
+            self.cols[b as usize * w + a as usize / 64] |= 1 << (a % 64);
+            for x in [a, b] {
+                if self.dense[x as usize] == NONE {
+                    self.dense[x as usize] = self.active.len() as u32;
+                    self.active.push(x);
                 }
             }
         }
-        self.flow.longest_all(&mut self.lp);
+        let k = self.active.len();
+        let mut flow = ChipFlow::new(k);
+        for &(a, b) in &self.arc_list {
+            flow.add(self.dense[a as usize], self.dense[b as usize]);
+        }
+        self.lp.clear();
+        self.lp.resize(k * k, -1);
+        flow.longest_all(&mut self.lp);
         self.fresh = true;
-        self.ok_memo.borrow_mut().iter_mut().for_each(|x| *x = 0);
+        self.ok_memo.borrow_mut().clear();
     }
 
+    /// Longest path from a to b: 0 when a == b, -1 when none, at least 2
+    /// when it can go round a cycle.
     fn lp(&self, a: u32, b: u32) -> i32 {
-        self.lp[a as usize * self.c + b as usize]
+        if a == b {
+            return 0;
+        }
+        let (i, j) = (self.dense[a as usize], self.dense[b as usize]);
+        if i == NONE || j == NONE {
+            return -1;
+        }
+        self.lp[i as usize * self.active.len() + j as usize]
     }
 
     fn reach(&self, a: u32, b: u32) -> bool {
@@ -204,14 +290,12 @@ impl Triangle {
 
     /// Whether adding arc a -> b (absent now) keeps every arc the only path.
     fn arc_ok(&self, a: u32, b: u32) -> bool {
-        let k = a as usize * self.c + b as usize;
-        match self.ok_memo.borrow()[k] {
-            1 => return true,
-            2 => return false,
-            _ => {}
+        let k = a * self.c as u32 + b;
+        if let Some(&ok) = self.ok_memo.borrow().get(&k) {
+            return ok;
         }
         let ok = self.arc_ok_now(a, b);
-        self.ok_memo.borrow_mut()[k] = if ok { 1 } else { 2 };
+        self.ok_memo.borrow_mut().insert(k, ok);
         ok
     }
 
@@ -253,8 +337,17 @@ impl Triangle {
         pc.dedup();
         sc.sort_unstable();
         sc.dedup();
-        let w = s.words().min(16);
-        let mut allowed = [0u64; 16];
+        match s.words() {
+            0..=1 => self.prune_with_n::<1>(v, pc, sc, s),
+            2..=4 => self.prune_with_n::<4>(v, pc, sc, s),
+            5..=16 => self.prune_with_n::<16>(v, pc, sc, s),
+            _ => self.prune_with_n::<MAX_WORDS>(v, pc, sc, s),
+        }
+    }
+
+    fn prune_with_n<const N: usize>(&self, v: u32, pc: &[u32], sc: &[u32], s: &mut Cx) -> Result<(), Fail> {
+        let w = s.words().min(N);
+        let mut allowed = [0u64; N];
         allowed[..w].copy_from_slice(&s.dom(v).words[..w]);
         for &a in pc.iter() {
             let row = self.heads(s, a);
@@ -274,7 +367,7 @@ impl Triangle {
         for &a in pc.iter() {
             for &b in sc.iter() {
                 if a == b || self.has_arc(s, a, b) {
-                    let mut pair = [0u64; 16];
+                    let mut pair = [0u64; N];
                     pair[(a / 64) as usize] |= 1 << (a % 64);
                     pair[(b / 64) as usize] |= 1 << (b % 64);
                     for k in 0..w {
@@ -307,12 +400,13 @@ impl Triangle {
         if let Some(r) = &self.heads_ok.borrow()[a as usize] {
             return r.clone();
         }
-        let mut r = vec![0u64; self.w];
-        for c in 0..self.c as u32 {
+        let mut r = self.all_but_active();
+        for &c in &self.active {
             if c == a || self.has_arc(s, a, c) || self.arc_ok(a, c) {
                 r[(c / 64) as usize] |= 1 << (c % 64);
             }
         }
+        set_bit(&mut r, a);
         self.heads_ok.borrow_mut()[a as usize] = Some(r.clone());
         r
     }
@@ -322,13 +416,27 @@ impl Triangle {
         if let Some(r) = &self.tails_ok.borrow()[b as usize] {
             return r.clone();
         }
-        let mut r = vec![0u64; self.w];
-        for c in 0..self.c as u32 {
+        let mut r = self.all_but_active();
+        for &c in &self.active {
             if c == b || self.has_arc(s, c, b) || self.arc_ok(c, b) {
                 r[(c / 64) as usize] |= 1 << (c % 64);
             }
         }
+        set_bit(&mut r, b);
         self.tails_ok.borrow_mut()[b as usize] = Some(r.clone());
+        r
+    }
+
+    /// Every chip that no arc touches: an arc to or from one closes no
+    /// cycle and shortcuts nothing (nothing reaches it, it reaches nothing).
+    fn all_but_active(&self) -> Vec<u64> {
+        let mut r = vec![0u64; self.w];
+        for c in 0..self.c as u32 {
+            set_bit(&mut r, c);
+        }
+        for &c in &self.active {
+            r[(c / 64) as usize] &= !(1 << (c % 64));
+        }
         r
     }
 
@@ -351,9 +459,10 @@ impl Propagator for Triangle {
         if s.cell(self.counted[x as usize]) != 0 {
             return Ok(());
         }
+        // The arcs as they stand before x counts (stale after a backtrack).
+        self.rebuild_arcs(s);
         s.set_cell(self.counted[x as usize], 1);
         let mut new_arc = false;
-        let c = self.c;
         let ends = net.succ[x as usize]
             .iter()
             .filter_map(|&w| s.value(w).map(|b| (cx, b)))
@@ -363,14 +472,9 @@ impl Propagator for Triangle {
         pairs.extend(ends);
         let mut fresh_arcs: Vec<(u32, u32)> = Vec::new();
         for &(a, b) in &pairs {
-            if a != b {
-                let cell = self.arcs[a as usize * c + b as usize];
-                let k = s.cell(cell);
-                s.set_cell(cell, k + 1);
-                if k == 0 {
-                    new_arc = true;
-                    fresh_arcs.push((a, b));
-                }
+            if self.count(a, b) {
+                new_arc = true;
+                fresh_arcs.push((a, b));
             }
         }
         self.pairs = pairs;
@@ -441,10 +545,9 @@ impl Propagator for Triangle {
     /// Arcs, ancestor and descendant chips rebuilt from the fixed nodes;
     /// then the rule checked, and every open node confined and pruned.
     fn propagate_from_scratch(&mut self, s: &mut Cx) -> Result<(), Fail> {
-        let (n, c) = (s.n(), self.c);
-        for k in 0..c * c {
-            s.set_cell(self.arcs[k], 0);
-        }
+        let n = s.n();
+        self.arcs.clear();
+        self.arcs_stale = false;
         for k in 0..n * self.w {
             s.set_cell(self.anc[k], 0);
             s.set_cell(self.desc[k], 0);
@@ -452,10 +555,7 @@ impl Propagator for Triangle {
         let net = s.net();
         for e in net.graph.placed_edges() {
             if let (Some(a), Some(b)) = (s.value(e.src), s.value(e.dst)) {
-                if a != b {
-                    let cell = self.arcs[a as usize * c + b as usize];
-                    s.set_cell(cell, s.cell(cell) + 1);
-                }
+                self.count(a, b);
             }
         }
         for x in 0..n as u32 {
@@ -479,5 +579,6 @@ impl Propagator for Triangle {
 
     fn on_backtrack(&mut self) {
         self.fresh = false;
+        self.arcs_stale = true;
     }
 }

@@ -26,17 +26,19 @@ pub struct Generic<'p> {
 /// The generic propagator of `rule`, with the chips that make a
 /// one-variable instance false removed at the root.
 pub fn build<'p>(cx: &mut Cx, rule: &'p GroundConstraint) -> Result<Box<dyn Propagator + 'p>, Fail> {
-    let mut g = Generic::new(rule, cx.n());
+    let mut g = Generic::over(rule, cx.n(), 0..rule.instances.len());
     g.propagate_from_scratch(cx)?;
     Ok(Box::new(g))
 }
 
 impl<'p> Generic<'p> {
-    fn new(rule: &'p GroundConstraint, n: usize) -> Generic<'p> {
-        let mut insts = Vec::with_capacity(rule.instances.len());
+    /// The generic propagator of some instances of `rule` (by index): the
+    /// families take the others.
+    pub(crate) fn over(rule: &'p GroundConstraint, n: usize, which: impl IntoIterator<Item = usize>) -> Generic<'p> {
+        let mut insts = Vec::new();
         let mut of_var = vec![Vec::new(); n];
-        for (i, inst) in rule.instances.iter().enumerate() {
-            let (vars, global) = inst.formula.dependencies();
+        for i in which {
+            let (vars, global) = rule.instances[i].formula.dependencies();
             if !global {
                 for &v in &vars {
                     of_var[v as usize].push(insts.len() as u32);
@@ -109,12 +111,18 @@ impl Propagator for Generic<'_> {
     }
 
     fn complete(&mut self, cx: &Cx) -> Result<(), Fail> {
+        if self.insts.is_empty() {
+            return Ok(());
+        }
         for v in 0..cx.n() as u32 {
             self.scratch[v as usize] = cx.value(v).unwrap_or(0);
         }
         let net = cx.net();
         let checker = Checker::over(net.graph, net.package, &self.scratch);
-        let ok = self.rule.instances.iter().all(|i| checker.holds(&i.formula));
+        let ok = self
+            .insts
+            .iter()
+            .all(|i| checker.holds(&self.rule.instances[i.index].formula));
         if ok {
             Ok(())
         } else {

@@ -5,7 +5,8 @@
 //! - over one node (`chip(u) != 0`): root domain filtering, computed by the
 //!   checker on every chip, and never propagated again;
 //! - a bounded sum or count over `chip(u) == k` conditions: a resource
-//!   propagator with trailed loads ([`resource`]);
+//!   propagator with trailed loads ([`resource`]), and with one instance
+//!   per chip, load bounds over runs of chips ([`spread`]);
 //! - over two nodes (relations over edges): arc consistency on a support
 //!   table shared by instances of the same shape ([`binary`]);
 //! - anything else: the generic propagator, over those instances only.
@@ -16,6 +17,7 @@
 mod binary;
 pub(crate) mod encode;
 mod resource;
+mod spread;
 #[cfg(test)]
 mod tests;
 
@@ -105,6 +107,14 @@ impl Propagator for Family<'_> {
             self.generic.on_change(x, cx)?;
         }
         Ok(())
+    }
+
+    fn has_late(&self) -> bool {
+        self.resource.has_late()
+    }
+
+    fn late(&mut self, cx: &mut Cx) -> Result<(), Fail> {
+        self.resource.late(cx)
     }
 
     fn complete(&mut self, cx: &Cx) -> Result<(), Fail> {

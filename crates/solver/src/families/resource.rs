@@ -5,6 +5,7 @@
 //! weights prune only past a rounding margin, and the checker judges the
 //! complete placement.
 
+use super::spread::{Spread, Units};
 use crate::checker::Checker;
 use crate::propagator::Cx;
 use crate::store::Fail;
@@ -105,6 +106,7 @@ pub(crate) struct Resource {
     counted: Vec<u32>,
     /// Instances the checker must judge on a complete placement.
     inexact: Vec<usize>,
+    spread: Option<Spread>,
 }
 
 /// Loads are f64 kept bit for bit in trailed i64 cells.
@@ -156,11 +158,44 @@ impl Resource {
         let counted = (0..n)
             .map(|u| if of_node[u].is_empty() { u32::MAX } else { cx.new_cell(0) })
             .collect();
+        let spread = Resource::spread(cx, &insts, inexact.is_empty());
         Resource {
             insts,
             of_node,
             counted,
             inexact,
+            spread,
+        }
+    }
+
+    /// Run bounds, when every instance bounds one chip and no chip has two.
+    fn spread(cx: &mut Cx, insts: &[Inst], exact: bool) -> Option<Spread> {
+        let mut per_chip: Vec<Option<(f64, Vec<(u32, f64)>)>> = vec![None; cx.chips()];
+        let mut total: f64 = 0.0;
+        for inst in insts {
+            let Some(&(_, k, _)) = inst.items.first() else { continue };
+            if inst.items.iter().any(|it| it.1 != k) || per_chip[k as usize].is_some() {
+                return None;
+            }
+            total = total.max(inst.items.iter().map(|i| i.2).sum::<f64>());
+            let items = inst.items.iter().map(|&(u, _, w)| (u, w)).collect();
+            per_chip[k as usize] = Some((inst.limit - inst.base, items));
+        }
+        let units = Units {
+            exact,
+            scale: if total > 0.0 { (1u64 << 40) as f64 / total } else { 1.0 },
+        };
+        Spread::new(cx, &per_chip, &units)
+    }
+
+    pub fn has_late(&self) -> bool {
+        self.spread.is_some()
+    }
+
+    pub fn late(&self, cx: &mut Cx) -> Result<(), Fail> {
+        match &self.spread {
+            Some(s) => s.check(cx),
+            None => Ok(()),
         }
     }
 
@@ -170,6 +205,9 @@ impl Resource {
 
     /// Counts fixed node `x`'s items, then turns away what no longer fits.
     pub fn on_change(&self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
+        if let Some(s) = &self.spread {
+            s.on_change(x, cx);
+        }
         let cell = self.counted[x as usize];
         if cell == u32::MAX || cx.cell(cell) != 0 {
             return Ok(());
@@ -227,7 +265,10 @@ impl Resource {
             put(cx, inst.load, load);
             self.crowd_out(inst, load, cx)?;
         }
-        Ok(())
+        match &self.spread {
+            Some(s) => s.propagate_from_scratch(cx),
+            None => Ok(()),
+        }
     }
 
     /// The instances summed with a margin, judged exactly.

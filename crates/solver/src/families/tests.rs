@@ -232,3 +232,46 @@ fn families_agree_with_enumeration_and_the_generic_path() {
     }
     assert!(failed > 0 && pruned > 0, "failures {failed}, stronger pruning {pruned}");
 }
+
+#[test]
+fn nodes_confined_to_a_run_of_chips_must_fit_its_room() {
+    let (g, p) = (graph(&[0; 3], &[]), ring(&[9; 3]));
+    let r = rule(counts(3, 3, 1.0));
+    let mut s = TestSolver::new(&g, &p);
+    s.post(build, &r).unwrap();
+    s.set(0, &[0, 1]).unwrap();
+    s.set(1, &[0, 1]).unwrap();
+    s.propagate().unwrap();
+    s.set(2, &[1, 2]).unwrap();
+    s.propagate().unwrap();
+    s.set(2, &[0, 1]).unwrap();
+    assert!(s.propagate().is_err(), "three nodes within chips 0 and 1, one a chip");
+    let mut t = TestSolver::new(&g, &p);
+    t.post(build, &r).unwrap();
+    t.set(1, &[1, 2]).unwrap();
+    t.set(2, &[2]).unwrap();
+    t.set(0, &[1, 2]).unwrap();
+    assert!(t.propagate().is_err(), "the same from the last chip");
+}
+
+#[test]
+fn run_bounds_match_from_scratch() {
+    let failed = check_incremental_against_scratch(29, 400, build, |g| {
+        rule(counts(g.num_placed() as u32, 5, 1.0))
+    });
+    // Fractional weights: run bounds in scaled units.
+    assert!(failed > 0, "some decisions fail");
+    let failed = check_incremental_against_scratch(31, 400, build, |g| {
+        let n = g.num_placed() as u32;
+        let fs = (0..5)
+            .map(|k| {
+                let items = (0..n)
+                    .map(|u| (on(u, k), Term::Const(0.3 * (g.placed_node(u).params + 1) as f64)))
+                    .collect();
+                cmp(CmpOp::Le, Term::Sum(items), Term::Const(0.7))
+            })
+            .collect();
+        rule(fs)
+    });
+    assert!(failed > 0, "some decisions fail");
+}

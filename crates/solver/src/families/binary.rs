@@ -69,7 +69,8 @@ impl Binary {
             }
         };
         let table = &self.tables[t as usize];
-        let full = (0..self.chips).all(|x| (0..self.chips).all(|y| table[x * self.words + y / 64] >> (y % 64) & 1 == 1));
+        let full =
+            (0..self.chips).all(|x| (0..self.chips).all(|y| table[x * self.words + y / 64] >> (y % 64) & 1 == 1));
         if full {
             return false;
         }

@@ -121,15 +121,8 @@ impl Propagator for Family<'_> {
         if self.has_generic {
             self.generic.complete(cx)?;
         }
-        if !self.resource.is_exact() {
-            for v in 0..cx.n() as u32 {
-                self.scratch[v as usize] = cx.value(v).unwrap_or(0);
-            }
-            let net = cx.net();
-            let checker = Checker::over(net.graph, net.package, &self.scratch);
-            if !self.resource.complete(self.rule, &checker) {
-                return Err(cx.fail());
-            }
+        if !self.resource.is_exact() && !self.resource.complete(self.rule, cx, &mut self.scratch) {
+            return Err(cx.fail());
         }
         Ok(())
     }

@@ -5,7 +5,7 @@
 //! weights prune only past a rounding margin, and the checker judges the
 //! complete placement.
 
-use super::spread::{Spread, Units};
+use super::spread::{ChipBound, Spread, Units};
 use crate::checker::Checker;
 use crate::propagator::Cx;
 use crate::store::Fail;
@@ -91,6 +91,8 @@ pub(crate) fn recognise(f: &Formula, chips: usize) -> Option<Shape> {
 struct Inst {
     /// What may be loaded: `cap` plus the rounding margin.
     limit: f64,
+    /// The rounding margin in `limit` (0 for exact sums).
+    slack: f64,
     base: f64,
     load: u32,
     /// Items, heaviest first.
@@ -104,8 +106,9 @@ pub(crate) struct Resource {
     of_node: Vec<Vec<(u32, u32, f64)>>,
     /// Per node: a cell set once its items are counted.
     counted: Vec<u32>,
-    /// Instances the checker must judge on a complete placement.
-    inexact: Vec<usize>,
+    /// Instances the checker must judge on a complete placement: (index
+    /// in the constraint, position here).
+    inexact: Vec<(usize, usize)>,
     spread: Option<Spread>,
 }
 
@@ -143,20 +146,27 @@ impl Resource {
             let slack = if s.exact {
                 0.0
             } else {
-                inexact.push(index);
+                inexact.push((index, insts.len()));
                 let total: f64 = s.base + items.iter().map(|i| i.2).sum::<f64>();
                 1e-9 * (s.cap.abs() + total)
             };
             let load = cx.new_cell(0);
             insts.push(Inst {
                 limit: s.cap + slack,
+                slack,
                 base: s.base,
                 load,
                 items,
             });
         }
         let counted = (0..n)
-            .map(|u| if of_node[u].is_empty() { u32::MAX } else { cx.new_cell(0) })
+            .map(|u| {
+                if of_node[u].is_empty() {
+                    u32::MAX
+                } else {
+                    cx.new_cell(0)
+                }
+            })
             .collect();
         let spread = Resource::spread(cx, &insts, inexact.is_empty());
         Resource {
@@ -170,7 +180,7 @@ impl Resource {
 
     /// Run bounds, when every instance bounds one chip and no chip has two.
     fn spread(cx: &mut Cx, insts: &[Inst], exact: bool) -> Option<Spread> {
-        let mut per_chip: Vec<Option<(f64, Vec<(u32, f64)>)>> = vec![None; cx.chips()];
+        let mut per_chip: Vec<Option<ChipBound>> = vec![None; cx.chips()];
         let mut total: f64 = 0.0;
         for inst in insts {
             let Some(&(_, k, _)) = inst.items.first() else { continue };
@@ -272,8 +282,27 @@ impl Resource {
     }
 
     /// The instances summed with a margin, judged exactly.
-    pub fn complete(&self, rule: &GroundConstraint, checker: &Checker) -> bool {
-        self.inexact.iter().all(|&i| checker.holds(&rule.instances[i].formula))
+    /// Judges the instances summed with a margin whose load is within the
+    /// margin of the capacity (below it, rounding cannot matter).
+    pub fn complete(&self, rule: &GroundConstraint, cx: &Cx, chips: &mut [u32]) -> bool {
+        let near: Vec<usize> = self
+            .inexact
+            .iter()
+            .filter(|&&(_, at)| {
+                let inst = &self.insts[at];
+                inst.base + get(cx, inst.load) > inst.limit - 2.0 * inst.slack
+            })
+            .map(|&(i, _)| i)
+            .collect();
+        if near.is_empty() {
+            return true;
+        }
+        for (v, c) in chips.iter_mut().enumerate() {
+            *c = cx.value(v as u32).unwrap_or(0);
+        }
+        let net = cx.net();
+        let checker = Checker::over(net.graph, net.package, chips);
+        near.iter().all(|&i| checker.holds(&rule.instances[i].formula))
     }
 
     pub fn is_exact(&self) -> bool {

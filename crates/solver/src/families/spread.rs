@@ -48,10 +48,13 @@ impl Units {
     }
 }
 
+/// One chip's bound: its room, and each node's weight there.
+pub(crate) type ChipBound = (f64, Vec<(u32, f64)>);
+
 impl Spread {
     /// `per_chip[k]`: the room of chip k's instance and each node's weight
     /// there, or `None` for a chip no instance bounds.
-    pub fn new(cx: &mut Cx, per_chip: &[Option<(f64, Vec<(u32, f64)>)>], units: &Units) -> Option<Spread> {
+    pub fn new(cx: &mut Cx, per_chip: &[Option<ChipBound>], units: &Units) -> Option<Spread> {
         let n = cx.n();
         let c = per_chip.len();
         let mut wmin = vec![i64::MAX; n];
@@ -75,7 +78,9 @@ impl Spread {
         }
         let by_max = (0..c).map(|_| cx.new_cell(0)).collect();
         let by_min = (0..c).map(|_| cx.new_cell(0)).collect();
-        let at = (0..n).map(|u| if wmin[u] > 0 { cx.new_cell(-1) } else { u32::MAX }).collect();
+        let at = (0..n)
+            .map(|u| if wmin[u] > 0 { cx.new_cell(-1) } else { u32::MAX })
+            .collect();
         Some(Spread {
             wmin,
             room,

@@ -35,7 +35,13 @@ fn cmp(op: CmpOp, a: Term, b: Term) -> Formula {
 /// `count(chip(u) == k) <= cap` for each chip k.
 fn counts(n: u32, chips: u32, cap: f64) -> Vec<Formula> {
     (0..chips)
-        .map(|k| cmp(CmpOp::Le, Term::Count((0..n).map(|u| on(u, k)).collect()), Term::Const(cap)))
+        .map(|k| {
+            cmp(
+                CmpOp::Le,
+                Term::Count((0..n).map(|u| on(u, k)).collect()),
+                Term::Const(cap),
+            )
+        })
         .collect()
 }
 
@@ -61,7 +67,9 @@ fn mixed(g: &Graph) -> GroundConstraint {
         let d = Term::Sub(Box::new(Term::Chip(e.dst)), Box::new(Term::Chip(e.src)));
         fs.push(cmp(CmpOp::Le, d, Term::Const(1.0)));
     }
-    let off0 = (0..n).map(|u| cmp(CmpOp::Ne, Term::Chip(u), Term::Const(0.0))).collect();
+    let off0 = (0..n)
+        .map(|u| cmp(CmpOp::Ne, Term::Chip(u), Term::Const(0.0)))
+        .collect();
     fs.push(cmp(CmpOp::Ge, Term::Count(off0), Term::Const(1.0)));
     rule(fs)
 }
@@ -147,16 +155,11 @@ fn incremental_propagation_matches_from_scratch() {
 }
 
 /// Every valid completion of the decisions, by enumeration.
-fn completions(g: &Graph, p: &mcm_core::package::Package, r: &GroundConstraint, doms: &[Vec<u32>]) -> Vec<Vec<u32>> {
+fn completions(g: &Graph, p: &mcm_core::package::Package, rs: &[GroundConstraint], doms: &[Vec<u32>]) -> Vec<Vec<u32>> {
     let n = doms.len();
     let mut out = Vec::new();
     let mut chips = vec![0u32; n];
-    fn walk(
-        i: usize,
-        chips: &mut Vec<u32>,
-        doms: &[Vec<u32>],
-        ok: &mut dyn FnMut(&[u32]),
-    ) {
+    fn walk(i: usize, chips: &mut Vec<u32>, doms: &[Vec<u32>], ok: &mut dyn FnMut(&[u32])) {
         if i == doms.len() {
             ok(chips);
             return;
@@ -168,7 +171,7 @@ fn completions(g: &Graph, p: &mcm_core::package::Package, r: &GroundConstraint, 
     }
     walk(0, &mut chips, doms, &mut |pl| {
         let checker = Checker::over(g, p, pl);
-        if r.instances.iter().all(|i| checker.holds(&i.formula)) {
+        if rs.iter().flat_map(|r| &r.instances).all(|i| checker.holds(&i.formula)) {
             out.push(pl.to_vec());
         }
     });
@@ -185,18 +188,20 @@ fn families_agree_with_enumeration_and_the_generic_path() {
     let (mut failed, mut pruned) = (0, 0);
     for case in 0..300 {
         let (g, p) = random_instance(&mut rng, 6, 4);
-        let r = mixed(&g);
         let n = g.num_placed() as u32;
+        // A count on its own constraint gets run bounds as well.
+        let rs = [mixed(&g), rule(counts(n, 6, 2.0))];
         let c = p.num_chips() as u32;
         let mut doms: Vec<Vec<u32>> = (0..n).map(|_| (0..c).collect()).collect();
         for _ in 0..rng.random_range(0..=n) {
             let u = rng.random_range(0..n) as usize;
             doms[u] = vec![rng.random_range(0..c)];
         }
-        let valid = completions(&g, &p, &r, &doms);
+        let valid = completions(&g, &p, &rs, &doms);
         let run = |b: crate::rules::Build| {
             let mut s = TestSolver::new(&g, &p);
-            s.post(b, &r)?;
+            s.post(b, &rs[0])?;
+            s.post(b, &rs[1])?;
             for (u, d) in doms.iter().enumerate() {
                 s.set(u as u32, d)?;
             }
@@ -256,9 +261,7 @@ fn nodes_confined_to_a_run_of_chips_must_fit_its_room() {
 
 #[test]
 fn run_bounds_match_from_scratch() {
-    let failed = check_incremental_against_scratch(29, 400, build, |g| {
-        rule(counts(g.num_placed() as u32, 5, 1.0))
-    });
+    let failed = check_incremental_against_scratch(29, 400, build, |g| rule(counts(g.num_placed() as u32, 5, 1.0)));
     // Fractional weights: run bounds in scaled units.
     assert!(failed > 0, "some decisions fail");
     let failed = check_incremental_against_scratch(31, 400, build, |g| {

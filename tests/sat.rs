@@ -31,7 +31,8 @@ impl Lcg {
     }
 }
 
-/// User-written rules, in the test file itself, so that they take the generic path.
+/// User-written rules, in the test file itself: no native key, so the
+/// propagator families of their shapes, or the generic path.
 const USER_RULES: &str = "\
 constraint near(k: int) { forall (u, v) in edges: hops(chip(u), chip(v)) <= k }
 constraint at_most(k: int) { forall d in chips: count(u in nodes where chip(u) == d) <= k }
@@ -42,6 +43,10 @@ constraint first_used() { exists u in nodes: chip(u) == 0 }
 constraint low_top(k: int) { max(u in nodes) chip(u) <= k }
 constraint same_or_next() { forall (u, v) in edges: chip(v) - chip(u) <= 1 and chip(u) - chip(v) <= 1 }
 constraint skip_even() { forall u in nodes: chip(u) % 2 == 0 or chip(u) == 1 }
+constraint heavy_off0() { forall u in nodes where u.params > 0 B: chip(u) != 0 }
+constraint ratio() { forall d in chips: sum(u in nodes where chip(u) == d) u.params / (d.memory + 1 KiB) <= 0.5 }
+constraint fewer_than(k: int) { forall d in chips: count(u in nodes where chip(u) == d) < k }
+constraint up_to(k: int) { forall (u, v) in edges: chip(v) - chip(u) <= k }
 ";
 
 const STD: [&str; 4] = ["acyclic_flow", "no_skip", "triangle_dependency", "memory_capacity"];
@@ -93,6 +98,10 @@ fn random_program(rng: &mut Lcg) -> String {
         format!("low_top({})", rng.below(4)),
         "same_or_next".to_string(),
         "skip_even".to_string(),
+        "heavy_off0".to_string(),
+        "ratio".to_string(),
+        format!("fewer_than({})", 1 + rng.below(3)),
+        format!("up_to({})", rng.below(3)),
     ];
     for u in user {
         if rng.chance(15) {

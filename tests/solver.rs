@@ -19,6 +19,10 @@ const RULES: &[&str] = &[
     "near(1)",
     "my_triangle",
     "balanced",
+    "heavy_off0",
+    "ratio",
+    "fewer_than(2)",
+    "up_to(1)",
 ];
 
 /// A random tiny problem as program text, with a random subset of rules.
@@ -49,6 +53,10 @@ fn instance(rng: &mut ChaCha8Rng, max_nodes: usize, max_chips: usize) -> String 
          constraint near(k: int) {{ forall (u, v) in edges: hops(chip(u), chip(v)) <= k }}\n\
          constraint my_triangle() {{ forall (u, v) in edges: chip(u) != chip(v) -> longest_path(chip(u), chip(v)) == 1 }}\n\
          constraint balanced() {{ forall d in chips: count(u in nodes where chip(u) == d) <= 2 }}\n\
+         constraint heavy_off0() {{ forall u in nodes where u.params > 0 B: chip(u) != 0 }}\n\
+         constraint ratio() {{ forall d in chips: sum(u in nodes where chip(u) == d) u.params / (d.memory + 1 KiB) <= 0.5 }}\n\
+         constraint fewer_than(k: int) {{ forall d in chips: count(u in nodes where chip(u) == d) < k }}\n\
+         constraint up_to(k: int) {{ forall (u, v) in edges: chip(v) - chip(u) <= k }}\n\
          let t = {topo}, memory = {mem} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
          let g = graph {{\n{g}}}\n\
          partition g onto t {{ {} }}\n",

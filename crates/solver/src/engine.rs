@@ -4,6 +4,7 @@
 //! returns the number of decisions still standing.
 
 use super::domain::{mask_of, Dom};
+use super::families;
 use super::generic;
 use super::propagator::{Cx, Net, Propagator};
 use super::rules;
@@ -13,8 +14,9 @@ use mcm_core::problem::{Placement, Problem};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
-    /// Native propagators for the rules of `std::placement`; when false,
-    /// every rule goes through the generic path (for differential tests).
+    /// Native propagators for the rules of `std::placement`, and the
+    /// propagator families for other rules; when false, every rule goes
+    /// through the generic path (for differential tests).
     pub native: bool,
     /// Ask the SAT backing for the culprit when propagation proves that
     /// the standing decisions fail, and backjump to it.
@@ -101,6 +103,8 @@ impl<'p> Solver<'p> {
             let mut cx = Cx::new(&mut store, &net, k);
             let p = match native {
                 Some(rule) => (rule.propagator)(&mut cx, c),
+                // A rule without a native key: the families of its shapes.
+                None if options.native => families::build(&mut cx, c),
                 None => generic::build(&mut cx, c),
             };
             props.push(p.map_err(root_fail)?);

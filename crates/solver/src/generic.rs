@@ -3,6 +3,14 @@
 //! chips that would make it false are removed (forward checking). Instances
 //! over the flow graph (`flows`, `longest_path`) depend on every node and
 //! are checked when the placement is complete.
+//!
+//! Each local instance watches two of its open variables, as a SAT solver
+//! watches two literals of a clause: while two are open nothing can be
+//! inferred, so fixing an unwatched variable costs nothing, and fixing a
+//! watched one moves the watch to another open variable, or, when none is
+//! left, checks or forward-checks the instance. Watches need no undoing: a
+//! watched variable is fixed only after every other one but the other
+//! watch, so backtracking that reopens any of those reopens it too.
 
 use crate::checker::Checker;
 use crate::propagator::{Cx, Net, Propagator};
@@ -13,42 +21,71 @@ struct Inst {
     index: usize,
     vars: Vec<u32>,
     global: bool,
+    /// The watched variables (one for a one-variable instance).
+    watch: [u32; 2],
 }
 
 pub struct Generic<'p> {
     rule: &'p GroundConstraint,
     insts: Vec<Inst>,
-    /// Instances mentioning each variable (local instances only).
+    /// Instances watching each variable (local instances only).
     of_var: Vec<Vec<u32>>,
+    /// Variables some local instance mentions: any may come to be watched.
+    mentioned: Vec<bool>,
     scratch: Vec<u32>,
 }
 
 /// The generic propagator of `rule`, with the chips that make a
 /// one-variable instance false removed at the root.
 pub fn build<'p>(cx: &mut Cx, rule: &'p GroundConstraint) -> Result<Box<dyn Propagator + 'p>, Fail> {
-    let mut g = Generic::new(rule, cx.n());
+    let mut g = Generic::over(rule, cx.n(), 0..rule.instances.len());
     g.propagate_from_scratch(cx)?;
     Ok(Box::new(g))
 }
 
 impl<'p> Generic<'p> {
-    fn new(rule: &'p GroundConstraint, n: usize) -> Generic<'p> {
-        let mut insts = Vec::with_capacity(rule.instances.len());
-        let mut of_var = vec![Vec::new(); n];
-        for (i, inst) in rule.instances.iter().enumerate() {
-            let (vars, global) = inst.formula.dependencies();
+    /// The generic propagator of some instances of `rule` (by index): the
+    /// families take the others.
+    pub(crate) fn over(rule: &'p GroundConstraint, n: usize, which: impl IntoIterator<Item = usize>) -> Generic<'p> {
+        let mut insts = Vec::new();
+        let mut mentioned = vec![false; n];
+        for i in which {
+            let (vars, global) = rule.instances[i].formula.dependencies();
             if !global {
                 for &v in &vars {
-                    of_var[v as usize].push(insts.len() as u32);
+                    mentioned[v as usize] = true;
                 }
             }
-            insts.push(Inst { index: i, vars, global });
+            insts.push(Inst {
+                index: i,
+                vars,
+                global,
+                watch: [u32::MAX; 2],
+            });
         }
         Generic {
             rule,
             insts,
-            of_var,
+            of_var: vec![Vec::new(); n],
+            mentioned,
             scratch: vec![0; n],
+        }
+    }
+
+    /// Every local instance watches two of its open variables (its fixed
+    /// ones when fewer are open).
+    fn rewatch(&mut self, cx: &Cx) {
+        self.of_var.iter_mut().for_each(Vec::clear);
+        for (k, inst) in self.insts.iter_mut().enumerate() {
+            if inst.global || inst.vars.is_empty() {
+                continue;
+            }
+            let mut order: Vec<u32> = inst.vars.iter().copied().filter(|&v| cx.value(v).is_none()).collect();
+            order.extend(inst.vars.iter().copied().filter(|&v| cx.value(v).is_some()));
+            inst.watch = [order[0], *order.get(1).unwrap_or(&u32::MAX)];
+            for &v in order.iter().take(2) {
+                self.of_var[v as usize].push(k as u32);
+            }
         }
     }
 
@@ -87,19 +124,45 @@ impl<'p> Generic<'p> {
 
 impl Propagator for Generic<'_> {
     fn watches(&self, n: usize) -> Vec<u32> {
-        (0..n as u32).filter(|&v| !self.of_var[v as usize].is_empty()).collect()
+        (0..n as u32).filter(|&v| self.mentioned[v as usize]).collect()
     }
 
+    /// Only a fixed watched variable matters: its watch moves on, or its
+    /// instance has at most one open variable left and is visited.
     fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
-        for j in 0..self.of_var[x as usize].len() {
+        if cx.value(x).is_none() {
+            return Ok(());
+        }
+        let mut j = 0;
+        while j < self.of_var[x as usize].len() {
             let k = self.of_var[x as usize][j] as usize;
-            self.visit(k, cx)?;
+            let inst = &mut self.insts[k];
+            let slot = usize::from(inst.watch[0] != x);
+            let other = inst.watch[1 - slot];
+            let next = inst
+                .vars
+                .iter()
+                .copied()
+                .find(|&v| v != x && v != other && cx.value(v).is_none());
+            match next {
+                Some(v) => {
+                    inst.watch[slot] = v;
+                    self.of_var[x as usize].swap_remove(j);
+                    self.of_var[v as usize].push(k as u32);
+                }
+                None => {
+                    self.visit(k, cx)?;
+                    j += 1;
+                }
+            }
         }
         Ok(())
     }
 
-    /// Every local instance, checked or forward-checked.
+    /// Every local instance, checked or forward-checked, with its watches
+    /// chosen again.
     fn propagate_from_scratch(&mut self, cx: &mut Cx) -> Result<(), Fail> {
+        self.rewatch(cx);
         for k in 0..self.insts.len() {
             if !self.insts[k].global {
                 self.visit(k, cx)?;
@@ -109,12 +172,18 @@ impl Propagator for Generic<'_> {
     }
 
     fn complete(&mut self, cx: &Cx) -> Result<(), Fail> {
+        if self.insts.is_empty() {
+            return Ok(());
+        }
         for v in 0..cx.n() as u32 {
             self.scratch[v as usize] = cx.value(v).unwrap_or(0);
         }
         let net = cx.net();
         let checker = Checker::over(net.graph, net.package, &self.scratch);
-        let ok = self.rule.instances.iter().all(|i| checker.holds(&i.formula));
+        let ok = self
+            .insts
+            .iter()
+            .all(|i| checker.holds(&self.rule.instances[i.index].formula));
         if ok {
             Ok(())
         } else {

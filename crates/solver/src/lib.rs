@@ -8,6 +8,7 @@ pub mod checker;
 pub mod domain;
 pub mod engine;
 pub mod exhaustive;
+pub mod families;
 pub mod flow;
 pub mod generic;
 #[cfg(test)]

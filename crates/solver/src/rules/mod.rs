@@ -6,7 +6,7 @@
 //! generic path. Adding a native rule is one folder and one row.
 
 mod acyclic_flow;
-mod memory_capacity;
+pub(crate) mod memory_capacity;
 mod no_skip;
 mod triangle_dependency;
 

@@ -6,6 +6,7 @@
 use super::eval::Partial;
 use super::{SatOptions, SatStats};
 use crate::checker::Checker;
+use crate::families::encode::FamilyEncoding;
 use crate::rules::{self, NATIVE_RULES};
 use mcm_core::graph::Graph;
 use mcm_core::package::Package;
@@ -262,6 +263,7 @@ pub(crate) fn encode(solver: &mut Solver<'static>, problem: &Problem, opts: &Sat
     let mut generic_lazy = Vec::new();
     // One encoding per native rule, made when its first constraint comes.
     let mut used: Vec<Option<Box<dyn RuleEncoding>>> = NATIVE_RULES.iter().map(|_| None).collect();
+    let mut family: Option<Box<dyn RuleEncoding>> = None;
     let mut enc = Enc {
         m: &mut m,
         solver,
@@ -282,6 +284,10 @@ pub(crate) fn encode(solver: &mut Solver<'static>, problem: &Problem, opts: &Sat
                     ii,
                     &inst.formula,
                 ),
+                // No native key: the families of its instances' shapes.
+                None if native => family
+                    .get_or_insert_with(|| Box::new(FamilyEncoding::new(opts)))
+                    .encode(&mut enc, ci, ii, &inst.formula),
                 None => false,
             };
             if !done {
@@ -298,7 +304,7 @@ pub(crate) fn encode(solver: &mut Solver<'static>, problem: &Problem, opts: &Sat
             }
         }
     }
-    let mut natives: Vec<Box<dyn RuleEncoding>> = used.into_iter().flatten().collect();
+    let mut natives: Vec<Box<dyn RuleEncoding>> = used.into_iter().flatten().chain(family).collect();
     for r in &mut natives {
         r.finish(&mut enc);
     }

@@ -12,7 +12,7 @@ use varisat::{Lit, Solver};
 
 /// The instances of every `memory_capacity` constraint, and the budgets
 /// they share.
-pub(super) struct MemoryEncoding {
+pub(crate) struct MemoryEncoding {
     mem: Vec<MemInst>,
     /// Eager pair clauses left.
     pair_budget: usize,
@@ -21,7 +21,7 @@ pub(super) struct MemoryEncoding {
 }
 
 impl MemoryEncoding {
-    pub(super) fn boxed(opts: &SatOptions) -> Box<dyn RuleEncoding> {
+    pub(crate) fn boxed(opts: &SatOptions) -> Box<dyn RuleEncoding> {
         Box::new(MemoryEncoding {
             mem: Vec::new(),
             pair_budget: opts.memory_pairs,
@@ -185,7 +185,9 @@ fn memory_counter(m: &mut Model, solver: &mut Solver, mi: &MemInst, budget: usiz
         .filter(|it| it.2 <= mi.cap)
         .map(|&(u, d, w)| (u, d, w as u128))
         .collect();
-    for k in COUNTER_UNITS {
+    // A small integer capacity is counted in its own units: exact.
+    let exact = (mi.cap <= COUNTER_UNITS[0] as f64).then_some(mi.cap as u64);
+    for k in exact.into_iter().chain(COUNTER_UNITS) {
         let mut items: Vec<(Lit, usize)> = fits
             .iter()
             .filter(|it| it.2 * k as u128 >= cap)

@@ -6,6 +6,7 @@ mod propagator;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use encode::MemoryEncoding;
 pub use propagator::Memory;
 
 pub(super) const RULE: super::NativeRule = super::NativeRule {

@@ -1,0 +1,131 @@
+//! Instances over two nodes (relations over edges, whatever their formula):
+//! a support table per distinct shape, computed once by the checker over
+//! every pair of chips, and arc consistency on each pair. Arc consistency
+//! has one fixpoint, so incremental and from-scratch propagation agree.
+
+use crate::checker::Checker;
+use crate::domain::set_bit;
+use crate::propagator::Cx;
+use crate::store::Fail;
+use mcm_core::problem::Formula;
+use std::collections::HashMap;
+
+/// The most chip pairs a shape's table may take to compute; past it the
+/// instances stay generic.
+pub(crate) const TABLE_LIMIT: usize = 1 << 16;
+
+struct Pair {
+    a: u32,
+    b: u32,
+    table: u32,
+}
+
+/// The binary instances of one constraint.
+pub(crate) struct Binary {
+    pairs: Vec<Pair>,
+    /// Per table: for each chip of `a` the chips of `b` it supports, then for
+    /// each chip of `b` the chips of `a`; `words` words each.
+    tables: Vec<Vec<u64>>,
+    of_node: Vec<Vec<u32>>,
+    chips: usize,
+    words: usize,
+    mask: Vec<u64>,
+}
+
+/// The formula with its two nodes renamed, as the key of its table: the
+/// same relation on other nodes shares it (attributes are already folded
+/// into constants, so equal text is an equal relation).
+fn shape_key(f: &Formula, a: u32, b: u32) -> String {
+    format!("{f:?}")
+        .replace(&format!("Chip({a})"), "Chip(#a)")
+        .replace(&format!("Chip({b})"), "Chip(#b)")
+}
+
+impl Binary {
+    pub fn new(cx: &Cx, chips: usize) -> Binary {
+        let words = cx.words();
+        Binary {
+            pairs: Vec::new(),
+            tables: Vec::new(),
+            of_node: vec![Vec::new(); cx.n()],
+            chips,
+            words,
+            mask: vec![0; words],
+        }
+    }
+
+    /// Adds instance `f` over nodes `a` and `b`, computing its table unless
+    /// a table of the same shape exists. Returns false when the instance
+    /// always holds (nothing to propagate).
+    pub fn add(&mut self, cx: &Cx, f: &Formula, a: u32, b: u32, cache: &mut HashMap<String, u32>) -> bool {
+        let key = shape_key(f, a, b);
+        let t = match cache.get(&key) {
+            Some(&t) => t,
+            None => {
+                let t = self.tables.len() as u32;
+                self.tables.push(self.table(cx, f, a, b));
+                cache.insert(key, t);
+                t
+            }
+        };
+        let table = &self.tables[t as usize];
+        let full =
+            (0..self.chips).all(|x| (0..self.chips).all(|y| table[x * self.words + y / 64] >> (y % 64) & 1 == 1));
+        if full {
+            return false;
+        }
+        let p = self.pairs.len() as u32;
+        self.pairs.push(Pair { a, b, table: t });
+        self.of_node[a as usize].push(p);
+        self.of_node[b as usize].push(p);
+        true
+    }
+
+    fn table(&self, cx: &Cx, f: &Formula, a: u32, b: u32) -> Vec<u64> {
+        let (c, w) = (self.chips, self.words);
+        let mut t = vec![0u64; 2 * c * w];
+        let mut chips = vec![0u32; cx.n()];
+        let net = cx.net();
+        for x in 0..c as u32 {
+            for y in 0..c as u32 {
+                chips[a as usize] = x;
+                chips[b as usize] = y;
+                if Checker::over(net.graph, net.package, &chips).holds(f) {
+                    set_bit(&mut t[x as usize * w..(x as usize + 1) * w], y);
+                    set_bit(&mut t[(c + y as usize) * w..(c + y as usize + 1) * w], x);
+                }
+            }
+        }
+        t
+    }
+
+    pub fn watches(&self, out: &mut Vec<u32>) {
+        out.extend((0..self.of_node.len() as u32).filter(|&u| !self.of_node[u as usize].is_empty()));
+    }
+
+    /// The other end of each pair of `x` keeps the chips some chip of `x` supports.
+    pub fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
+        for j in 0..self.of_node[x as usize].len() {
+            let p = &self.pairs[self.of_node[x as usize][j] as usize];
+            let (other, half) = if p.a == x { (p.b, 0) } else { (p.a, self.chips) };
+            let table = &self.tables[p.table as usize];
+            self.mask.iter_mut().for_each(|m| *m = 0);
+            for v in cx.dom(x).iter() {
+                let row = &table[(half + v as usize) * self.words..(half + v as usize + 1) * self.words];
+                for (m, r) in self.mask.iter_mut().zip(row) {
+                    *m |= r;
+                }
+            }
+            cx.restrict(other, &self.mask)?;
+        }
+        Ok(())
+    }
+
+    /// Both ends of every pair revised.
+    pub fn propagate_from_scratch(&mut self, cx: &mut Cx) -> Result<(), Fail> {
+        for u in 0..self.of_node.len() as u32 {
+            self.on_change(u, cx)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,138 @@
+//! Propagator families: a rule a user writes compiles to native-speed
+//! propagation chosen by the shape of its ground formulas, not its name.
+//! Each instance of a constraint is classified on its own:
+//!
+//! - over one node (`chip(u) != 0`): root domain filtering, computed by the
+//!   checker on every chip, and never propagated again;
+//! - a bounded sum or count over `chip(u) == k` conditions: a resource
+//!   propagator with trailed loads ([`resource`]), and with one instance
+//!   per chip, load bounds over runs of chips ([`spread`]);
+//! - over two nodes (relations over edges): arc consistency on a support
+//!   table shared by instances of the same shape ([`binary`]);
+//! - anything else: the generic propagator, over those instances only.
+//!
+//! Recognisers are exact or decline: a declined instance is generic.
+//! The SAT side is [`encode`].
+
+mod binary;
+pub(crate) mod encode;
+mod resource;
+mod spread;
+#[cfg(test)]
+mod tests;
+
+use crate::checker::Checker;
+use crate::generic::Generic;
+use crate::propagator::{Cx, Propagator};
+use crate::store::Fail;
+use binary::Binary;
+use mcm_core::problem::GroundConstraint;
+use resource::Resource;
+use std::collections::HashMap;
+
+/// One constraint's instances, split by family.
+struct Family<'p> {
+    rule: &'p GroundConstraint,
+    /// (node, allowed chips) of each unary instance.
+    unary: Vec<(u32, Vec<u64>)>,
+    resource: Resource,
+    binary: Binary,
+    generic: Generic<'p>,
+    has_generic: bool,
+    scratch: Vec<u32>,
+}
+
+/// The propagator of a constraint that has no native key: its instances'
+/// families, and the generic path for the rest; root pruning done.
+pub fn build<'p>(cx: &mut Cx, rule: &'p GroundConstraint) -> Result<Box<dyn Propagator + 'p>, Fail> {
+    let c = cx.chips();
+    let mut unary = Vec::new();
+    let mut shapes = Vec::new();
+    let mut binary = Binary::new(cx, c);
+    let mut cache = HashMap::new();
+    let mut rest = Vec::new();
+    let mut chips = vec![0u32; cx.n()];
+    for (i, inst) in rule.instances.iter().enumerate() {
+        let f = &inst.formula;
+        let (vars, global) = f.dependencies();
+        if global {
+            rest.push(i);
+        } else if vars.len() == 1 {
+            let u = vars[0];
+            let net = cx.net();
+            let mut mask = vec![0u64; cx.words()];
+            for k in 0..c as u32 {
+                chips[u as usize] = k;
+                if Checker::over(net.graph, net.package, &chips).holds(f) {
+                    crate::domain::set_bit(&mut mask, k);
+                }
+            }
+            unary.push((u, mask));
+        } else if let Some(s) = resource::recognise(f, c) {
+            shapes.push((i, s));
+        } else if vars.len() == 2 && c * c <= binary::TABLE_LIMIT {
+            binary.add(cx, f, vars[0], vars[1], &mut cache);
+        } else {
+            rest.push(i);
+        }
+    }
+    let has_generic = !rest.is_empty();
+    let mut p = Family {
+        rule,
+        unary,
+        resource: Resource::new(cx, shapes),
+        binary,
+        generic: Generic::over(rule, cx.n(), rest),
+        has_generic,
+        scratch: vec![0; cx.n()],
+    };
+    p.propagate_from_scratch(cx)?;
+    Ok(Box::new(p))
+}
+
+impl Propagator for Family<'_> {
+    fn watches(&self, n: usize) -> Vec<u32> {
+        let mut w = self.generic.watches(n);
+        self.resource.watches(&mut w);
+        self.binary.watches(&mut w);
+        w.sort_unstable();
+        w.dedup();
+        w
+    }
+
+    fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
+        self.resource.on_change(x, cx)?;
+        self.binary.on_change(x, cx)?;
+        if self.has_generic {
+            self.generic.on_change(x, cx)?;
+        }
+        Ok(())
+    }
+
+    fn has_late(&self) -> bool {
+        self.resource.has_late()
+    }
+
+    fn late(&mut self, cx: &mut Cx) -> Result<(), Fail> {
+        self.resource.late(cx)
+    }
+
+    fn complete(&mut self, cx: &Cx) -> Result<(), Fail> {
+        if self.has_generic {
+            self.generic.complete(cx)?;
+        }
+        if !self.resource.is_exact() && !self.resource.complete(self.rule, cx, &mut self.scratch) {
+            return Err(cx.fail());
+        }
+        Ok(())
+    }
+
+    fn propagate_from_scratch(&mut self, cx: &mut Cx) -> Result<(), Fail> {
+        for (u, mask) in &self.unary {
+            cx.restrict(*u, mask)?;
+        }
+        self.resource.propagate_from_scratch(cx)?;
+        self.binary.propagate_from_scratch(cx)?;
+        self.generic.propagate_from_scratch(cx)
+    }
+}

@@ -1,0 +1,311 @@
+//! Per-chip sums and counts: `sum(chip(u) == k: w) <= cap` (a `count` is a
+//! sum of ones), whatever rule wrote it. Loads are trailed cells added to as
+//! nodes are fixed, as `memory_capacity`'s are; an open node whose weight no
+//! longer fits loses the chip. Integer weights are summed exactly; other
+//! weights prune only past a rounding margin, and the checker judges the
+//! complete placement.
+
+use super::spread::{ChipBound, Spread, Units};
+use crate::checker::Checker;
+use crate::propagator::Cx;
+use crate::store::Fail;
+use mcm_core::problem::{CmpOp, Formula, GroundConstraint, Term};
+
+/// A recognised instance: items `(node, chip, weight)` of which those with
+/// `chip(node) == chip` add to `base`, and the total must stay within `cap`
+/// (strictly below it when `strict`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Shape {
+    pub items: Vec<(u32, u32, f64)>,
+    pub base: f64,
+    pub cap: f64,
+    pub strict: bool,
+    /// Integer weights: sums are exact in any order, and `cap` is already
+    /// the largest integer total allowed (`strict` is false).
+    pub exact: bool,
+}
+
+/// Below this, integer sums of f64 are exact in any order.
+const EXACT_LIMIT: f64 = 9.0e15;
+
+/// The shape of `f`, or `None` when it is not exactly a bounded sum of
+/// non-negative weights over `chip(u) == k` conditions.
+pub(crate) fn recognise(f: &Formula, chips: usize) -> Option<Shape> {
+    let Formula::Cmp(op, l, r) = f else { return None };
+    let (agg, cap, strict) = match (op, l, r) {
+        (CmpOp::Le, t, Term::Const(c)) | (CmpOp::Ge, Term::Const(c), t) => (t, *c, false),
+        (CmpOp::Lt, t, Term::Const(c)) | (CmpOp::Gt, Term::Const(c), t) => (t, *c, true),
+        _ => return None,
+    };
+    if !cap.is_finite() {
+        return None;
+    }
+    let mut raw: Vec<(&Formula, f64)> = Vec::new();
+    match agg {
+        Term::Sum(es) => {
+            for (cond, t) in es {
+                raw.push((cond, t.as_const()?));
+            }
+        }
+        Term::Count(cs) => raw.extend(cs.iter().map(|c| (c, 1.0))),
+        _ => return None,
+    }
+    let mut items: Vec<(u32, u32, f64)> = Vec::with_capacity(raw.len());
+    let mut base = 0.0;
+    for (cond, w) in raw {
+        if !(w.is_finite() && w >= 0.0) {
+            return None;
+        }
+        let (u, k) = match cond {
+            Formula::Const(true) => {
+                base += w;
+                continue;
+            }
+            Formula::Const(false) => continue,
+            Formula::Cmp(CmpOp::Eq, Term::Chip(u), Term::Const(k))
+            | Formula::Cmp(CmpOp::Eq, Term::Const(k), Term::Chip(u)) => (*u, *k),
+            _ => return None,
+        };
+        // A chip that does not exist never matches: the item never counts.
+        if k >= 0.0 && k.fract() == 0.0 && (k as usize) < chips {
+            items.push((u, k as u32, w));
+        }
+    }
+    let integral = |v: f64| v.fract() == 0.0;
+    let total: f64 = base + items.iter().map(|i| i.2).sum::<f64>();
+    let exact = integral(base) && items.iter().all(|i| integral(i.2)) && total < EXACT_LIMIT;
+    let (cap, strict) = match (exact, strict) {
+        (true, true) => (cap.ceil() - 1.0, false),
+        (true, false) => (cap.floor(), false),
+        (false, s) => (cap, s),
+    };
+    Some(Shape {
+        items,
+        base,
+        cap,
+        strict,
+        exact,
+    })
+}
+
+struct Inst {
+    /// What may be loaded: `cap` plus the rounding margin.
+    limit: f64,
+    /// The rounding margin in `limit` (0 for exact sums).
+    slack: f64,
+    base: f64,
+    load: u32,
+    /// Items, heaviest first.
+    items: Vec<(u32, u32, f64)>,
+}
+
+/// The resource instances of one constraint.
+pub(crate) struct Resource {
+    insts: Vec<Inst>,
+    /// Per node: (instance, chip, weight) of its items.
+    of_node: Vec<Vec<(u32, u32, f64)>>,
+    /// Per node: a cell set once its items are counted.
+    counted: Vec<u32>,
+    /// Instances the checker must judge on a complete placement: (index
+    /// in the constraint, position here).
+    inexact: Vec<(usize, usize)>,
+    spread: Option<Spread>,
+}
+
+/// Loads are f64 kept bit for bit in trailed i64 cells.
+fn get(cx: &Cx, cell: u32) -> f64 {
+    f64::from_bits(cx.cell(cell) as u64)
+}
+
+fn put(cx: &mut Cx, cell: u32, v: f64) {
+    cx.set_cell(cell, v.to_bits() as i64)
+}
+
+impl Resource {
+    pub fn new(cx: &mut Cx, shapes: Vec<(usize, Shape)>) -> Resource {
+        let n = cx.n();
+        let mut of_node = vec![Vec::new(); n];
+        let mut insts = Vec::with_capacity(shapes.len());
+        let mut inexact = Vec::new();
+        for (index, s) in shapes {
+            let i = insts.len() as u32;
+            // Duplicate (node, chip) items count together.
+            let mut items = s.items;
+            items.sort_by_key(|it| (it.0, it.1));
+            items.dedup_by(|b, a| {
+                let same = (a.0, a.1) == (b.0, b.1);
+                if same {
+                    a.2 += b.2;
+                }
+                same
+            });
+            for &(u, k, w) in &items {
+                of_node[u as usize].push((i, k, w));
+            }
+            items.sort_by(|a, b| b.2.total_cmp(&a.2));
+            let slack = if s.exact {
+                0.0
+            } else {
+                inexact.push((index, insts.len()));
+                let total: f64 = s.base + items.iter().map(|i| i.2).sum::<f64>();
+                1e-9 * (s.cap.abs() + total)
+            };
+            let load = cx.new_cell(0);
+            insts.push(Inst {
+                limit: s.cap + slack,
+                slack,
+                base: s.base,
+                load,
+                items,
+            });
+        }
+        let counted = (0..n)
+            .map(|u| {
+                if of_node[u].is_empty() {
+                    u32::MAX
+                } else {
+                    cx.new_cell(0)
+                }
+            })
+            .collect();
+        let spread = Resource::spread(cx, &insts, inexact.is_empty());
+        Resource {
+            insts,
+            of_node,
+            counted,
+            inexact,
+            spread,
+        }
+    }
+
+    /// Run bounds, when every instance bounds one chip and no chip has two.
+    fn spread(cx: &mut Cx, insts: &[Inst], exact: bool) -> Option<Spread> {
+        let mut per_chip: Vec<Option<ChipBound>> = vec![None; cx.chips()];
+        let mut total: f64 = 0.0;
+        for inst in insts {
+            let Some(&(_, k, _)) = inst.items.first() else { continue };
+            if inst.items.iter().any(|it| it.1 != k) || per_chip[k as usize].is_some() {
+                return None;
+            }
+            total = total.max(inst.items.iter().map(|i| i.2).sum::<f64>());
+            let items = inst.items.iter().map(|&(u, _, w)| (u, w)).collect();
+            per_chip[k as usize] = Some((inst.limit - inst.base, items));
+        }
+        let units = Units {
+            exact,
+            scale: if total > 0.0 { (1u64 << 40) as f64 / total } else { 1.0 },
+        };
+        Spread::new(cx, &per_chip, &units)
+    }
+
+    pub fn has_late(&self) -> bool {
+        self.spread.is_some()
+    }
+
+    pub fn late(&self, cx: &mut Cx) -> Result<(), Fail> {
+        match &self.spread {
+            Some(s) => s.check(cx),
+            None => Ok(()),
+        }
+    }
+
+    pub fn watches(&self, out: &mut Vec<u32>) {
+        out.extend((0..self.of_node.len() as u32).filter(|&u| !self.of_node[u as usize].is_empty()));
+    }
+
+    /// Counts fixed node `x`'s items, then turns away what no longer fits.
+    pub fn on_change(&self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
+        if let Some(s) = &self.spread {
+            s.on_change(x, cx);
+        }
+        let cell = self.counted[x as usize];
+        if cell == u32::MAX || cx.cell(cell) != 0 {
+            return Ok(());
+        }
+        let Some(d) = cx.value(x) else { return Ok(()) };
+        cx.set_cell(cell, 1);
+        for &(i, k, w) in &self.of_node[x as usize] {
+            if k == d {
+                let inst = &self.insts[i as usize];
+                let load = get(cx, inst.load) + w;
+                put(cx, inst.load, load);
+                self.crowd_out(inst, load, cx)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Fails when `load` is over; removes each open item heavier than the room left.
+    fn crowd_out(&self, inst: &Inst, load: f64, cx: &mut Cx) -> Result<(), Fail> {
+        let room = inst.limit - (inst.base + load);
+        // NaN room: never reached with finite weights, refused if it is.
+        if room.is_nan() || room < 0.0 {
+            return Err(cx.fail());
+        }
+        for &(y, k, w) in &inst.items {
+            if w <= room {
+                break;
+            }
+            if !cx.is_fixed(y) {
+                cx.remove(y, k)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads summed again from the fixed nodes, then every instance's room applied.
+    pub fn propagate_from_scratch(&self, cx: &mut Cx) -> Result<(), Fail> {
+        let mut loads = vec![0.0; self.insts.len()];
+        for (u, items) in self.of_node.iter().enumerate() {
+            let cell = self.counted[u];
+            if cell == u32::MAX {
+                continue;
+            }
+            let fixed = cx.value(u as u32);
+            cx.set_cell(cell, i64::from(fixed.is_some()));
+            if let Some(d) = fixed {
+                for &(i, k, w) in items {
+                    if k == d {
+                        loads[i as usize] += w;
+                    }
+                }
+            }
+        }
+        for (inst, &load) in self.insts.iter().zip(&loads) {
+            put(cx, inst.load, load);
+            self.crowd_out(inst, load, cx)?;
+        }
+        match &self.spread {
+            Some(s) => s.propagate_from_scratch(cx),
+            None => Ok(()),
+        }
+    }
+
+    /// The instances summed with a margin, judged exactly.
+    /// Judges the instances summed with a margin whose load is within the
+    /// margin of the capacity (below it, rounding cannot matter).
+    pub fn complete(&self, rule: &GroundConstraint, cx: &Cx, chips: &mut [u32]) -> bool {
+        let near: Vec<usize> = self
+            .inexact
+            .iter()
+            .filter(|&&(_, at)| {
+                let inst = &self.insts[at];
+                inst.base + get(cx, inst.load) > inst.limit - 2.0 * inst.slack
+            })
+            .map(|&(i, _)| i)
+            .collect();
+        if near.is_empty() {
+            return true;
+        }
+        for (v, c) in chips.iter_mut().enumerate() {
+            *c = cx.value(v as u32).unwrap_or(0);
+        }
+        let net = cx.net();
+        let checker = Checker::over(net.graph, net.package, chips);
+        near.iter().all(|&i| checker.holds(&rule.instances[i].formula))
+    }
+
+    pub fn is_exact(&self) -> bool {
+        self.inexact.is_empty()
+    }
+}

@@ -1,0 +1,161 @@
+//! Load bounds over runs of chips, for a resource constraint with one
+//! instance per chip: the nodes whose domains lie within chips `0..=hi`
+//! (or `lo..`) weigh at least their lightest weight each, and together
+//! must fit the room of those chips. Fixed loads alone see an overload
+//! only once the nodes are placed; the flow rules confine whole
+//! subgraphs to a prefix of the chips long before that. Failure only (no
+//! pruning): a monotone test of the domains, so incremental and
+//! from-scratch propagation agree.
+
+use crate::propagator::Cx;
+use crate::store::Fail;
+
+pub(crate) struct Spread {
+    /// Per node: its lightest weight over all chips, in units (0: untracked).
+    wmin: Vec<i64>,
+    /// Per chip: the room, in units.
+    room: Vec<i64>,
+    /// Per chip: trailed sums of `wmin` of the nodes whose domain ends
+    /// (`by_max`) or starts (`by_min`) there.
+    by_max: Vec<u32>,
+    by_min: Vec<u32>,
+    /// Per tracked node: trailed `(min << 32) | max` it is counted at.
+    at: Vec<u32>,
+}
+
+/// How weights become integers: exact ones as they are; others scaled and
+/// rounded down (rooms up), so that the test stays sound.
+pub(crate) struct Units {
+    pub exact: bool,
+    pub scale: f64,
+}
+
+impl Units {
+    fn weight(&self, w: f64) -> i64 {
+        if self.exact {
+            w as i64
+        } else {
+            ((w * self.scale).floor() - 1.0).clamp(0.0, 1e17) as i64
+        }
+    }
+
+    fn room(&self, r: f64) -> i64 {
+        if self.exact {
+            r.clamp(-1e17, 1e17) as i64
+        } else {
+            ((r * self.scale).ceil() + 1.0).clamp(-1e17, 1e17) as i64
+        }
+    }
+}
+
+/// One chip's bound: its room, and each node's weight there.
+pub(crate) type ChipBound = (f64, Vec<(u32, f64)>);
+
+impl Spread {
+    /// `per_chip[k]`: the room of chip k's instance and each node's weight
+    /// there, or `None` for a chip no instance bounds.
+    pub fn new(cx: &mut Cx, per_chip: &[Option<ChipBound>], units: &Units) -> Option<Spread> {
+        let n = cx.n();
+        let c = per_chip.len();
+        let mut wmin = vec![i64::MAX; n];
+        let mut room = vec![0i64; c];
+        for (k, inst) in per_chip.iter().enumerate() {
+            let Some((r, items)) = inst else {
+                // An unbounded chip: every node may go there for free.
+                return None;
+            };
+            room[k] = units.room(*r);
+            let mut here = vec![0i64; n];
+            for &(u, w) in items {
+                here[u as usize] += units.weight(w);
+            }
+            for u in 0..n {
+                wmin[u] = wmin[u].min(here[u]);
+            }
+        }
+        if c == 0 || wmin.iter().all(|&w| w <= 0) {
+            return None;
+        }
+        let by_max = (0..c).map(|_| cx.new_cell(0)).collect();
+        let by_min = (0..c).map(|_| cx.new_cell(0)).collect();
+        let at = (0..n)
+            .map(|u| if wmin[u] > 0 { cx.new_cell(-1) } else { u32::MAX })
+            .collect();
+        Some(Spread {
+            wmin,
+            room,
+            by_max,
+            by_min,
+            at,
+        })
+    }
+
+    pub fn tracks(&self, u: u32) -> bool {
+        self.at[u as usize] != u32::MAX
+    }
+
+    /// Moves `x`'s weight to its current bounds.
+    pub fn on_change(&self, x: u32, cx: &mut Cx) {
+        let cell = self.at[x as usize];
+        if cell == u32::MAX {
+            return;
+        }
+        let (mn, mx) = (cx.min(x), cx.max(x));
+        let now = (i64::from(mn) << 32) | i64::from(mx);
+        let was = cx.cell(cell);
+        if was == now {
+            return;
+        }
+        let w = self.wmin[x as usize];
+        if was >= 0 {
+            let (omn, omx) = ((was >> 32) as usize, (was & 0xffff_ffff) as usize);
+            add(cx, self.by_min[omn], -w);
+            add(cx, self.by_max[omx], -w);
+        }
+        add(cx, self.by_min[mn as usize], w);
+        add(cx, self.by_max[mx as usize], w);
+        cx.set_cell(cell, now);
+    }
+
+    /// Fails when the nodes confined to some prefix or suffix of the chips
+    /// outweigh its room.
+    pub fn check(&self, cx: &Cx) -> Result<(), Fail> {
+        let (mut load, mut room) = (0i64, 0i64);
+        for k in 0..self.room.len() {
+            load = load.saturating_add(cx.cell(self.by_max[k]));
+            room = room.saturating_add(self.room[k]);
+            if load > room {
+                return Err(cx.fail());
+            }
+        }
+        let (mut load, mut room) = (0i64, 0i64);
+        for k in (0..self.room.len()).rev() {
+            load = load.saturating_add(cx.cell(self.by_min[k]));
+            room = room.saturating_add(self.room[k]);
+            if load > room {
+                return Err(cx.fail());
+            }
+        }
+        Ok(())
+    }
+
+    /// Every node counted again at its bounds, then the test.
+    pub fn propagate_from_scratch(&self, cx: &mut Cx) -> Result<(), Fail> {
+        for k in 0..self.room.len() {
+            cx.set_cell(self.by_max[k], 0);
+            cx.set_cell(self.by_min[k], 0);
+        }
+        for u in 0..self.at.len() as u32 {
+            if self.tracks(u) {
+                cx.set_cell(self.at[u as usize], -1);
+                self.on_change(u, cx);
+            }
+        }
+        self.check(cx)
+    }
+}
+
+fn add(cx: &mut Cx, cell: u32, w: i64) {
+    let v = cx.cell(cell);
+    cx.set_cell(cell, v + w);
+}

@@ -1,0 +1,280 @@
+use super::build;
+use super::resource::recognise;
+use crate::checker::Checker;
+use crate::harness::{check_incremental_against_scratch, graph, random_instance, ring, TestSolver};
+use mcm_core::graph::Graph;
+use mcm_core::problem::{CmpOp, Formula, GroundConstraint, Instance, Term};
+use rand::{Rng, SeedableRng};
+
+fn rule(formulas: Vec<Formula>) -> GroundConstraint {
+    GroundConstraint {
+        name: "r".into(),
+        args: Vec::new(),
+        decl_span: Default::default(),
+        use_span: Default::default(),
+        instances: formulas
+            .into_iter()
+            .map(|formula| Instance {
+                bindings: Vec::new(),
+                formula,
+                unit: None,
+            })
+            .collect(),
+        native: None,
+    }
+}
+
+fn on(u: u32, k: u32) -> Formula {
+    Formula::Cmp(CmpOp::Eq, Term::Chip(u), Term::Const(f64::from(k)))
+}
+
+fn cmp(op: CmpOp, a: Term, b: Term) -> Formula {
+    Formula::Cmp(op, a, b)
+}
+
+/// `count(chip(u) == k) <= cap` for each chip k.
+fn counts(n: u32, chips: u32, cap: f64) -> Vec<Formula> {
+    (0..chips)
+        .map(|k| {
+            cmp(
+                CmpOp::Le,
+                Term::Count((0..n).map(|u| on(u, k)).collect()),
+                Term::Const(cap),
+            )
+        })
+        .collect()
+}
+
+/// Every family at once, and a generic rest: weights off chip 0, at most
+/// two nodes a chip, a fractional budget a chip, edges at most one chip
+/// apart upward, and (generic) some node off chip 0.
+fn mixed(g: &Graph) -> GroundConstraint {
+    let n = g.num_placed() as u32;
+    let mut fs = Vec::new();
+    for u in 0..n {
+        if g.placed_node(u).params > 0 {
+            fs.push(cmp(CmpOp::Ne, Term::Chip(u), Term::Const(0.0)));
+        }
+    }
+    fs.extend(counts(n, 6, 2.0));
+    for k in 0..6 {
+        let items = (0..n)
+            .map(|u| (on(u, k), Term::Const(0.1 * (g.placed_node(u).params + 1) as f64)))
+            .collect();
+        fs.push(cmp(CmpOp::Ge, Term::Const(0.45), Term::Sum(items)));
+    }
+    for e in g.placed_edges() {
+        let d = Term::Sub(Box::new(Term::Chip(e.dst)), Box::new(Term::Chip(e.src)));
+        fs.push(cmp(CmpOp::Le, d, Term::Const(1.0)));
+    }
+    let off0 = (0..n)
+        .map(|u| cmp(CmpOp::Ne, Term::Chip(u), Term::Const(0.0)))
+        .collect();
+    fs.push(cmp(CmpOp::Ge, Term::Count(off0), Term::Const(1.0)));
+    rule(fs)
+}
+
+#[test]
+fn shapes_are_recognised_exactly_or_declined() {
+    let s = recognise(&counts(3, 1, 2.5)[0], 4).unwrap();
+    assert!(s.exact && s.cap == 2.0 && s.items.len() == 3);
+    let lt = cmp(CmpOp::Lt, Term::Count(vec![on(0, 1), on(1, 9)]), Term::Const(2.0));
+    let s = recognise(&lt, 4).unwrap();
+    assert_eq!((s.cap, s.items.len()), (1.0, 1), "chip 9 does not exist: never counts");
+    let neg = cmp(
+        CmpOp::Le,
+        Term::Sum(vec![(on(0, 0), Term::Const(-1.0))]),
+        Term::Const(0.0),
+    );
+    assert!(recognise(&neg, 2).is_none(), "negative weights decline");
+    let ge = cmp(CmpOp::Ge, Term::Count(vec![on(0, 0)]), Term::Const(1.0));
+    assert!(recognise(&ge, 2).is_none(), "a lower bound is not a capacity");
+}
+
+#[test]
+fn unary_instances_filter_the_root() {
+    let (g, p) = (graph(&[1, 0], &[]), ring(&[9; 3]));
+    let r = rule(vec![cmp(CmpOp::Ne, Term::Chip(0), Term::Const(0.0))]);
+    let mut s = TestSolver::new(&g, &p);
+    s.post(build, &r).unwrap();
+    s.assert_dom(0, &[1, 2]);
+    s.assert_dom(1, &[0, 1, 2]);
+}
+
+#[test]
+fn a_full_chip_turns_the_others_away() {
+    let (g, p) = (graph(&[0; 4], &[]), ring(&[9; 2]));
+    let r = rule(counts(4, 2, 2.0));
+    let mut s = TestSolver::new(&g, &p);
+    s.post(build, &r).unwrap();
+    s.set(0, &[0]).unwrap();
+    s.set(1, &[0]).unwrap();
+    s.propagate().unwrap();
+    s.assert_dom(2, &[1]);
+    s.assert_dom(3, &[1]);
+    let mut t = TestSolver::new(&g, &p);
+    t.post(build, &r).unwrap();
+    t.set(0, &[0]).unwrap();
+    t.set(1, &[0]).unwrap();
+    t.set(2, &[0]).unwrap();
+    assert!(t.propagate().is_err(), "three nodes on a chip of two");
+}
+
+#[test]
+fn fractional_budgets_are_judged_exactly_on_complete_placements() {
+    // 0.1 + 0.2 > 0.3 in floating point, as the checker computes it.
+    let (g, p) = (graph(&[0; 2], &[]), ring(&[9; 1]));
+    let sum = Term::Sum(vec![(on(0, 0), Term::Const(0.1)), (on(1, 0), Term::Const(0.2))]);
+    let r = rule(vec![cmp(CmpOp::Le, sum, Term::Const(0.3))]);
+    let mut s = TestSolver::new(&g, &p);
+    let holds = Checker::over(&g, &p, &[0, 0]).holds(&r.instances[0].formula);
+    assert_eq!(s.post(build, &r).and_then(|_| s.propagate()).is_ok(), holds);
+}
+
+#[test]
+fn edge_relations_are_arc_consistent() {
+    let (g, p) = (graph(&[0; 2], &[(0, 1)]), ring(&[9; 5]));
+    let d = Term::Sub(Box::new(Term::Chip(1)), Box::new(Term::Chip(0)));
+    let r = rule(vec![
+        cmp(CmpOp::Le, d.clone(), Term::Const(1.0)),
+        cmp(CmpOp::Ge, d, Term::Const(0.0)),
+    ]);
+    let mut s = TestSolver::new(&g, &p);
+    s.post(build, &r).unwrap();
+    s.set(1, &[4]).unwrap();
+    s.propagate().unwrap();
+    s.assert_dom(0, &[3, 4]);
+    s.set(0, &[3]).unwrap();
+    s.propagate().unwrap();
+}
+
+#[test]
+fn incremental_propagation_matches_from_scratch() {
+    let failed = check_incremental_against_scratch(23, 400, build, mixed);
+    assert!(failed > 0, "some decisions fail");
+}
+
+/// Every valid completion of the decisions, by enumeration.
+fn completions(g: &Graph, p: &mcm_core::package::Package, rs: &[GroundConstraint], doms: &[Vec<u32>]) -> Vec<Vec<u32>> {
+    let n = doms.len();
+    let mut out = Vec::new();
+    let mut chips = vec![0u32; n];
+    fn walk(i: usize, chips: &mut Vec<u32>, doms: &[Vec<u32>], ok: &mut dyn FnMut(&[u32])) {
+        if i == doms.len() {
+            ok(chips);
+            return;
+        }
+        for &c in &doms[i] {
+            chips[i] = c;
+            walk(i + 1, chips, doms, ok);
+        }
+    }
+    walk(0, &mut chips, doms, &mut |pl| {
+        let checker = Checker::over(g, p, pl);
+        if rs.iter().flat_map(|r| &r.instances).all(|i| checker.holds(&i.formula)) {
+            out.push(pl.to_vec());
+        }
+    });
+    out
+}
+
+/// Against enumeration: propagation removes no chip of a valid completion
+/// of the decisions, fails only when none exists, and a complete placement
+/// passes exactly when the checker accepts it; the generic path agrees on
+/// every verdict and keeps at least the families' domains.
+#[test]
+fn families_agree_with_enumeration_and_the_generic_path() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let (mut failed, mut pruned) = (0, 0);
+    for case in 0..300 {
+        let (g, p) = random_instance(&mut rng, 6, 4);
+        let n = g.num_placed() as u32;
+        // A count on its own constraint gets run bounds as well.
+        let rs = [mixed(&g), rule(counts(n, 6, 2.0))];
+        let c = p.num_chips() as u32;
+        let mut doms: Vec<Vec<u32>> = (0..n).map(|_| (0..c).collect()).collect();
+        for _ in 0..rng.random_range(0..=n) {
+            let u = rng.random_range(0..n) as usize;
+            doms[u] = vec![rng.random_range(0..c)];
+        }
+        let valid = completions(&g, &p, &rs, &doms);
+        let run = |b: crate::rules::Build| {
+            let mut s = TestSolver::new(&g, &p);
+            s.post(b, &rs[0])?;
+            s.post(b, &rs[1])?;
+            for (u, d) in doms.iter().enumerate() {
+                s.set(u as u32, d)?;
+            }
+            s.propagate().map(|_| s.domains())
+        };
+        let fam = run(build);
+        let gen = run(crate::generic::build);
+        match &fam {
+            Err(_) => {
+                failed += 1;
+                assert!(valid.is_empty(), "case {case}: failed with {valid:?} valid");
+            }
+            Ok(d) => {
+                for pl in &valid {
+                    for u in 0..n as usize {
+                        assert!(d[u].contains(&pl[u]), "case {case}: node {u} lost chip {}", pl[u]);
+                    }
+                }
+                if d.iter().all(|x| x.len() == 1) {
+                    assert_eq!(valid.len(), 1, "case {case}: a complete placement passed invalid");
+                }
+            }
+        }
+        if doms.iter().all(|x| x.len() == 1) {
+            assert_eq!(fam.is_ok(), gen.is_ok(), "case {case}: verdicts differ");
+        }
+        if let (Ok(f), Ok(gd)) = (&fam, &gen) {
+            for u in 0..n as usize {
+                assert!(f[u].iter().all(|k| gd[u].contains(k)), "case {case}: node {u}");
+            }
+            pruned += usize::from(f != gd);
+        }
+    }
+    assert!(failed > 0 && pruned > 0, "failures {failed}, stronger pruning {pruned}");
+}
+
+#[test]
+fn nodes_confined_to_a_run_of_chips_must_fit_its_room() {
+    let (g, p) = (graph(&[0; 3], &[]), ring(&[9; 3]));
+    let r = rule(counts(3, 3, 1.0));
+    let mut s = TestSolver::new(&g, &p);
+    s.post(build, &r).unwrap();
+    s.set(0, &[0, 1]).unwrap();
+    s.set(1, &[0, 1]).unwrap();
+    s.propagate().unwrap();
+    s.set(2, &[1, 2]).unwrap();
+    s.propagate().unwrap();
+    s.set(2, &[0, 1]).unwrap();
+    assert!(s.propagate().is_err(), "three nodes within chips 0 and 1, one a chip");
+    let mut t = TestSolver::new(&g, &p);
+    t.post(build, &r).unwrap();
+    t.set(1, &[1, 2]).unwrap();
+    t.set(2, &[2]).unwrap();
+    t.set(0, &[1, 2]).unwrap();
+    assert!(t.propagate().is_err(), "the same from the last chip");
+}
+
+#[test]
+fn run_bounds_match_from_scratch() {
+    let failed = check_incremental_against_scratch(29, 400, build, |g| rule(counts(g.num_placed() as u32, 5, 1.0)));
+    // Fractional weights: run bounds in scaled units.
+    assert!(failed > 0, "some decisions fail");
+    let failed = check_incremental_against_scratch(31, 400, build, |g| {
+        let n = g.num_placed() as u32;
+        let fs = (0..5)
+            .map(|k| {
+                let items = (0..n)
+                    .map(|u| (on(u, k), Term::Const(0.3 * (g.placed_node(u).params + 1) as f64)))
+                    .collect();
+                cmp(CmpOp::Le, Term::Sum(items), Term::Const(0.7))
+            })
+            .collect();
+        rule(fs)
+    });
+    assert!(failed > 0, "some decisions fail");
+}

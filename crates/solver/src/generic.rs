@@ -195,27 +195,9 @@ impl Propagator for Generic<'_> {
 #[cfg(test)]
 mod tests {
     use super::build;
-    use crate::harness::{check_incremental_against_scratch, graph, ring, TestSolver};
+    use crate::harness::{check_incremental_against_scratch, graph, ring, rule, TestSolver};
     use mcm_core::graph::Graph;
-    use mcm_core::problem::{CmpOp, Formula, GroundConstraint, Instance, Term};
-
-    fn rule(formulas: Vec<Formula>) -> GroundConstraint {
-        GroundConstraint {
-            name: "r".into(),
-            args: Vec::new(),
-            decl_span: Default::default(),
-            use_span: Default::default(),
-            instances: formulas
-                .into_iter()
-                .map(|formula| Instance {
-                    bindings: Vec::new(),
-                    formula,
-                    unit: None,
-                })
-                .collect(),
-            native: None,
-        }
-    }
+    use mcm_core::problem::{CmpOp, Formula, GroundConstraint, Term};
 
     /// Ends of an edge on different chips, at most two nodes on chip 0, and
     /// (global) no flow from chip 1 to chip 0.

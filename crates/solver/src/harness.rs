@@ -11,7 +11,7 @@ use crate::rules::Build;
 use crate::store::{Fail, Store};
 use mcm_core::graph::{Graph, Node};
 use mcm_core::package::{Chip, Link, Package};
-use mcm_core::problem::GroundConstraint;
+use mcm_core::problem::{Formula, GroundConstraint, Instance};
 use mcm_core::quantity::Scalar;
 use rand::Rng;
 
@@ -294,4 +294,23 @@ pub(crate) fn check_incremental_against_scratch(
         }
     }
     failures
+}
+
+/// A rule named `r` whose instances are these formulas.
+pub fn rule(formulas: Vec<Formula>) -> GroundConstraint {
+    GroundConstraint {
+        name: "r".into(),
+        args: Vec::new(),
+        decl_span: Default::default(),
+        use_span: Default::default(),
+        instances: formulas
+            .into_iter()
+            .map(|formula| Instance {
+                bindings: Vec::new(),
+                formula,
+                unit: None,
+            })
+            .collect(),
+        native: None,
+    }
 }

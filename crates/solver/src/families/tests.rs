@@ -1,28 +1,10 @@
 use super::build;
 use super::resource::recognise;
 use crate::checker::Checker;
-use crate::harness::{check_incremental_against_scratch, graph, random_instance, ring, TestSolver};
+use crate::harness::{check_incremental_against_scratch, graph, random_instance, ring, rule, TestSolver};
 use mcm_core::graph::Graph;
-use mcm_core::problem::{CmpOp, Formula, GroundConstraint, Instance, Term};
+use mcm_core::problem::{CmpOp, Formula, GroundConstraint, Term};
 use rand::{Rng, SeedableRng};
-
-fn rule(formulas: Vec<Formula>) -> GroundConstraint {
-    GroundConstraint {
-        name: "r".into(),
-        args: Vec::new(),
-        decl_span: Default::default(),
-        use_span: Default::default(),
-        instances: formulas
-            .into_iter()
-            .map(|formula| Instance {
-                bindings: Vec::new(),
-                formula,
-                unit: None,
-            })
-            .collect(),
-        native: None,
-    }
-}
 
 fn on(u: u32, k: u32) -> Formula {
     Formula::Cmp(CmpOp::Eq, Term::Chip(u), Term::Const(f64::from(k)))

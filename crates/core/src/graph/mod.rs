@@ -227,6 +227,16 @@ impl Graph {
     /// A topological order of the decision nodes in which nodes without inputs
     /// (weights, constants) come right before their first consumer instead of
     /// wherever the graph's order has them, so a stage keeps its weights.
+    /// Each placed node's position along [`Graph::pipeline_order`].
+    pub fn pipeline_rank(&self) -> Vec<u32> {
+        let order = self.pipeline_order();
+        let mut rank = vec![0; order.len()];
+        for (i, &u) in order.iter().enumerate() {
+            rank[u as usize] = i as u32;
+        }
+        rank
+    }
+
     pub fn pipeline_order(&self) -> Vec<u32> {
         let g = self;
         let n = g.num_placed();

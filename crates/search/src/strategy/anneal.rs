@@ -256,10 +256,7 @@ impl Neighbours {
                     .collect()
             })
             .collect();
-        let mut rank = vec![0; n];
-        for (i, &u) in problem.graph.pipeline_order().iter().enumerate() {
-            rank[u as usize] = i as u32;
-        }
+        let rank = problem.graph.pipeline_rank();
         let flops = (0..n as u32)
             .map(|u| problem.graph.placed_node(u).flops as f64)
             .collect();

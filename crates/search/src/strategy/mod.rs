@@ -15,7 +15,7 @@ pub use dp::{cuts_within, pipeline_cuts, Dp};
 pub use greedy::{greedy_proposal, greedy_start, greedy_within, Greedy};
 pub use random::Random;
 pub use rl::{load_stem, Rl, RlOptions, SHIPPED};
-pub use start::{moved, settle, settle_full, Allowed};
+pub use start::{moved, settle, settle_full, Allowed, Relief};
 
 use crate::cost::{Judge, Verdict};
 use mcm_core::problem::{Placement, Problem};
@@ -259,6 +259,7 @@ pub struct Search<'p> {
     init_moved: Option<usize>,
     /// The root domains, computed on first use.
     allowed: Option<Allowed>,
+    relief: Option<std::sync::Arc<start::Relief>>,
 }
 
 impl<'p> Search<'p> {
@@ -279,6 +280,7 @@ impl<'p> Search<'p> {
             init: None,
             init_moved: None,
             allowed: None,
+            relief: None,
         })
     }
 
@@ -288,6 +290,13 @@ impl<'p> Search<'p> {
             self.allowed = Some(Allowed::of(&mut self.solver));
         }
         self.allowed.clone().unwrap_or_else(|| Allowed::all(0, 0))
+    }
+
+    /// What memory relief needs (see [`start::settle`]), made on first use.
+    pub fn relief(&mut self) -> std::sync::Arc<start::Relief> {
+        self.relief
+            .get_or_insert_with(|| std::sync::Arc::new(start::Relief::of(self.problem)))
+            .clone()
     }
 
     /// The given starting partition (`--init`): as it is when it passes the
@@ -301,7 +310,11 @@ impl<'p> Search<'p> {
         };
         let p = self.problem;
         let valid = mcm_solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(init.clone())).is_empty()
-            && crate::cost::CostModel::new(p).is_ok_and(|m| m.peak_memory(&init).is_ok());
+            && self
+                .relief()
+                .model
+                .as_ref()
+                .is_some_and(|m| m.peak_memory(&init).is_ok());
         let chips = if valid { init.clone() } else { settle_full(self, &init)? };
         self.init_moved = Some(moved(&init, &chips));
         Ok(Some(chips))

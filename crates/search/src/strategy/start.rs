@@ -75,7 +75,7 @@ impl Allowed {
     /// the pipeline order itself.
     pub fn pipeline_order(&self, problem: &Problem) -> Vec<u32> {
         let mut order = problem.graph.pipeline_order();
-        order.sort_by_key(|&u| self.next_from(u, 0).unwrap_or(self.chips));
+        order.sort_by_cached_key(|&u| self.next_from(u, 0).unwrap_or(self.chips));
         order
     }
 
@@ -102,10 +102,10 @@ fn relief_share(on_chip: usize) -> usize {
 /// heuristics already suit nothing changes.
 pub fn settle(search: &mut Search, proposal: &[Option<u32>]) -> Result<Vec<u32>, Infeasible> {
     let mut chips = search.fix(proposal, None)?;
-    let Ok(model) = CostModel::new(search.problem) else {
+    let relief = search.relief();
+    let (Some(model), rank) = (&relief.model, &relief.rank) else {
         return Ok(chips);
     };
-    let rank = pipeline_rank(search.problem);
     for _ in 0..RELIEF_ROUNDS {
         let Err(overflow) = model.peak_memory(&chips) else {
             break;
@@ -127,6 +127,9 @@ pub fn settle(search: &mut Search, proposal: &[Option<u32>]) -> Result<Vec<u32>,
         let mut next: Vec<Option<u32>> = chips.iter().copied().map(Some).collect();
         for d in over {
             let mut on: Vec<usize> = (0..chips.len()).filter(|&u| chips[u] as usize == d).collect();
+            if on.is_empty() {
+                continue;
+            }
             on.sort_by_key(|&u| rank[u]);
             let k = relief_share(on.len());
             let (moved, to) = if d + 1 < c {
@@ -149,14 +152,21 @@ pub fn settle_full(search: &mut Search, proposal: &[u32]) -> Result<Vec<u32>, In
     settle(search, &p)
 }
 
-/// Each placed node's position along the graph's pipeline order.
-fn pipeline_rank(problem: &Problem) -> Vec<usize> {
-    let order = problem.graph.pipeline_order();
-    let mut rank = vec![0; order.len()];
-    for (i, &u) in order.iter().enumerate() {
-        rank[u as usize] = i;
+/// What memory relief needs of a problem, made once per search (dp settles
+/// every cut it judges): the analytical model's dynamic check, when the
+/// package has one, and each node's place along the pipeline.
+pub struct Relief {
+    pub model: Option<CostModel>,
+    rank: Vec<u32>,
+}
+
+impl Relief {
+    pub fn of(problem: &Problem) -> Relief {
+        Relief {
+            model: CostModel::new(problem).ok(),
+            rank: problem.graph.pipeline_rank(),
+        }
     }
-    rank
 }
 
 /// How many nodes of `after` differ from `before`.

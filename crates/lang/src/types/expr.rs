@@ -2,7 +2,7 @@
 //! and calls of topologies and built-in functions.
 
 use super::{
-    article, is_zero, param_type, units_help, Ctx, Ty, TypeChecker, EDGE_FIELDS, GRAPH_NODE_ATTRS, NODE_FIELDS,
+    article, is_zero, param_signature, units_help, Ctx, Ty, TypeChecker, EDGE_FIELDS, GRAPH_NODE_ATTRS, NODE_FIELDS,
 };
 use crate::ast::*;
 use crate::builtins;
@@ -382,17 +382,7 @@ impl TypeChecker<'_> {
                                 .label(span, "not allowed here"),
                         );
                     }
-                    let params: Vec<(String, Ty, bool)> = t
-                        .params
-                        .iter()
-                        .map(|p| {
-                            (
-                                p.name.name.clone(),
-                                param_type(&p.ty.name).unwrap_or(Ty::Err),
-                                p.default.is_some(),
-                            )
-                        })
-                        .collect();
+                    let params = param_signature(&t.params);
                     self.call_args(name, "topology", &params, args, span);
                     Ty::Package
                 }

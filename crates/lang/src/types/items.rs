@@ -1,6 +1,6 @@
 //! Items: lets, parameters, topologies, constraints, problems and tests.
 
-use super::{article, fits, param_type, signature, type_names, Ctx, Ty, TypeChecker};
+use super::{article, fits, param_signature, param_type, signature, type_names, Ctx, Ty, TypeChecker};
 use crate::ast::*;
 use crate::loader::ItemRef;
 use mcm_core::diag::{unknown_help, Diag};
@@ -348,17 +348,7 @@ impl TypeChecker<'_> {
             );
             return;
         };
-        let params: Vec<(String, Ty, bool)> = k
-            .params
-            .iter()
-            .map(|p| {
-                (
-                    p.name.name.clone(),
-                    param_type(&p.ty.name).unwrap_or(Ty::Err),
-                    p.default.is_some(),
-                )
-            })
-            .collect();
+        let params = param_signature(&k.params);
         if bare {
             return;
         }

@@ -61,6 +61,21 @@ impl Ty {
     }
 }
 
+/// Each parameter's name, declared type and whether it has a default: what
+/// a call of a topology or a constraint is checked against.
+pub fn param_signature(params: &[Param]) -> Vec<(String, Ty, bool)> {
+    params
+        .iter()
+        .map(|p| {
+            (
+                p.name.name.clone(),
+                param_type(&p.ty.name).unwrap_or(Ty::Err),
+                p.default.is_some(),
+            )
+        })
+        .collect()
+}
+
 /// A parameter's declared type, from its name.
 pub fn param_type(name: &str) -> Option<Ty> {
     match name {

@@ -231,66 +231,26 @@ pub fn read_partition(path: &Path, graph: &Graph, num_chips: usize) -> Result<Pl
     })
 }
 
+/// What a file of placements is read as: a whole partition, or a proposal
+/// for FIX that may leave nodes out.
+#[derive(Clone, Copy)]
+enum Reading {
+    Partition,
+    Proposal,
+}
+
+impl Reading {
+    fn noun(self) -> &'static str {
+        match self {
+            Reading::Partition => "partition",
+            Reading::Proposal => "proposal",
+        }
+    }
+}
+
 /// Parses partition JSON; every placed node exactly once, chips in range.
 pub fn parse_partition(text: &str, graph: &Graph, num_chips: usize) -> Result<Placement, PartitionError> {
-    let f: PartitionFile = serde_json::from_str(text).map_err(|e| {
-        json_error(
-            e,
-            "a partition is {\"graph\": NAME, \"chips\": C, \"placement\": {\"node\": chip, ...}}",
-        )
-    })?;
-    if let Some(g) = &f.graph {
-        if *g != graph.name {
-            return Err(perr(
-                format!(
-                    // Also read by `show`, which has a graph but no problem.
-                    "the partition is for graph `{g}`, but this graph is `{}`",
-                    graph.name
-                ),
-                Some("pick the problem with --problem, or the partition made for this graph"),
-            ));
-        }
-    }
-    if let Some(c) = f.chips {
-        if c != num_chips as i128 {
-            return Err(perr(
-                format!("the partition is for {c} chips, but the package has {num_chips}"),
-                None,
-            ));
-        }
-    }
-    let mut chips: Vec<Option<u32>> = vec![None; graph.num_placed()];
-    for (id, chip) in f.placement.0 {
-        let node = graph.node_index(&id).ok_or_else(|| {
-            perr(
-                format!("the placement names node `{id}`, which the graph does not have"),
-                Some(&crate::diag::unknown_help(&id, "node", graph.ids())),
-            )
-        })?;
-        let d = graph.decision_of(node).ok_or_else(|| {
-            perr(
-                format!("node `{id}` is replicable: it takes no placement"),
-                Some("leave replicable nodes out of the placement"),
-            )
-        })?;
-        if chip < 0 || chip >= num_chips as i128 {
-            return Err(perr(
-                format!("node `{id}` is placed on chip {chip}, but chips are 0..{num_chips}"),
-                None,
-            ));
-        }
-        // `show` reads a partition without a package: its chip count is the
-        // file's, and an id past 32 bits must not wrap to a low chip.
-        let Ok(chip) = u32::try_from(chip) else {
-            return Err(perr(
-                format!("node `{id}` is placed on chip {chip}, past any package"),
-                None,
-            ));
-        };
-        if chips[d as usize].replace(chip).is_some() {
-            return Err(perr(format!("node `{id}` appears twice in the placement"), None));
-        }
-    }
+    let chips = parse_entries(text, graph, num_chips, Reading::Partition)?;
     let missing: Vec<&str> = (0..graph.num_placed())
         .filter(|d| chips[*d].is_none())
         .map(|d| graph.placed_node(d as u32).id.as_str())
@@ -320,35 +280,81 @@ pub fn read_proposal(path: &Path, graph: &Graph, num_chips: usize) -> Result<Vec
     })
 }
 
+/// Parses a proposal: a partition file whose placement may leave nodes out.
 pub fn parse_proposal(text: &str, graph: &Graph, num_chips: usize) -> Result<Vec<Option<u32>>, PartitionError> {
+    parse_entries(text, graph, num_chips, Reading::Proposal)
+}
+
+/// The checks a partition and a proposal share: the file's graph and chip
+/// count when given, every node known, not replicable, on a chip in range,
+/// and named once. Nodes the file leaves out are `None`.
+fn parse_entries(
+    text: &str,
+    graph: &Graph,
+    num_chips: usize,
+    reading: Reading,
+) -> Result<Vec<Option<u32>>, PartitionError> {
+    let noun = reading.noun();
     let f: PartitionFile = serde_json::from_str(text).map_err(|e| {
-        json_error(
-            e,
-            "a proposal is {\"placement\": {\"node\": chip, ...}}, nodes may be missing",
-        )
-    })?;
-    let mut chips: Vec<Option<u32>> = vec![None; graph.num_placed()];
-    let mut seen = vec![false; graph.num_placed()];
-    for (id, chip) in f.placement.0 {
-        let node = graph.node_index(&id).ok_or_else(|| {
-            perr(
-                format!("the proposal names node `{id}`, which the graph does not have"),
-                Some(&crate::diag::unknown_help(&id, "node", graph.ids())),
-            )
-        })?;
-        let Some(d) = graph.decision_of(node) else {
-            continue;
+        let shape = match reading {
+            Reading::Partition => {
+                "a partition is {\"graph\": NAME, \"chips\": C, \"placement\": {\"node\": chip, ...}}"
+            }
+            Reading::Proposal => "a proposal is {\"placement\": {\"node\": chip, ...}}, nodes may be missing",
         };
-        if chip < 0 || chip >= num_chips as i128 {
+        json_error(e, shape)
+    })?;
+    if let Some(g) = &f.graph {
+        if *g != graph.name {
             return Err(perr(
-                format!("node `{id}` is proposed for chip {chip}, but chips are 0..{num_chips}"),
+                format!(
+                    // Also read by `show`, which has a graph but no problem.
+                    "the {noun} is for graph `{g}`, but this graph is `{}`",
+                    graph.name
+                ),
+                Some("pick the problem with --problem, or the partition made for this graph"),
+            ));
+        }
+    }
+    if let Some(c) = f.chips {
+        if c != num_chips as i128 {
+            return Err(perr(
+                format!("the {noun} is for {c} chips, but the package has {num_chips}"),
                 None,
             ));
         }
-        if std::mem::replace(&mut seen[d as usize], true) {
-            return Err(perr(format!("node `{id}` appears twice in the proposal"), None));
+    }
+    let mut chips: Vec<Option<u32>> = vec![None; graph.num_placed()];
+    for (id, chip) in f.placement.0 {
+        let node = graph.node_index(&id).ok_or_else(|| {
+            perr(
+                format!("the {noun} names node `{id}`, which the graph does not have"),
+                Some(&crate::diag::unknown_help(&id, "node", graph.ids())),
+            )
+        })?;
+        let d = graph.decision_of(node).ok_or_else(|| {
+            perr(
+                format!("node `{id}` is replicable: it takes no placement"),
+                Some("leave replicable nodes out of the placement"),
+            )
+        })?;
+        if chip < 0 || chip >= num_chips as i128 {
+            return Err(perr(
+                format!("node `{id}` is placed on chip {chip}, but chips are 0..{num_chips}"),
+                None,
+            ));
         }
-        chips[d as usize] = Some(chip as u32);
+        // `show` reads a partition without a package: its chip count is the
+        // file's, and an id past 32 bits must not wrap to a low chip.
+        let Ok(chip) = u32::try_from(chip) else {
+            return Err(perr(
+                format!("node `{id}` is placed on chip {chip}, past any package"),
+                None,
+            ));
+        };
+        if chips[d as usize].replace(chip).is_some() {
+            return Err(perr(format!("node `{id}` appears twice in the {noun}"), None));
+        }
     }
     Ok(chips)
 }
@@ -414,6 +420,26 @@ mod tests {
         // refused, not wrapped to chip 0.
         let e = parse_partition(r#"{"placement": {"a": 0, "b": 4294967296}}"#, &g(), 1 << 33).unwrap_err();
         assert!(e.message.contains("chip 4294967296, past any package"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_proposal_is_checked_like_a_partition_but_may_leave_nodes_out() {
+        assert_eq!(
+            parse_proposal(r#"{"placement": {"b": 1}}"#, &g(), 2).unwrap(),
+            vec![None, Some(1)]
+        );
+        let bad = |text: &str| parse_proposal(text, &g(), 2).unwrap_err().message;
+        assert_eq!(
+            bad(r#"{"graph": "h", "placement": {}}"#),
+            "the proposal is for graph `h`, but this graph is `g`"
+        );
+        assert_eq!(
+            bad(r#"{"chips": 3, "placement": {}}"#),
+            "the proposal is for 3 chips, but the package has 2"
+        );
+        assert!(bad(r#"{"placement": {"a": 2}}"#).contains("chip 2, but chips are 0..2"));
+        assert!(bad(r#"{"placement": {"a": 0, "a": 1}}"#).contains("`a` appears twice in the proposal"));
+        assert!(bad(r#"{"placement": {"zz": 0}}"#).contains("the proposal names node `zz`"));
     }
 
     #[test]

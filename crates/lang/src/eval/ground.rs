@@ -100,13 +100,7 @@ impl Interpreter<'_> {
                     }
                 }
                 let r = (|| {
-                    let c = match filter {
-                        Some(f) => {
-                            let g = self.eval(f)?;
-                            formula(g, f.span)?
-                        }
-                        None => Formula::Const(true),
-                    };
+                    let c = self.filter(filter.as_deref())?;
                     if c != Formula::Const(false) {
                         self.instances(body, bindings, Formula::and(vec![cond.clone(), c]), out)?;
                     }

@@ -8,6 +8,17 @@ use mcm_core::quantity::Dim;
 use mcm_core::source::Span;
 
 impl Interpreter<'_> {
+    /// A binding's `where` clause as a formula; no clause is `true`.
+    pub(super) fn filter(&mut self, filter: Option<&Expr>) -> R<Formula> {
+        match filter {
+            Some(f) => {
+                let g = self.eval(f)?;
+                formula(g, f.span)
+            }
+            None => Ok(Formula::Const(true)),
+        }
+    }
+
     /// `forall` and `exists`: a conjunction or disjunction over the bindings,
     /// cut short once a part decides it.
     pub(super) fn quantifier(
@@ -25,13 +36,7 @@ impl Interpreter<'_> {
             let n = self.locals.len();
             self.locals.extend(combo);
             let r = (|| {
-                let c = match filter {
-                    Some(f) => {
-                        let g = self.eval(f)?;
-                        formula(g, f.span)?
-                    }
-                    None => Formula::Const(true),
-                };
+                let c = self.filter(filter)?;
                 if c == Formula::Const(false) {
                     return Ok(None);
                 }
@@ -77,13 +82,7 @@ impl Interpreter<'_> {
             let n = self.locals.len();
             self.locals.extend(combo);
             let r = (|| {
-                let c = match filter {
-                    Some(f) => {
-                        let g = self.eval(f)?;
-                        formula(g, f.span)?
-                    }
-                    None => Formula::Const(true),
-                };
+                let c = self.filter(filter)?;
                 if c == Formula::Const(false) {
                     return Ok(None);
                 }

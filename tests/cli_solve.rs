@@ -27,8 +27,13 @@ fn eval_prints_the_cost_of_a_shipped_partition() {
         out.contains("latency 2.916 us (throughput 342894.1362 /s); bottleneck `die[0]`"),
         "{out}"
     );
-    assert!(out.contains("bound   1.049 us"), "{out}");
-    assert!(out.contains("reaches 36.0% of it"), "{out}");
+    // The proven bound is fc1 alone: 2.097 us.
+    assert!(
+        out.contains(
+            "bound   2.097 us (throughput 476837.1582 /s), proven (node `fc1` on the fastest chip): gap 1.39x"
+        ),
+        "{out}"
+    );
     for h in [
         "chip", "nodes", "compute", "links", "stage", "weights", "peak", "memory",
     ] {
@@ -75,9 +80,11 @@ fn eval_prints_the_cost_of_a_shipped_partition() {
     close(f(&c["latency_s"]), 2.916352e-6);
     close(f(&c["throughput"]), 1.0 / 2.916352e-6);
     close(f(&v["verdict"]["throughput"]), f(&c["throughput"]));
-    // (2 Mi + 2 Ki + 2 Mi + 1 Ki) FLOP over 4 TFLOP/s.
-    close(f(&c["bound_latency_s"]), 4_197_376.0 / 4e12);
-    close(f(&c["bound_throughput"]), 4e12 / 4_197_376.0);
+    // `fc1`'s 2 Mi FLOP at 1 TFLOP/s, above total / total: (2 Mi + 2 Ki +
+    // 2 Mi + 1 Ki) FLOP over 4 TFLOP/s.
+    close(f(&c["bound_latency_s"]), 2_097_152.0 / 1e12);
+    close(f(&c["bound_throughput"]), 1e12 / 2_097_152.0);
+    assert_eq!(c["bound"]["kind"], "largest_node");
     assert_eq!(c["bottleneck"], 0);
     assert_eq!(c["memory_overflow"], serde_json::Value::Null);
     let chips = c["chips"].as_array().unwrap();
@@ -307,6 +314,14 @@ fn solve_writes_the_best_partition_for_verify() {
         v["fraction_of_bound"].as_f64().unwrap(),
         t / v["bound_throughput"].as_f64().unwrap(),
     );
+    // The proven bound and the gap, as latencies.
+    let latency = v["latency_s"].as_f64().unwrap();
+    close(latency, 1.0 / t);
+    let proven = v["proven_bound_latency_s"].as_f64().unwrap();
+    close(proven, 1.0 / v["bound_throughput"].as_f64().unwrap());
+    close(v["gap"].as_f64().unwrap(), latency / proven);
+    assert_eq!(v["proven_bound"]["latency_s"].as_f64(), Some(proven));
+    assert_eq!(v["proven_optimal"], latency <= proven * (1.0 + 1e-9));
     let invalid: u64 = v["invalid_reasons"]
         .as_array()
         .unwrap()
@@ -829,4 +844,54 @@ fn solve_starts_from_a_given_partition() {
         assert!(err.contains(name), "{name}: {err}");
         assert!(!dir.join("x.json").exists());
     }
+}
+
+/// A partition at the proven bound is proven optimal (one node on a ring:
+/// its time alone is the bound); one above it is not.
+#[test]
+fn solve_says_when_its_best_is_proven_optimal() {
+    let dir = common::scratch("cli-solve-optimal");
+    let one = dir.join("one.mcm");
+    std::fs::write(
+        &one,
+        "use std::topologies::ring\nlet t = ring(n = 2, memory = 1 GiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph { a { flops = 1 GFLOP } }\npartition g onto t { maximize throughput }\n",
+    )
+    .unwrap();
+    let out = dir.join("p.json");
+    let args = [
+        "solve",
+        one.to_str().unwrap(),
+        "--budget",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let o = mcmpart(&args);
+    let (txt, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{txt}\n{err}");
+    assert!(
+        txt.contains("vs bound    1 ms proven (node `a` on the fastest chip): proven optimal"),
+        "{txt}"
+    );
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let v = json(&mcmpart(&json_args));
+    assert_eq!(v["proven_optimal"], true);
+    close(v["latency_s"].as_f64().unwrap(), 1e-3);
+    close(v["proven_bound_latency_s"].as_f64().unwrap(), 1e-3);
+    assert_eq!(v["proven_bound"]["kind"], "largest_node");
+
+    // The quickstart's best at 10 samples is above its bound: no claim.
+    let v = json(&mcmpart(&[
+        "solve",
+        "examples/quickstart.mcm",
+        "--budget",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(v["proven_optimal"], false);
+    assert!(v["gap"].as_f64().unwrap() > 1.0);
 }

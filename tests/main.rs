@@ -4,6 +4,7 @@
 mod common;
 
 mod book;
+mod bounds;
 mod cli;
 mod cli_solve;
 mod compare;

@@ -672,9 +672,9 @@ fn anneal_keeps_greedys_start_until_a_draw_beats_it() {
 }
 
 /// The baseline `solve` and `compare` measure by: greedy's one valid
-/// partition with its throughput and latency, and the bound (total flops
-/// over total compute) above it; an infeasible problem has no greedy run,
-/// and still its bound.
+/// partition with its throughput and latency, and the proven bound (the
+/// model's largest structural bound) above it; an infeasible problem has no
+/// greedy run, and still its bound.
 #[test]
 fn the_baseline_is_greedys_partition_and_the_bound() {
     use mcmpart::baseline::baseline;
@@ -691,7 +691,7 @@ fn the_baseline_is_greedys_partition_and_the_bound() {
     let chips = b.partition().unwrap();
     placement_ok(&p, chips).unwrap();
     assert_eq!(j.evaluate(chips), Verdict::Valid { throughput: t });
-    let bound = b.bound.unwrap();
+    let bound = b.bound_throughput().unwrap();
     assert_eq!(bound, 1.0 / CostModel::new(&p).unwrap().bound_latency());
     assert!(t <= bound * (1.0 + 1e-9), "greedy {t} above the bound {bound}");
 
@@ -705,7 +705,7 @@ fn the_baseline_is_greedys_partition_and_the_bound() {
     let p = compile(&c);
     let b = baseline(&p, &judge(&p), 0);
     assert!(b.greedy.is_err() && b.partition().is_none() && b.throughput().is_none());
-    assert!(b.bound.is_some_and(|x| x > 0.0));
+    assert!(b.bound_throughput().is_some_and(|x| x > 0.0));
 }
 
 /// One of the user rules of issue 23, written as text (the strategies'

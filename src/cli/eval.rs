@@ -1,5 +1,5 @@
 //! `mcmpart eval FILE --partition P.json`: the cost model's figures for a
-//! partition (latency, throughput, the bound, per chip), the dynamic check,
+//! partition (latency, throughput, the proven bound and the gap, per chip), the dynamic check,
 //! and the external evaluator's verdict when the problem names one.
 
 use super::judge_args::EvalArgs;
@@ -73,11 +73,13 @@ fn print_report(p: &crate::problem::Problem, r: &crate::cost::CostReport) {
         r.throughput,
         p.package.chips[r.bottleneck as usize].name
     );
+    // Proven of valid partitions only: one that breaks a rule may beat it.
     println!(
-        "bound   {} (throughput {:.4} /s): this partition reaches {:.1}% of it",
+        "bound   {} (throughput {:.4} /s), proven ({}): gap {:.2}x",
         secs(r.bound_latency_s),
         r.bound_throughput,
-        100.0 * r.bound_latency_s / r.latency_s
+        r.bound.because,
+        r.latency_s / r.bound_latency_s
     );
     println!(
         "{:<12} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}",

@@ -6,6 +6,7 @@
 
 mod args;
 mod bench;
+mod bench_bounds;
 mod check;
 mod compare;
 mod eval;
@@ -180,6 +181,9 @@ pub enum BenchCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// The structural lower bounds on every graph of a data set, checked
+    /// against a strategy's best partition.
+    Bounds(bench_bounds::BoundsArgs),
     /// Time loading every graph file of a folder.
     Load {
         /// The folder of graph files.
@@ -296,6 +300,7 @@ pub fn run(cli: Cli) -> i32 {
             repeats,
             out: dest,
         }) => bench::load(&out, &dir, repeats, dest.as_deref()),
+        Command::Bench(BenchCommand::Bounds(args)) => bench_bounds::run(&out, &args),
     };
     out.finish(result)
 }

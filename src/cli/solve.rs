@@ -248,7 +248,12 @@ fn report(
             o.records.len()
         );
     }
-    let bound = base.bound;
+    // The bound is the analytical model's: proven of its latency, not of
+    // an external evaluator's figure.
+    let proven = base.bound.as_ref().filter(|_| judge.describe == "analytical");
+    let bound = base.bound_throughput();
+    let latency = 1.0 / best.throughput;
+    let gap = proven.map(|b| latency / b.latency_s);
     let improvement = greedy.map(|g| best.throughput / g);
     if out.json {
         let reasons: Vec<serde_json::Value> = top_reasons(o, 10)
@@ -258,9 +263,11 @@ fn report(
         out.print_json(&serde_json::json!({
             "ok": true, "problem": p.name, "strategy": o.strategy, "seed": o.seed, "judge": judge.describe,
             "out": dest.display().to_string(), "samples": o.records.len(), "elapsed_s": o.elapsed_s,
-            "throughput": best.throughput, "found_at_sample": best.sample,
+            "throughput": best.throughput, "latency_s": latency, "found_at_sample": best.sample,
             "greedy_throughput": greedy, "improvement_over_greedy": improvement,
             "bound_throughput": bound, "fraction_of_bound": bound.map(|b| best.throughput / b),
+            "proven_bound_latency_s": proven.map(|b| b.latency_s), "proven_bound": proven,
+            "gap": gap, "proven_optimal": gap.is_some_and(proven_optimal),
             "invalid": o.invalid_count(), "invalid_reasons": reasons, "solver": o.solver,
             "curve": o.records, "partition": partition_json(&pl, &p.graph, p.package.num_chips()),
             "interrupted": o.interrupted, "init_moved": moved,
@@ -275,21 +282,25 @@ fn report(
         best.sample,
         dest.display()
     );
-    println!(
-        "throughput  {:.4} /s (latency {})",
-        best.throughput,
-        secs(1.0 / best.throughput)
-    );
+    println!("throughput  {:.4} /s (latency {})", best.throughput, secs(latency));
     match (greedy, improvement) {
         (Some(g), Some(x)) => println!("vs greedy   {x:.3}x (greedy: {g:.4} /s)"),
         _ => println!("vs greedy   greedy found no valid partition"),
     }
-    match bound.map(|b| (b, best.throughput / b)) {
-        // The bound and the model sum the same flops in another order.
-        Some((b, f)) if f <= 1.0 + 1e-9 => println!("vs bound    {:.1}% of the bound {b:.4} /s (gap {:.2}x)", 100.0 * f, 1.0 / f),
+    match (proven, &base.bound) {
+        (Some(b), _) => println!("{}", bound_line(b, latency)),
         // Only an external evaluator can report more than the model's bound.
-        Some((b, f)) => println!("vs bound    {f:.3e} times the analytical bound {b:.4} /s: the evaluator's figure exceeds the model's bound"),
-        None => {}
+        (None, Some(b)) if latency < b.latency_s => println!(
+            "vs bound    {:.3e} times the analytical bound {:.4} /s: the evaluator's figure exceeds the model's bound",
+            b.latency_s / latency,
+            1.0 / b.latency_s
+        ),
+        (None, Some(b)) => println!(
+            "vs bound    the analytical model's bound {} ({}), not proven of the evaluator's figures",
+            secs(b.latency_s),
+            b.because
+        ),
+        (None, None) => {}
     }
     if let Some(m) = moved {
         println!("start       the given partition, {m} node(s) moved by the repair");
@@ -300,6 +311,23 @@ fn report(
         println!("  {:>6}  {r}", r.count);
     }
     Ok(done)
+}
+
+/// Whether a latency equals the proven bound up to rounding: the bound and
+/// the model sum the same flops in other orders.
+pub fn proven_optimal(gap: f64) -> bool {
+    (gap - 1.0).abs() <= 1e-9
+}
+
+/// `vs bound    L proven by WHY: gap G` (`proven optimal` at gap 1).
+pub fn bound_line(b: &crate::cost::Bound, latency: f64) -> String {
+    let gap = latency / b.latency_s;
+    let verdict = if proven_optimal(gap) {
+        "proven optimal".to_string()
+    } else {
+        format!("gap {gap:.2}x")
+    };
+    format!("vs bound    {} proven ({}): {verdict}", secs(b.latency_s), b.because)
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! A problem's baseline, the yardstick `solve` and `compare` measure a
 //! search by: greedy's one partition (the reference a strategy must beat)
-//! and the lower bound on latency (what no partition can beat).
+//! and the proven lower bound on latency (what no valid partition can beat).
 
-use crate::cost::{CostModel, Judge};
+use crate::cost::{Bound, CostModel, Judge};
 use crate::strategy::{self, Budget, Greedy, Outcome};
 use mcm_core::problem::Problem;
 use mcm_solver::Infeasible;
@@ -13,10 +13,9 @@ pub struct Baseline {
     /// Greedy's run (one sample, not counted in any budget); `Err` when the
     /// problem has no valid partition.
     pub greedy: Result<Outcome, Infeasible>,
-    /// The throughput of the lower bound on latency (total flops / total
-    /// compute); `None` when the cost model cannot judge the problem. It is
-    /// infinite for a graph without flops: callers that average it filter.
-    pub bound: Option<f64>,
+    /// The proven lower bound on latency, with the structural bound that
+    /// binds; `None` when the cost model cannot judge the problem.
+    pub bound: Option<Bound>,
 }
 
 impl Baseline {
@@ -37,6 +36,12 @@ impl Baseline {
         self.throughput().map(|t| 1.0 / t)
     }
 
+    /// The throughput of the proven bound (no valid partition does better).
+    /// It is infinite for a graph without flops: callers that average it filter.
+    pub fn bound_throughput(&self) -> Option<f64> {
+        self.bound.as_ref().map(|b| 1.0 / b.latency_s)
+    }
+
     fn best(&self) -> Option<&strategy::Best> {
         self.greedy.as_ref().ok().and_then(|o| o.best.as_ref())
     }
@@ -46,6 +51,6 @@ impl Baseline {
 pub fn baseline(problem: &Problem, judge: &Judge, seed: u64) -> Baseline {
     Baseline {
         greedy: strategy::run(problem, judge, &mut Greedy, Budget::Samples(1), seed, None),
-        bound: CostModel::new(problem).ok().map(|m| 1.0 / m.bound_latency()),
+        bound: CostModel::new(problem).ok().map(|m| m.bound().clone()),
     }
 }

@@ -56,18 +56,19 @@ fn per_problem(summary: &Summary, m: &mut String, problems: &[ProblemRuns]) {
         m,
         "\n**Per problem**: best over greedy at {} samples, mean over seeds (`%`: of the bound, where greedy \
          has no valid partition; `none`: no run has a valid one yet), in bold the best at the last budget; in \
-         parentheses the invalid samples of all runs; a run's mean time.\n",
+         parentheses the invalid samples of all runs; a run's mean time; `gap`: the best latency of all runs \
+         over the proven bound (1.00: proven optimal).\n",
         budgets.join(" / ")
     );
     let _ = write!(m, "| problem | nodes |");
     for s in &names {
         let _ = write!(m, " {s} |");
     }
-    let _ = write!(m, "\n|---|--:|");
+    let _ = write!(m, " gap |\n|---|--:|");
     for _ in &names {
         let _ = write!(m, "--:|");
     }
-    m.push('\n');
+    m.push_str("--:|\n");
     let mut order: Vec<&ProblemRuns> = problems.iter().collect();
     order.sort_by_key(|p| p.nodes);
     let last = summary.budgets.last().copied().unwrap_or(1);
@@ -107,7 +108,12 @@ fn per_problem(summary: &Summary, m: &mut String, problems: &[ProblemRuns]) {
             let time = runs.iter().map(|o| o.elapsed_s).sum::<f64>() / runs.len() as f64;
             let _ = write!(m, " {cell}, {time:.0} s |");
         }
-        m.push('\n');
+        match p.gap() {
+            Some(g) => {
+                let _ = writeln!(m, " {g:.2}x |");
+            }
+            None => m.push_str(" - |\n"),
+        }
     }
 }
 
@@ -167,7 +173,7 @@ pub fn markdown(summary: &Summary, problems: &[ProblemRuns], skipped: &[Skipped]
     let bound_n = summary.cells.first().map_or(0, |c| c.bound_problems);
     let _ = writeln!(
         m,
-        "\n**Fraction of the lower bound** (total flops / total compute, as a throughput): mean over seeds, \
+        "\n**Fraction of the lower bound** (the proven structural bound, as a throughput): mean over seeds, \
          geometric mean over the {bound_n} problem(s) with a bound; no valid partition counts as 0.\n"
     );
     head(&mut m, "strategy");
@@ -321,7 +327,7 @@ pub fn figures_json(
             json!({
                 "label": p.label, "file": p.file.display().to_string(), "problem": p.problem, "graph": p.graph,
                 "nodes": p.nodes, "chips": p.chips, "judge": p.judge,
-                "greedy_throughput": p.greedy, "bound_throughput": p.bound, "runs": runs,
+                "greedy_throughput": p.greedy, "bound_throughput": p.bound, "gap": p.gap(), "runs": runs,
             })
         })
         .collect();

@@ -208,7 +208,7 @@ fn run_greedy(p: &Problem, config: &Config) -> Result<Greedy, String> {
     Ok(Greedy {
         judge: j.describe.clone(),
         throughput,
-        bound: b.bound,
+        bound: b.bound_throughput(),
         run: b.greedy.map_err(|i| infeasible(p, &i))?,
     })
 }

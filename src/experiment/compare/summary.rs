@@ -19,7 +19,8 @@ pub struct ProblemRuns {
     /// Greedy's throughput, the baseline; `None` when its partition was
     /// invalid at evaluation.
     pub greedy: Option<f64>,
-    /// The throughput of the lower bound on latency.
+    /// The throughput of the proven lower bound on latency (no valid
+    /// partition does better).
     pub bound: Option<f64>,
     pub runs: Vec<Outcome>,
 }
@@ -27,6 +28,17 @@ pub struct ProblemRuns {
 impl ProblemRuns {
     pub fn of<'a>(&'a self, strategy: &'a str) -> impl Iterator<Item = &'a Outcome> + 'a {
         self.runs.iter().filter(move |o| o.strategy == strategy)
+    }
+
+    /// The proven gap: the best latency any run found (greedy's included)
+    /// over the proven bound; `None` without a bound or a valid partition.
+    pub fn gap(&self) -> Option<f64> {
+        let best = self
+            .runs
+            .iter()
+            .filter_map(|o| o.best.as_ref().map(|b| b.throughput))
+            .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |x| x.max(t))))?;
+        Some(self.bound? / best)
     }
 
     /// Mean over seeds of `best_at(n) / denom`, a run with no valid sample

@@ -1,12 +1,13 @@
 //! The analytical cost model of the solver brief: per chip, compute time
 //! plus the time of the links leaving it; latency is the slowest chip.
 
+use super::bounds::{self, Bound, Chips};
 use super::memory::{self, EdgeIndex, MemoryOverflow, PeakMemory};
 use super::CostError;
 use mcm_core::graph::Graph;
 use mcm_core::package::Package;
 use mcm_core::problem::Problem;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// No link: the route's end, or no route.
 const NO_LINK: u32 = u32::MAX;
@@ -31,6 +32,11 @@ pub struct CostModel {
     /// of each edge (parallel edges merged).
     consumers: Vec<Vec<(u32, u64)>>,
     edges: EdgeIndex,
+    /// The rules confine the nodes between an edge's ends to its two chips
+    /// (`acyclic_flow` and `triangle_dependency` both required).
+    confined: bool,
+    /// The structural bounds, made on first use (most models never report).
+    bounds: OnceLock<Vec<Bound>>,
 }
 
 /// One chip's share of a partition's cost.
@@ -52,14 +58,17 @@ pub struct ChipCost {
     pub memory_bytes: Option<f64>,
 }
 
-/// The whole cost of a partition, with the lower bound.
+/// The whole cost of a partition, with the proven lower bound.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct CostReport {
     pub latency_s: f64,
     pub throughput: f64,
-    /// Total flops / total compute: no partition has a lower latency.
+    /// No partition valid under the problem's rules has a lower latency
+    /// (the largest [structural bound](CostModel::bounds)).
     pub bound_latency_s: f64,
     pub bound_throughput: f64,
+    /// The bound that binds, and why it holds.
+    pub bound: Bound,
     /// The slowest chip, which sets the latency.
     pub bottleneck: u32,
     pub chips: Vec<ChipCost>,
@@ -121,8 +130,13 @@ impl CostModel {
         for e in graph.placed_edges() {
             consumers[e.src as usize].push((e.dst, e.bytes));
         }
+        let confined = ["acyclic_flow", "triangle_dependency"]
+            .iter()
+            .all(|k| problem.constraints.iter().any(|g| g.native.as_deref() == Some(*k)));
         Ok(CostModel {
             edges: EdgeIndex::new(&graph),
+            confined,
+            bounds: OnceLock::new(),
             graph,
             package,
             compute,
@@ -243,9 +257,50 @@ impl CostModel {
         Ok(compute.iter().zip(&links).map(|(a, b)| a + b).collect())
     }
 
-    /// Total flops / total compute.
+    /// The proven lower bound on latency: no partition valid under the
+    /// problem's rules is faster.
     pub fn bound_latency(&self) -> f64 {
-        self.graph.total_flops() as f64 / self.compute.iter().sum::<f64>()
+        self.bound().latency_s
+    }
+
+    /// The structural bound that binds (the largest of [`CostModel::bounds`]).
+    pub fn bound(&self) -> &Bound {
+        bounds::proven(self.bounds()).expect("the total-compute bound is always there")
+    }
+
+    /// Every structural lower bound on latency, each a theorem (see
+    /// [`bounds`](super::bounds)): total compute, the largest node, and the
+    /// edge whose span the rules confine to two chips.
+    pub fn bounds(&self) -> &[Bound] {
+        self.bounds.get_or_init(|| {
+            let chips = Chips {
+                compute: &self.compute,
+                pairs: self.chip_pairs(),
+            };
+            bounds::structural(&self.graph, &chips, self.confined)
+        })
+    }
+
+    /// (c_a, c_b, bandwidth of the first link a -> b) over the ordered
+    /// pairs with a route, deduplicated; `None` past [`bounds::MAX_PAIRS`].
+    fn chip_pairs(&self) -> Option<Vec<(f64, f64, f64)>> {
+        let c = self.compute.len();
+        let mut seen = std::collections::HashSet::new();
+        for (i, &l) in self.next_link.iter().enumerate() {
+            if l != NO_LINK {
+                let (a, b) = (i / c, i % c);
+                let key = (self.compute[a], self.compute[b], self.bandwidth[l as usize]);
+                seen.insert((key.0.to_bits(), key.1.to_bits(), key.2.to_bits()));
+                if seen.len() > bounds::MAX_PAIRS {
+                    return None;
+                }
+            }
+        }
+        Some(
+            seen.into_iter()
+                .map(|(a, b, w)| (f64::from_bits(a), f64::from_bits(b), f64::from_bits(w)))
+                .collect(),
+        )
     }
 
     /// The dynamic check: weights plus live activations per chip.
@@ -282,12 +337,13 @@ impl CostModel {
                 .iter()
                 .map(|c| (c.chip, c.stage_s))
                 .fold((0, 0.0), |best, x| if x.1 > best.1 { x } else { best });
-        let bound = self.bound_latency();
+        let bound = self.bound().clone();
         Ok(CostReport {
             latency_s: latency,
             throughput: 1.0 / latency,
-            bound_latency_s: bound,
-            bound_throughput: 1.0 / bound,
+            bound_latency_s: bound.latency_s,
+            bound_throughput: 1.0 / bound.latency_s,
+            bound,
             bottleneck,
             chips: per_chip,
             memory_overflow: overflow,

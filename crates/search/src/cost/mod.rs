@@ -6,11 +6,13 @@
 //! (`&[u32]`, as the solver hands it out) and returns a [`Verdict`].
 
 mod analytical;
+pub mod bounds;
 mod external;
 mod memory;
 mod service;
 
 pub use analytical::{ChipCost, CostModel, CostReport};
+pub use bounds::{Bound, BoundKind};
 pub use external::External;
 pub use memory::{MemoryOverflow, PeakMemory};
 pub use service::{Judge, JudgeOptions, JudgeStats};

@@ -104,11 +104,11 @@ fn print_row(name: &str, r: &Row) {
     let best = r.best_latency_s.map_or("-".to_string(), secs);
     let gap = r.gap().map_or("-".to_string(), |g| format!("{g:.2}x"));
     println!(
-        "{name:<24} {:>5} nodes  total/total {:>10}  proven {:>10} ({:?})  {} {best:>10}  gap {gap}{}",
+        "{name:<24} {:>5} nodes  total/total {:>10}  proven {:>10} ({})  {} {best:>10}  gap {gap}{}",
         r.nodes,
         secs(r.total_compute_s),
         secs(r.proven.latency_s),
-        r.proven.kind,
+        r.proven.kind.name(),
         r.strategy,
         if r.sound() { "" } else { "  UNSOUND" }
     );

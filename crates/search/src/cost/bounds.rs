@@ -42,6 +42,17 @@ pub enum BoundKind {
     EdgeSpan,
 }
 
+impl BoundKind {
+    /// Its name in reports, as JSON spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BoundKind::TotalCompute => "total_compute",
+            BoundKind::LargestNode => "largest_node",
+            BoundKind::EdgeSpan => "edge_span",
+        }
+    }
+}
+
 /// A lower bound on the latency of every valid partition.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Bound {
@@ -66,8 +77,8 @@ pub(super) struct Chips<'a> {
 pub(super) const MAX_PAIRS: usize = 256;
 
 /// The largest graph whose between-sets are computed (two n² bit matrices,
-/// 50 MB at this size); a larger one keeps S = {u, v}.
-const MAX_SPAN_NODES: usize = 20_000;
+/// 32 MiB each at this size); a larger one keeps S = {u, v}.
+const MAX_SPAN_NODES: usize = 16_384;
 
 /// Every structural bound of `graph` on `chips`; `confined`: the rules force
 /// the nodes between an edge's ends onto its two chips.
@@ -306,6 +317,9 @@ mod tests {
     /// (on one chip 15, split at least 7.5), and a -> d alone 9 / 2.
     #[test]
     fn the_bounds_of_a_diamond() {
+        for k in [BoundKind::TotalCompute, BoundKind::LargestNode, BoundKind::EdgeSpan] {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.name());
+        }
         let g = diamond();
         let chips = Chips {
             compute: &[1.0, 1.0],

@@ -805,6 +805,15 @@ fn summary_values_are_means_over_seeds_and_geometric_means_over_problems() {
         assert!(close(*got, want), "{curve:?}");
     }
     assert_eq!(sum.reach, vec![vec![Some(1), None], vec![Some(2), Some(3)]]);
+    // The gap: the bound over the best of every run (greedy's too), as
+    // latencies: a 10 / 6, b 8 / 8 (proven optimal), c 5 / 5.
+    let gaps: Vec<Option<f64>> = problems.iter().map(|p| p.gap()).collect();
+    assert!(
+        close(gaps[0].unwrap(), 10.0 / 6.0) && close(gaps[1].unwrap(), 1.0),
+        "{gaps:?}"
+    );
+    let none = problem_runs("d", Some(1.0), None, vec![]);
+    assert_eq!(none.gap(), None);
 }
 
 /// A small comparison run through the library: each cell of its summary is
@@ -878,6 +887,14 @@ fn the_summary_follows_the_runs() {
     let md = &report.markdown;
     let header = md.lines().find(|l| l.starts_with("| problem | nodes |")).unwrap();
     let cols: Vec<&str> = header.split('|').map(str::trim).collect();
+    // The last column: the best latency of all runs over the proven bound.
+    assert!(header.ends_with("| gap |"), "{header}");
+    for p in &report.problems {
+        let line = md.lines().find(|l| l.starts_with(&format!("| {} |", p.label))).unwrap();
+        let gap = p.gap().unwrap();
+        assert!(gap >= 1.0 - 1e-9, "{}: {gap}", p.label);
+        assert!(line.ends_with(&format!("| {gap:.2}x |")), "{line}");
+    }
     for p in &report.problems {
         let line = md.lines().find(|l| l.starts_with(&format!("| {} |", p.label))).unwrap();
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();

@@ -11,6 +11,7 @@ mod cost;
 mod dataset;
 mod errors;
 mod evaluators;
+mod fmt;
 mod fuzz;
 mod onnx;
 mod property;

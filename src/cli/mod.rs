@@ -9,6 +9,7 @@ mod bench;
 mod check;
 mod compare;
 mod eval;
+mod fmt;
 pub mod import;
 mod judge_args;
 mod output;
@@ -83,6 +84,15 @@ pub enum Command {
         /// The .mcm files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+    },
+    /// Rewrite .mcm files in the one canonical layout (comments kept).
+    Fmt {
+        /// The .mcm files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Change nothing: list the files not in the layout, exit 1 if any.
+        #[arg(long)]
+        check: bool,
     },
     /// One valid partition, by SAMPLE with uniform probabilities.
     Sample {
@@ -262,6 +272,7 @@ pub fn run(cli: Cli) -> i32 {
             eval: args,
         } => eval::run(&out, &file, &partition, problem.as_deref(), &args),
         Command::Test { files } => test::run(&out, &files),
+        Command::Fmt { files, check } => fmt::run(&out, &files, check),
         Command::Show {
             graph,
             partition,

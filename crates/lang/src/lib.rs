@@ -4,6 +4,7 @@
 pub mod ast;
 mod builtins;
 pub mod eval;
+pub mod format;
 pub mod loader;
 pub mod parse;
 pub mod types;

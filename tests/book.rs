@@ -150,7 +150,7 @@ fn shows(shown: &str, printed: &str) -> bool {
 
 /// Commands quick enough to replay (no training, comparing or benchmarking).
 const REPLAYED: &[&str] = &[
-    "check", "test", "verify", "sample", "repair", "eval", "solve", "import", "stats",
+    "check", "test", "verify", "sample", "repair", "eval", "solve", "import", "stats", "show",
 ];
 
 /// The tutorials' and chapters' `$ mcmpart ...` sessions print what the

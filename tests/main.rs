@@ -19,6 +19,7 @@ mod rl;
 mod rollouts;
 mod sat;
 mod semantics;
+mod show;
 mod solver;
 mod spec;
 mod strategies;

@@ -147,15 +147,23 @@ pub enum Command {
         #[arg(short, long)]
         out: PathBuf,
     },
-    /// Draw a graph, coloured by chip when a partition is given.
+    /// Draw a graph, or the package of an .mcm file; coloured by chip or
+    /// by load when a partition is given.
     Show {
-        /// A graph file (`.json` or `.json.gz`).
-        graph: PathBuf,
-        /// A partition file to colour the nodes by.
+        /// A graph file (`.json` or `.json.gz`), or an `.mcm` file whose package to draw.
+        file: PathBuf,
+        /// A partition file: colours a graph's nodes by chip, a package's chips by load.
         #[arg(long)]
         partition: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "dot")]
-        format: show::Format,
+        /// dot or svg for a graph (default dot); text, json or svg for a package (default text).
+        #[arg(long, value_enum)]
+        format: Option<show::Format>,
+        /// The package of an .mcm file: the `let` that names it.
+        #[arg(long)]
+        package: Option<String>,
+        /// The problem whose package to draw, when the file declares several.
+        #[arg(long)]
+        problem: Option<String>,
         /// Write here instead of standard output.
         #[arg(short, long)]
         out: Option<PathBuf>,
@@ -274,11 +282,23 @@ pub fn run(cli: Cli) -> i32 {
         Command::Test { files } => test::run(&out, &files),
         Command::Fmt { files, check } => fmt::run(&out, &files, check),
         Command::Show {
-            graph,
+            file,
             partition,
             format,
+            package,
+            problem,
             out: dest,
-        } => show::run(&graph, partition.as_deref(), format, dest.as_deref()),
+        } => show::run(
+            &out,
+            &show::ShowArgs {
+                file: &file,
+                partition: partition.as_deref(),
+                format,
+                dest: dest.as_deref(),
+                package: package.as_deref(),
+                problem: problem.as_deref(),
+            },
+        ),
         Command::Sample {
             file,
             solver,

@@ -74,6 +74,8 @@ pub struct Compiled {
     /// Graph files the program loaded (its source files are in
     /// `program.sources`).
     pub graph_files: Vec<PathBuf>,
+    /// The packages the file's top-level `let`s name, in order.
+    pub packages: Vec<(String, Arc<Package>)>,
 }
 
 impl Compiled {
@@ -85,6 +87,32 @@ impl Compiled {
 
     pub fn ok(&self) -> bool {
         self.diags.iter().all(|d| d.warning)
+    }
+
+    /// The package to show: the `let` called `name`, or else the package of
+    /// the only problem, or else the only package a `let` names.
+    pub fn package(&self, name: Option<&str>) -> Result<Arc<Package>, String> {
+        let lets = || self.packages.iter().map(|(n, _)| n.as_str());
+        if let Some(n) = name {
+            return self
+                .packages
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, p)| p.clone())
+                .ok_or_else(|| format!("no `let {n} = ...` package; {}", unknown_help(n, "package", lets())));
+        }
+        if self.problems.len() == 1 {
+            return Ok(self.problems[0].package.clone());
+        }
+        match self.packages.as_slice() {
+            [(_, p)] => Ok(p.clone()),
+            [] => Err("the file names no package: no `let NAME = TOPOLOGY(...)` and no problem".into()),
+            _ => Err(format!(
+                "the file names {} packages ({}); pick one with --package",
+                self.packages.len(),
+                lets().collect::<Vec<_>>().join(", ")
+            )),
+        }
     }
 
     /// The problem called `name`, or the only one when `name` is `None`.
@@ -148,15 +176,18 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
     let mut problems = Vec::new();
     let mut tests = Vec::new();
     let mut graph_files = Vec::new();
+    let mut packages = Vec::new();
     if diags.is_empty() && !program.modules.is_empty() {
         let mut ev = Interpreter::new(&program, &types);
         let mut names: Vec<(String, Span)> = Vec::new();
         for (i, item) in program.modules[0].ast.items.iter().enumerate() {
             match item {
-                Item::Let(_) => {
+                Item::Let(l) => {
                     // Evaluate every let, used or not, so that its errors show.
-                    if let Err(d) = ev.let_value(loader::ItemRef { module: 0, index: i }) {
-                        diags.push(d);
+                    match ev.let_value(loader::ItemRef { module: 0, index: i }) {
+                        Ok(eval::Value::Package(p)) => packages.push((l.name.name.clone(), p)),
+                        Ok(_) => {}
+                        Err(d) => diags.push(d),
                     }
                 }
                 Item::Partition(p) => match build_problem(&program, &mut ev, p, problems.len(), graph.as_ref()) {
@@ -190,5 +221,6 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
         tests,
         diags,
         graph_files,
+        packages,
     }
 }

@@ -13,6 +13,7 @@ mod errors;
 mod evaluators;
 mod fmt;
 mod fuzz;
+mod lsp;
 mod onnx;
 mod property;
 mod rl;

@@ -12,6 +12,7 @@ mod eval;
 mod fmt;
 pub mod import;
 mod judge_args;
+mod lsp;
 mod output;
 mod problem;
 mod repair;
@@ -168,6 +169,9 @@ pub enum Command {
         #[arg(short, long)]
         out: Option<PathBuf>,
     },
+    /// A language server for editors, on standard input and output (see the
+    /// book's chapter on editor set-up).
+    Lsp,
     /// Sizes, totals, depth and the largest nodes of a graph.
     Stats {
         /// A graph file (`.json` or `.json.gz`).
@@ -321,6 +325,7 @@ pub fn run(cli: Cli) -> i32 {
             out: dest,
         }) => bench::solver(&out, &file, &solver, mode, samples, dest.as_deref()),
         Command::Import { model, out: dest } => import::run(&out, &model, &dest),
+        Command::Lsp => lsp::run(),
         Command::Stats { graph, top } => stats::run(&out, &graph, top),
         Command::Bench(BenchCommand::Load {
             dir,

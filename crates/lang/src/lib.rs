@@ -5,6 +5,7 @@ pub mod ast;
 mod builtins;
 pub mod eval;
 pub mod format;
+pub mod ide;
 pub mod loader;
 pub mod parse;
 pub mod types;
@@ -76,6 +77,8 @@ pub struct Compiled {
     pub graph_files: Vec<PathBuf>,
     /// The packages the file's top-level `let`s name, in order.
     pub packages: Vec<(String, Arc<Package>)>,
+    /// What type checking learnt (the types of `let`s, for an editor).
+    pub types: types::TypeInfo,
 }
 
 impl Compiled {
@@ -222,5 +225,6 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
         diags,
         graph_files,
         packages,
+        types,
     }
 }

@@ -224,3 +224,29 @@ fn errors_in_types_carry_related_spans_and_syntax_errors_do_not_stop_the_server(
     assert_eq!(c.at("textDocument/hover", "file:///nowhere/u.mcm", 0, 3), Value::Null);
     c.stop();
 }
+
+#[test]
+fn definitions_reach_imported_files() {
+    let dir = common::scratch("lsp-import");
+    std::fs::write(
+        dir.join("parts.mcm"),
+        "/// Two dies.\ntopology pair(memory: bytes = 1 MiB) {\n    chips die[2] { memory = memory, compute = 1 TFLOP/s }\n    link die[0] -> die[1] { bandwidth = 1 GB/s }\n}\n",
+    )
+    .unwrap();
+    let main = "use \"parts.mcm\"\nlet p = pair()\n";
+    let path = dir.join("main.mcm");
+    std::fs::write(&path, main).unwrap();
+    let uri = format!("file://{}", path.display());
+    let mut c = Client::start();
+    assert_eq!(c.open(&uri, main), Vec::<Value>::new());
+    let def = c.at("textDocument/definition", &uri, 1, 9);
+    assert!(def["uri"].as_str().unwrap().ends_with("/parts.mcm"), "{def}");
+    assert_eq!(def["range"]["start"], json!({"line": 1, "character": 9}));
+    let h = c.at("textDocument/hover", &uri, 1, 9);
+    let text = h["contents"]["value"].as_str().unwrap();
+    assert!(
+        text.contains("`memory`: bytes (in B") && text.contains("default `1 MiB`") && text.contains("Two dies."),
+        "{text}"
+    );
+    c.stop();
+}

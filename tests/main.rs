@@ -9,6 +9,7 @@ mod cli_solve;
 mod compare;
 mod cost;
 mod dataset;
+mod editors;
 mod errors;
 mod evaluators;
 mod fmt;

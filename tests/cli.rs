@@ -587,3 +587,16 @@ fn import_does_not_replace_what_is_not_a_file() {
         .is_symlink());
     assert_eq!(std::fs::read_to_string(dir.join("target.json")).unwrap(), "kept");
 }
+
+#[test]
+fn a_file_without_tests_says_so() {
+    let o = crate::common::mcmpart(&["test", "examples/mesh.mcm"]);
+    assert!(o.status.success());
+    assert!(
+        crate::common::text(&o).0.contains("examples/mesh.mcm: no tests"),
+        "{:?}",
+        crate::common::text(&o)
+    );
+    let o = crate::common::mcmpart(&["--json", "test", "examples/mesh.mcm"]);
+    assert_eq!(crate::common::json(&o)["without_tests"][0], "examples/mesh.mcm");
+}

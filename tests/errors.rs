@@ -455,7 +455,10 @@ fn infinite_numbers_and_empty_packages_are_refused() {
 /// not a syntax error listing what the grammar expected.
 #[test]
 fn a_rate_without_its_slash_is_told_how_to_write_it() {
-    let out = errors("let x = 8 GFLOPS\n").split_whitespace().collect::<Vec<_>>().join(" ");
+    let out = errors("let x = 8 GFLOPS\n")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(out.contains("unknown unit `GFLOPS`"), "{out}");
     assert!(out.contains("a rate is written with `/s`: `GFLOP/s`"), "{out}");
 }

@@ -10,6 +10,7 @@ pub fn run(out: &Output, files: &[PathBuf]) -> Result {
     let mut compile_failed = false;
     let mut all = Vec::new();
     let mut broken_files = Vec::new();
+    let mut without_tests = Vec::new();
     for f in files {
         let c = crate::lang::compile_file(f);
         if !c.ok() {
@@ -25,6 +26,15 @@ pub fn run(out: &Output, files: &[PathBuf]) -> Result {
                 out.error(&Error::diagnostics(&c));
             }
             continue;
+        }
+        if c.tests.is_empty() {
+            if !out.json {
+                println!(
+                    "{}: no tests (a test is a `test \"NAME\" {{ ... }}` block)",
+                    f.display()
+                );
+            }
+            without_tests.push(f.display().to_string());
         }
         for t in &c.tests {
             let r = testing::run(t);
@@ -51,7 +61,7 @@ pub fn run(out: &Output, files: &[PathBuf]) -> Result {
     if out.json {
         out.print_json(&serde_json::json!({
             "ok": !compile_failed && failed == 0, "passed": passed, "failed": failed, "tests": all,
-            "errors": broken_files,
+            "errors": broken_files, "without_tests": without_tests,
         }));
     } else {
         println!("{passed} passed, {failed} failed");

@@ -183,6 +183,7 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
     if diags.is_empty() && !program.modules.is_empty() {
         let mut ev = Interpreter::new(&program, &types);
         let mut names: Vec<(String, Span)> = Vec::new();
+        let mut test_names: Vec<(&str, Span)> = Vec::new();
         for (i, item) in program.modules[0].ast.items.iter().enumerate() {
             match item {
                 Item::Let(l) => {
@@ -208,10 +209,23 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
                     }
                     Err(d) => diags.extend(d),
                 },
-                Item::Test(t) => match build_test(&program, &mut ev, t) {
-                    Ok(tc) => tests.push(tc),
-                    Err(d) => diags.extend(d),
-                },
+                Item::Test(t) => {
+                    // Results are reported by name: two tests may not share one.
+                    if let Some((_, first)) = test_names.iter().find(|(n, _)| *n == t.name) {
+                        diags.push(
+                            Diag::error("mcm::duplicate", format!("two tests are named \"{}\"", t.name))
+                                .label(t.name_span, "second test")
+                                .label(*first, "first test")
+                                .help("give each test its own name"),
+                        );
+                        continue;
+                    }
+                    test_names.push((&t.name, t.name_span));
+                    match build_test(&program, &mut ev, t) {
+                        Ok(tc) => tests.push(tc),
+                        Err(d) => diags.extend(d),
+                    }
+                }
                 _ => {}
             }
         }

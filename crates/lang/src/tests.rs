@@ -192,3 +192,11 @@ fn a_rate_written_without_the_slash_suggests_it() {
         );
     }
 }
+
+#[test]
+fn two_tests_with_one_name_are_an_error() {
+    let t = "test \"same\" {\n    let g = graph { a }\n    let t = ring(n = 1, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n    place g onto t { a: 0 }\n    expect valid\n}\n";
+    let e = errors(&format!("use std::topologies::ring\n{t}{t}"));
+    assert!(e.contains("two tests are named \"same\""), "{e}");
+    assert!(e.contains("first test") && e.contains("second test"), "{e}");
+}

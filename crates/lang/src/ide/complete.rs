@@ -72,7 +72,10 @@ const KEYWORDS: &[&str] = &[
 /// Completions at byte `at` of `text` (the editor's text, which may not
 /// parse); `c` is the last compilation of it, if any.
 pub fn completions(c: Option<&Compiled>, text: &str, at: usize) -> Vec<Completion> {
-    let at = at.min(text.len());
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
     let before = &text[..at];
     let word_start = before
         .rfind(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_' || ch == '/'))

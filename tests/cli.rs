@@ -161,7 +161,7 @@ fn test_runs_every_block_and_fails_on_a_failure() {
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
-        out.contains("PASS tests/mcm/spec_tests.mcm: \"skipping a chip is rejected\""),
+        out.contains("PASS tests/mcm/spec_tests.mcm:6: \"skipping a chip is rejected\""),
         "{out}"
     );
     assert!(out.trim_end().ends_with("6 passed, 0 failed"), "{out}");

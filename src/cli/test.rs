@@ -38,6 +38,7 @@ pub fn run(out: &Output, files: &[PathBuf]) -> Result {
         }
         for t in &c.tests {
             let r = testing::run(t);
+            let (line, _) = c.program.sources.line_col(t.span);
             if r.status == Status::Pass {
                 passed += 1;
             } else {
@@ -48,14 +49,14 @@ pub fn run(out: &Output, files: &[PathBuf]) -> Result {
                     Status::Pass => "PASS",
                     Status::Fail => "FAIL",
                 };
-                println!("{tag} {}: \"{}\": {}", f.display(), r.name, r.message);
+                println!("{tag} {}:{line}: \"{}\": {}", f.display(), r.name, r.message);
                 if r.status != Status::Pass || r.violations.len() <= 3 {
                     for v in r.violations.iter().take(5) {
                         println!("    {v}");
                     }
                 }
             }
-            all.push(serde_json::json!({"file": f.display().to_string(), "result": r}));
+            all.push(serde_json::json!({"file": f.display().to_string(), "line": line, "result": r}));
         }
     }
     if out.json {

@@ -200,3 +200,11 @@ fn two_tests_with_one_name_are_an_error() {
     assert!(e.contains("two tests are named \"same\""), "{e}");
     assert!(e.contains("first test") && e.contains("second test"), "{e}");
 }
+
+#[test]
+fn node_counts_out_of_range_say_which_way() {
+    let big = errors("let g = graph { a { params = 1e30 B } }\n");
+    assert!(big.contains("`params` is too large"), "{big}");
+    let neg = errors("let g = graph { a { flops = -5 } }\n");
+    assert!(neg.contains("`flops` is negative (-5)"), "{neg}");
+}

@@ -600,3 +600,23 @@ fn a_file_without_tests_says_so() {
     let o = crate::common::mcmpart(&["--json", "test", "examples/mesh.mcm"]);
     assert_eq!(crate::common::json(&o)["without_tests"][0], "examples/mesh.mcm");
 }
+
+#[test]
+fn every_command_that_writes_takes_dash_o() {
+    for cmd in [
+        &["sample"][..],
+        &["repair"],
+        &["solve"],
+        &["compare"],
+        &["train"],
+        &["import"],
+        &["show"],
+        &["bench", "solver"],
+        &["bench", "load"],
+    ] {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let (out, _) = crate::common::text(&crate::common::mcmpart(&args));
+        assert!(out.contains("-o, --out <OUT>"), "{cmd:?}:\n{out}");
+    }
+}

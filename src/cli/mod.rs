@@ -102,7 +102,7 @@ pub enum Command {
         #[command(flatten)]
         solver: SolverArgs,
         /// Where to write the partition.
-        #[arg(long)]
+        #[arg(short, long)]
         out: PathBuf,
     },
     /// Search for a good valid partition within a budget and write the best.
@@ -137,7 +137,7 @@ pub enum Command {
         #[command(flatten)]
         solver: SolverArgs,
         /// Where to write the repaired partition.
-        #[arg(long)]
+        #[arg(short, long)]
         out: PathBuf,
     },
     /// Import an ONNX model (with shapes from ONNX shape inference) as a graph file.
@@ -199,7 +199,7 @@ pub enum BenchCommand {
         #[command(flatten)]
         solver: SolverArgs,
         /// Write the figures here as JSON.
-        #[arg(long)]
+        #[arg(short, long)]
         out: Option<PathBuf>,
     },
     /// Time loading every graph file of a folder.
@@ -211,7 +211,7 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 5, value_parser = args::counting)]
         repeats: usize,
         /// Write the figures here as JSON.
-        #[arg(long)]
+        #[arg(short, long)]
         out: Option<PathBuf>,
     },
 }

@@ -147,11 +147,16 @@ impl Error {
 
     /// The diagnostics of a program that does not compile.
     pub fn diagnostics(c: &Compiled) -> Error {
-        let errors = c.diags.iter().filter(|d| !d.warning).count();
+        Error::source_diagnostics(&c.program.sources, &c.diags)
+    }
+
+    /// Diagnostics into the files of `sources`.
+    pub fn source_diagnostics(sources: &SourceMap, diags: &[Diag]) -> Error {
+        let errors = diags.iter().filter(|d| !d.warning).count();
         Error {
             report: Report::Diagnostics {
-                text: render_text(&c.program.sources, &c.diags),
-                json: to_json(&c.program.sources, &c.diags),
+                text: render_text(sources, diags),
+                json: to_json(sources, diags),
                 errors,
             },
             ..Error::input(format!("{errors} error(s)"))

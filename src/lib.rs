@@ -13,6 +13,7 @@
 pub mod cli;
 pub mod error;
 pub mod experiment;
+pub mod lsp;
 pub mod testing;
 
 pub use mcm_core::{diag, digest, graph, package, problem, quantity, source, textfile, WORKER_STACK};

@@ -8,7 +8,7 @@ use crate::common;
 use mcmpart::testing::{self, Status};
 use std::path::{Path, PathBuf};
 
-fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).expect("book folder").flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -20,7 +20,7 @@ fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// (info string, first line, code) of every fenced block.
-fn blocks(text: &str) -> Vec<(String, usize, String)> {
+pub(crate) fn blocks(text: &str) -> Vec<(String, usize, String)> {
     let mut out = Vec::new();
     let mut cur: Option<(String, usize, String)> = None;
     for (i, line) in text.lines().enumerate() {
@@ -150,7 +150,7 @@ fn shows(shown: &str, printed: &str) -> bool {
 
 /// Commands quick enough to replay (no training, comparing or benchmarking).
 const REPLAYED: &[&str] = &[
-    "check", "test", "verify", "sample", "repair", "eval", "solve", "import", "stats",
+    "check", "test", "verify", "sample", "repair", "eval", "solve", "import", "stats", "show",
 ];
 
 /// The tutorials' and chapters' `$ mcmpart ...` sessions print what the

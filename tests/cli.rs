@@ -161,7 +161,7 @@ fn test_runs_every_block_and_fails_on_a_failure() {
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
-        out.contains("PASS tests/mcm/spec_tests.mcm: \"skipping a chip is rejected\""),
+        out.contains("PASS tests/mcm/spec_tests.mcm:6: \"skipping a chip is rejected\""),
         "{out}"
     );
     assert!(out.trim_end().ends_with("6 passed, 0 failed"), "{out}");
@@ -586,4 +586,37 @@ fn import_does_not_replace_what_is_not_a_file() {
         .file_type()
         .is_symlink());
     assert_eq!(std::fs::read_to_string(dir.join("target.json")).unwrap(), "kept");
+}
+
+#[test]
+fn a_file_without_tests_says_so() {
+    let o = crate::common::mcmpart(&["test", "examples/mesh.mcm"]);
+    assert!(o.status.success());
+    assert!(
+        crate::common::text(&o).0.contains("examples/mesh.mcm: no tests"),
+        "{:?}",
+        crate::common::text(&o)
+    );
+    let o = crate::common::mcmpart(&["--json", "test", "examples/mesh.mcm"]);
+    assert_eq!(crate::common::json(&o)["without_tests"][0], "examples/mesh.mcm");
+}
+
+#[test]
+fn every_command_that_writes_takes_dash_o() {
+    for cmd in [
+        &["sample"][..],
+        &["repair"],
+        &["solve"],
+        &["compare"],
+        &["train"],
+        &["import"],
+        &["show"],
+        &["bench", "solver"],
+        &["bench", "load"],
+    ] {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let (out, _) = crate::common::text(&crate::common::mcmpart(&args));
+        assert!(out.contains("-o, --out <OUT>"), "{cmd:?}:\n{out}");
+    }
 }

@@ -454,9 +454,18 @@ fn infinite_numbers_and_empty_packages_are_refused() {
 /// A word after a number is an unknown unit, with the nearest one named,
 /// not a syntax error listing what the grammar expected.
 #[test]
+fn a_rate_without_its_slash_is_told_how_to_write_it() {
+    let out = errors("let x = 8 GFLOPS\n")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(out.contains("unknown unit `GFLOPS`"), "{out}");
+    assert!(out.contains("a rate is written with `/s`: `GFLOP/s`"), "{out}");
+}
+
+#[test]
 fn unknown_units_name_the_nearest_one() {
     for (text, unit, near) in [
-        ("let x = 8 GFLOPS\n", "GFLOPS", "GFLOP"),
         ("let x = 3 Gb/s\n", "Gb/s", "GB/s"),
         ("let x = max(3 GB, 4 XB)\n", "XB", "KB"),
         ("let x = 2 us/s\n", "us/s", "us"),

@@ -154,6 +154,24 @@ proptest! {
         }
     }
 
+    /// The formatter refuses what does not parse and keeps the meaning of
+    /// what does, idempotently; the editor's queries answer at any offset.
+    #[test]
+    fn mutated_programs_format_and_answer_editors(seed in 0usize..5, edits in proptest::collection::vec(edit(), 1..6)) {
+        let text = apply(&seeds()[seed], &edits);
+        if let Ok(formatted) = mcmpart::lang::format::format_source(&text) {
+            prop_assert_eq!(meaning(&formatted), meaning(&text));
+            prop_assert_eq!(mcmpart::lang::format::format_source(&formatted).ok(), Some(formatted.clone()));
+        }
+        let c = common::compile(&text);
+        for at in (0..=text.len()).step_by(13) {
+            let _ = mcmpart::lang::ide::hover(&c, at);
+            let _ = mcmpart::lang::ide::definition(&c, at);
+            let _ = mcmpart::lang::ide::completions(Some(&c), &text, at);
+        }
+        let _ = mcmpart::lang::ide::symbols(&c);
+    }
+
     #[test]
     fn mutated_graph_json_never_panics(edits in proptest::collection::vec(edit(), 1..6)) {
         let base = r#"{"name": "g", "nodes": [{"id": "a", "op": "x", "flops": 10, "params": 4, "output_bytes": 8},
@@ -168,6 +186,22 @@ proptest! {
         let base = r#"{"graph": "g", "chips": 2, "placement": {"a": 0, "b": 1}}"#;
         let _ = mcmpart::problem::parse_partition(&apply(base, &edits), &g, 2);
     }
+}
+
+/// A module's syntax tree without its spans.
+fn meaning(text: &str) -> String {
+    let Ok(m) = mcmpart::lang::parse::parse_module(0, text) else {
+        return "error".into();
+    };
+    let debug = format!("{:?}", m.items);
+    let mut out = String::new();
+    let mut rest = debug.as_str();
+    while let Some(i) = rest.find("Span {") {
+        out.push_str(&rest[..i]);
+        let close = rest[i..].find('}').map_or(rest.len(), |c| i + c + 1);
+        rest = &rest[close..];
+    }
+    out + rest
 }
 
 /// Values for a package's capacities and rates, without their unit:

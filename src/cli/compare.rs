@@ -27,7 +27,7 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// The folder to write the curves, tables and figures to (created).
-    #[arg(long)]
+    #[arg(short, long)]
     pub out: PathBuf,
     /// The budgets of the summary table, comma-separated, each at most
     /// `--budget` (default: 10, 100, 1000, ... below it, and the budget).

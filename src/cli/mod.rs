@@ -10,8 +10,10 @@ mod bench_bounds;
 mod check;
 mod compare;
 mod eval;
+mod fmt;
 pub mod import;
 mod judge_args;
+mod lsp;
 mod output;
 mod problem;
 mod repair;
@@ -85,6 +87,15 @@ pub enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Rewrite .mcm files in the one canonical layout (comments kept).
+    Fmt {
+        /// The .mcm files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Change nothing: list the files not in the layout, exit 1 if any.
+        #[arg(long)]
+        check: bool,
+    },
     /// One valid partition, by SAMPLE with uniform probabilities.
     Sample {
         /// The .mcm file.
@@ -92,7 +103,7 @@ pub enum Command {
         #[command(flatten)]
         solver: SolverArgs,
         /// Where to write the partition.
-        #[arg(long)]
+        #[arg(short, long)]
         out: PathBuf,
     },
     /// Search for a good valid partition within a budget and write the best.
@@ -127,7 +138,7 @@ pub enum Command {
         #[command(flatten)]
         solver: SolverArgs,
         /// Where to write the repaired partition.
-        #[arg(long)]
+        #[arg(short, long)]
         out: PathBuf,
     },
     /// Import an ONNX model (with shapes from ONNX shape inference) as a graph file.
@@ -138,19 +149,30 @@ pub enum Command {
         #[arg(short, long)]
         out: PathBuf,
     },
-    /// Draw a graph, coloured by chip when a partition is given.
+    /// Draw a graph, or the package of an .mcm file; coloured by chip or
+    /// by load when a partition is given.
     Show {
-        /// A graph file (`.json` or `.json.gz`).
-        graph: PathBuf,
-        /// A partition file to colour the nodes by.
+        /// A graph file (`.json` or `.json.gz`), or an `.mcm` file whose package to draw.
+        file: PathBuf,
+        /// A partition file: colours a graph's nodes by chip, a package's chips by load.
         #[arg(long)]
         partition: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "dot")]
-        format: show::Format,
+        /// dot or svg for a graph (default dot); text, json or svg for a package (default text).
+        #[arg(long, value_enum)]
+        format: Option<show::Format>,
+        /// The package of an .mcm file: the `let` that names it.
+        #[arg(long)]
+        package: Option<String>,
+        /// The problem whose package to draw, when the file declares several.
+        #[arg(long)]
+        problem: Option<String>,
         /// Write here instead of standard output.
         #[arg(short, long)]
         out: Option<PathBuf>,
     },
+    /// A language server for editors, on standard input and output (see the
+    /// book's chapter on editor set-up).
+    Lsp,
     /// Sizes, totals, depth and the largest nodes of a graph.
     Stats {
         /// A graph file (`.json` or `.json.gz`).
@@ -178,7 +200,7 @@ pub enum BenchCommand {
         #[command(flatten)]
         solver: SolverArgs,
         /// Write the figures here as JSON.
-        #[arg(long)]
+        #[arg(short, long)]
         out: Option<PathBuf>,
     },
     /// The structural lower bounds on every graph of a data set, checked
@@ -193,7 +215,7 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 5, value_parser = args::counting)]
         repeats: usize,
         /// Write the figures here as JSON.
-        #[arg(long)]
+        #[arg(short, long)]
         out: Option<PathBuf>,
     },
 }
@@ -266,12 +288,25 @@ pub fn run(cli: Cli) -> i32 {
             eval: args,
         } => eval::run(&out, &file, &partition, problem.as_deref(), &args),
         Command::Test { files } => test::run(&out, &files),
+        Command::Fmt { files, check } => fmt::run(&out, &files, check),
         Command::Show {
-            graph,
+            file,
             partition,
             format,
+            package,
+            problem,
             out: dest,
-        } => show::run(&graph, partition.as_deref(), format, dest.as_deref()),
+        } => show::run(
+            &out,
+            &show::ShowArgs {
+                file: &file,
+                partition: partition.as_deref(),
+                format,
+                dest: dest.as_deref(),
+                package: package.as_deref(),
+                problem: problem.as_deref(),
+            },
+        ),
         Command::Sample {
             file,
             solver,
@@ -294,6 +329,7 @@ pub fn run(cli: Cli) -> i32 {
             out: dest,
         }) => bench::solver(&out, &file, &solver, mode, samples, dest.as_deref()),
         Command::Import { model, out: dest } => import::run(&out, &model, &dest),
+        Command::Lsp => lsp::run(),
         Command::Stats { graph, top } => stats::run(&out, &graph, top),
         Command::Bench(BenchCommand::Load {
             dir,

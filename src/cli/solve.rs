@@ -36,7 +36,7 @@ pub struct SolveArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Where to write the best partition (default: `<stem of FILE>.partition.json`, in the working folder).
-    #[arg(long)]
+    #[arg(short, long)]
     pub out: Option<PathBuf>,
     /// Start from this partition file, repaired under every rule if needed:
     /// greedy returns it, dp and random judge it first, anneal starts its

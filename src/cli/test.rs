@@ -10,6 +10,7 @@ pub fn run(out: &Output, files: &[PathBuf]) -> Result {
     let mut compile_failed = false;
     let mut all = Vec::new();
     let mut broken_files = Vec::new();
+    let mut without_tests = Vec::new();
     for f in files {
         let c = crate::lang::compile_file(f);
         if !c.ok() {
@@ -26,8 +27,18 @@ pub fn run(out: &Output, files: &[PathBuf]) -> Result {
             }
             continue;
         }
+        if c.tests.is_empty() {
+            if !out.json {
+                println!(
+                    "{}: no tests (a test is a `test \"NAME\" {{ ... }}` block)",
+                    f.display()
+                );
+            }
+            without_tests.push(f.display().to_string());
+        }
         for t in &c.tests {
             let r = testing::run(t);
+            let (line, _) = c.program.sources.line_col(t.span);
             if r.status == Status::Pass {
                 passed += 1;
             } else {
@@ -38,20 +49,20 @@ pub fn run(out: &Output, files: &[PathBuf]) -> Result {
                     Status::Pass => "PASS",
                     Status::Fail => "FAIL",
                 };
-                println!("{tag} {}: \"{}\": {}", f.display(), r.name, r.message);
+                println!("{tag} {}:{line}: \"{}\": {}", f.display(), r.name, r.message);
                 if r.status != Status::Pass || r.violations.len() <= 3 {
                     for v in r.violations.iter().take(5) {
                         println!("    {v}");
                     }
                 }
             }
-            all.push(serde_json::json!({"file": f.display().to_string(), "result": r}));
+            all.push(serde_json::json!({"file": f.display().to_string(), "line": line, "result": r}));
         }
     }
     if out.json {
         out.print_json(&serde_json::json!({
             "ok": !compile_failed && failed == 0, "passed": passed, "failed": failed, "tests": all,
-            "errors": broken_files,
+            "errors": broken_files, "without_tests": without_tests,
         }));
     } else {
         println!("{passed} passed, {failed} failed");

@@ -32,7 +32,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 20_000)]
     pub samples: usize,
     /// The run folder: checkpoints, logs, the curve.
-    #[arg(long)]
+    #[arg(short, long)]
     pub out: PathBuf,
     /// Updates between checkpoints (each validated).
     #[arg(long, default_value_t = 25, value_parser = counting)]

@@ -4,6 +4,8 @@
 pub mod ast;
 mod builtins;
 pub mod eval;
+pub mod format;
+pub mod ide;
 pub mod loader;
 pub mod parse;
 pub mod types;
@@ -73,6 +75,10 @@ pub struct Compiled {
     /// Graph files the program loaded (its source files are in
     /// `program.sources`).
     pub graph_files: Vec<PathBuf>,
+    /// The packages the file's top-level `let`s name, in order.
+    pub packages: Vec<(String, Arc<Package>)>,
+    /// What type checking learnt (the types of `let`s, for an editor).
+    pub types: types::TypeInfo,
 }
 
 impl Compiled {
@@ -84,6 +90,32 @@ impl Compiled {
 
     pub fn ok(&self) -> bool {
         self.diags.iter().all(|d| d.warning)
+    }
+
+    /// The package to show: the `let` called `name`, or else the package of
+    /// the only problem, or else the only package a `let` names.
+    pub fn package(&self, name: Option<&str>) -> Result<Arc<Package>, String> {
+        let lets = || self.packages.iter().map(|(n, _)| n.as_str());
+        if let Some(n) = name {
+            return self
+                .packages
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, p)| p.clone())
+                .ok_or_else(|| format!("no `let {n} = ...` package; {}", unknown_help(n, "package", lets())));
+        }
+        if self.problems.len() == 1 {
+            return Ok(self.problems[0].package.clone());
+        }
+        match self.packages.as_slice() {
+            [(_, p)] => Ok(p.clone()),
+            [] => Err("the file names no package: no `let NAME = TOPOLOGY(...)` and no problem".into()),
+            _ => Err(format!(
+                "the file names {} packages ({}); pick one with --package",
+                self.packages.len(),
+                lets().collect::<Vec<_>>().join(", ")
+            )),
+        }
     }
 
     /// The problem called `name`, or the only one when `name` is `None`.
@@ -147,15 +179,19 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
     let mut problems = Vec::new();
     let mut tests = Vec::new();
     let mut graph_files = Vec::new();
+    let mut packages = Vec::new();
     if diags.is_empty() && !program.modules.is_empty() {
         let mut ev = Interpreter::new(&program, &types);
         let mut names: Vec<(String, Span)> = Vec::new();
+        let mut test_names: Vec<(&str, Span)> = Vec::new();
         for (i, item) in program.modules[0].ast.items.iter().enumerate() {
             match item {
-                Item::Let(_) => {
+                Item::Let(l) => {
                     // Evaluate every let, used or not, so that its errors show.
-                    if let Err(d) = ev.let_value(loader::ItemRef { module: 0, index: i }) {
-                        diags.push(d);
+                    match ev.let_value(loader::ItemRef { module: 0, index: i }) {
+                        Ok(eval::Value::Package(p)) => packages.push((l.name.name.clone(), p)),
+                        Ok(_) => {}
+                        Err(d) => diags.push(d),
                     }
                 }
                 Item::Partition(p) => match build_problem(&program, &mut ev, p, problems.len(), graph.as_ref()) {
@@ -173,10 +209,23 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
                     }
                     Err(d) => diags.extend(d),
                 },
-                Item::Test(t) => match build_test(&program, &mut ev, t) {
-                    Ok(tc) => tests.push(tc),
-                    Err(d) => diags.extend(d),
-                },
+                Item::Test(t) => {
+                    // Results are reported by name: two tests may not share one.
+                    if let Some((_, first)) = test_names.iter().find(|(n, _)| *n == t.name) {
+                        diags.push(
+                            Diag::error("mcm::duplicate", format!("two tests are named \"{}\"", t.name))
+                                .label(t.name_span, "second test")
+                                .label(*first, "first test")
+                                .help("give each test its own name"),
+                        );
+                        continue;
+                    }
+                    test_names.push((&t.name, t.name_span));
+                    match build_test(&program, &mut ev, t) {
+                        Ok(tc) => tests.push(tc),
+                        Err(d) => diags.extend(d),
+                    }
+                }
                 _ => {}
             }
         }
@@ -189,5 +238,7 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
         tests,
         diags,
         graph_files,
+        packages,
+        types,
     }
 }

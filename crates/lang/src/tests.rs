@@ -158,3 +158,53 @@ fn operator_spans_are_those_of_the_grammar_rules() {
     assert_eq!(span_text("- -a", &inner), "- -a");
     assert_eq!(span_text("-(-a)", &inner), "-a");
 }
+
+#[test]
+fn else_if_chains_pick_the_first_true_branch() {
+    let src = "topology t(n: int) {\n    if n < 2 {\n        chips a[1] { memory = 1 MiB, compute = 1 TFLOP/s }\n    } else if n < 4 {\n        chips b[2] { memory = 1 MiB, compute = 1 TFLOP/s }\n    } else {\n        chips c[3] { memory = 1 MiB, compute = 1 TFLOP/s }\n    }\n}\nlet one = t(n = 1)\nlet two = t(n = 3)\nlet three = t(n = 9)\n";
+    let c = compile(src);
+    assert!(c.ok(), "{}", render_text(&c.program.sources, &c.diags));
+    let sizes: Vec<(&str, usize)> = c.packages.iter().map(|(n, p)| (n.as_str(), p.num_chips())).collect();
+    assert_eq!(sizes, [("one", 1), ("two", 2), ("three", 3)]);
+    assert_eq!(crate::format::format_source(src).unwrap(), src);
+}
+
+#[test]
+fn a_negative_chip_count_says_negative() {
+    let e = errors(
+        "use std::topologies::ring\nlet p = ring(n = -4, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n",
+    );
+    assert!(e.contains("-4 chips: a chip count is negative"), "{e}");
+    assert!(!e.contains("at most"), "{e}");
+}
+
+#[test]
+fn a_rate_written_without_the_slash_suggests_it() {
+    for (written, meant) in [("TFLOPS", "TFLOP/s"), ("GBps", "GB/s"), ("MB/sec", "MB/s")] {
+        // miette folds the help line at its width.
+        let e = errors(&format!("let x = 1 {written}\n"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            e.contains(&format!("a rate is written with `/s`: `{meant}`")),
+            "{written}: {e}"
+        );
+    }
+}
+
+#[test]
+fn two_tests_with_one_name_are_an_error() {
+    let t = "test \"same\" {\n    let g = graph { a }\n    let t = ring(n = 1, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n    place g onto t { a: 0 }\n    expect valid\n}\n";
+    let e = errors(&format!("use std::topologies::ring\n{t}{t}"));
+    assert!(e.contains("two tests are named \"same\""), "{e}");
+    assert!(e.contains("first test") && e.contains("second test"), "{e}");
+}
+
+#[test]
+fn node_counts_out_of_range_say_which_way() {
+    let big = errors("let g = graph { a { params = 1e30 B } }\n");
+    assert!(big.contains("`params` is too large"), "{big}");
+    let neg = errors("let g = graph { a { flops = -5 } }\n");
+    assert!(neg.contains("`flops` is negative (-5)"), "{neg}");
+}

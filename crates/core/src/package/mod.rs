@@ -1,6 +1,9 @@
 //! The chip package: chips with attributes, directed links between them,
 //! and the routing facts the constraints and the cost model ask for.
 
+pub mod svg;
+pub mod view;
+
 use crate::quantity::Scalar;
 use std::collections::{BTreeMap, VecDeque};
 

@@ -217,7 +217,15 @@ fn json_error(e: serde_json::Error, help: &str) -> PartitionError {
     let place = format!(" at line {} column {}", e.line(), e.column());
     let what = e.to_string();
     let what = what.strip_suffix(&place).unwrap_or(&what);
-    perr(format!("line {}, column {}: {what}", e.line(), e.column()), Some(help))
+    // serde's words for JSON values ("sequence", "map") are not JSON's.
+    let what = what
+        .replace("invalid type: sequence", "found an array")
+        .replace("invalid type: map", "found an object")
+        .replace("invalid type: ", "found ");
+    perr(
+        format!("line {}, column {}: {what}", e.line(), e.column().max(1)),
+        Some(help),
+    )
 }
 
 /// Reads a partition file for `graph` on a package of `num_chips` chips.
@@ -451,18 +459,19 @@ mod tests {
         );
         assert_eq!(
             bad(r#"{"chips": "2", "placement": {"a": 0, "b": 1}}"#),
-            "line 1, column 13: invalid type: string \"2\", \
+            "line 1, column 13: found string \"2\", \
              expected the package's chip count (a whole number, like 4) for `chips`"
         );
         assert_eq!(
             bad(r#"{"graph": 3, "placement": {}}"#),
-            "line 1, column 11: invalid type: integer `3`, expected the graph's name (a string) for `graph`"
+            "line 1, column 11: found integer `3`, expected the graph's name (a string) for `graph`"
         );
         assert!(bad(r#"{"placement": [1]}"#).contains("expected an object from node id to chip id"));
         assert!(bad(r#"{"placement": {"a": "0"}}"#).contains("expected a chip id (a whole number) for node `a`"));
         assert!(bad(r#"{"chips": 2}"#).contains("there is no `placement`"));
         assert!(bad(r#"{"chips": 2, "chips": 2, "placement": {}}"#).contains("`chips` is given twice"));
-        assert!(bad("[]").contains("expected an object with `placement`"));
+        assert!(bad("[]").contains("line 1, column 1: found an array, expected an object with `placement`"));
+        assert!(!bad("[]").contains("sequence"));
         // null is no value; other keys are left alone.
         let p = parse_partition(
             r#"{"graph": null, "chips": null, "note": [1], "placement": {"a": 0, "b": 1}}"#,

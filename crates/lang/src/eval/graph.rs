@@ -61,8 +61,20 @@ impl Interpreter<'_> {
                     };
                     let node = &mut nodes[i];
                     let count = |v: &Value| -> R<u64> {
+                        // Counts are 64-bit: say which bound a number is past.
                         match v.num() {
                             Some(x) if (0.0..1.8e19).contains(&x) => Ok(x.round() as u64),
+                            Some(x) if x >= 1.8e19 => Err(rt(
+                                a.value.span,
+                                format!(
+                                    "`{}` is too large: {x:e} is past the most a count holds (about 1.8e19)",
+                                    a.name.name
+                                ),
+                            )),
+                            Some(x) if x < 0.0 => Err(rt(
+                                a.value.span,
+                                format!("`{}` is negative ({x}): a count is zero or more", a.name.name),
+                            )),
                             _ => Err(rt(
                                 a.value.span,
                                 format!("`{}` must be a non-negative number", a.name.name),

@@ -111,7 +111,11 @@ impl Interpreter<'_> {
                 let n = match count {
                     Some(c) => {
                         let n = self.int(c)?;
-                        if n < 0 || n > MAX_CHIPS - start as i64 {
+                        if n < 0 {
+                            return Err(rt(c.span, format!("{n} chips: a chip count is negative"))
+                                .help("a group has zero or more chips: `chips die[n]` with `n >= 0`"));
+                        }
+                        if n > MAX_CHIPS - start as i64 {
                             let before = match start {
                                 0 => String::new(),
                                 k => format!(", and {k} are declared before"),

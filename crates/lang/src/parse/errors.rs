@@ -70,8 +70,18 @@ pub(super) fn syntax_diag(file: FileId, text: &str, e: pest::error::Error<Rule>,
 }
 
 /// The help of an unknown unit: the nearest known one, and all of them.
+/// A rate written the usual way elsewhere (`TFLOPS`, `GBps`, `GB/sec`) is
+/// the unit with `/s`.
 pub(super) fn unit_help(word: &str) -> String {
     let names = mcm_core::quantity::unit_names();
+    let rate = ["/sec", "ps", "PS", "S"]
+        .iter()
+        .filter_map(|suffix| word.strip_suffix(suffix))
+        .map(|base| format!("{base}/s"))
+        .find(|r| names.contains(r));
+    if let Some(r) = rate {
+        return format!("a rate is written with `/s`: `{r}`. The units are {}", names.join(" "));
+    }
     match mcm_core::diag::suggest(word, names.iter().map(String::as_str)) {
         Some(u) => format!("did you mean `{u}`? The units are {}", names.join(" ")),
         None => format!("the units are {}", names.join(" ")),

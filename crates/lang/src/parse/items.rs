@@ -141,7 +141,12 @@ impl Builder<'_> {
                 let mut it = p.into_inner();
                 let cond = self.expr(it.next().expect("if condition"))?;
                 let then = self.topo_block(it.next().expect("if body"))?;
-                let otherwise = it.next().map(|q| self.topo_block(q)).transpose()?.unwrap_or_default();
+                // `else if ...` is an `else` block holding one `if`.
+                let otherwise = match it.next() {
+                    Some(q) if q.as_rule() == Rule::if_stmt => vec![self.topo_stmt(q)?],
+                    Some(q) => self.topo_block(q)?,
+                    None => Vec::new(),
+                };
                 TopoStmt::If { cond, then, otherwise }
             }
             Rule::let_decl => TopoStmt::Let(self.let_decl(p)?),

@@ -16,7 +16,7 @@ use pest::Parser;
 
 #[derive(pest_derive::Parser)]
 #[grammar = "../../../grammar/mcm.pest"]
-struct McmParser;
+pub(crate) struct McmParser;
 
 type P<'a> = Pair<'a, Rule>;
 

@@ -142,6 +142,8 @@ pub struct TypeChecker<'p> {
 pub struct TypeInfo {
     /// Dimensions of comparison operands, by span.
     pub units: HashMap<Span, Dim>,
+    /// The type of each top-level `let` (for an editor's hover).
+    pub lets: HashMap<ItemRef, Ty>,
 }
 
 /// Checks every item of every module; returns the diagnostics.
@@ -183,7 +185,13 @@ pub fn check_program(prog: &Program) -> (Vec<Diag>, TypeInfo) {
             }
         }
     }
-    (c.diags, TypeInfo { units: c.units })
+    (
+        c.diags,
+        TypeInfo {
+            units: c.units,
+            lets: c.let_types,
+        },
+    )
 }
 
 impl TypeChecker<'_> {

@@ -628,7 +628,10 @@ fn anneals_dead_ends_are_draws_of_their_own() {
     let p = ring36_problem("inception_v3");
     let (j, seen) = recording_judge(&p, 1);
     let o = run(&p, &j, "anneal", Budget::Samples(8), 0).expect("feasible");
-    assert!(o.solver.restarts >= 8, "the passes no longer dead-end: {:?}", o.solver);
+    // Fewer passes dead-end since triangle_dependency ties the consumers of
+    // one chip's weights (6 restarts in 8 samples, some of them retries in a
+    // fresh order), but some still do.
+    assert!(o.solver.restarts >= 1, "the passes no longer dead-end: {:?}", o.solver);
     // The judge caches by partition: it sees each distinct one once, the
     // start (greedy's, the witness of old) judged outside the budget among them.
     let seen = seen.lock().unwrap();

@@ -122,6 +122,15 @@ pub fn solver(out: &Output, file: &Path, args: &SolverArgs, mode: Mode, samples:
         }
         let n = samples.max(1) as f64;
         let st = &solver.stats;
+        // Which rule's propagation failed, the first thing to look at when a
+        // rule slows the search down.
+        let by_rule: Vec<(String, u64)> = p
+            .constraints
+            .iter()
+            .zip(st.failures_by_constraint.iter().copied())
+            .filter(|(_, f)| *f > 0)
+            .map(|(c, f)| (c.display_name(), f))
+            .collect();
         let report = serde_json::json!({
             "problem": p.name,
             "graph": p.graph.name,
@@ -141,6 +150,7 @@ pub fn solver(out: &Output, file: &Path, args: &SolverArgs, mode: Mode, samples:
             "mean_restarts": st.restarts as f64 / n,
             "restarts": st.restarts,
             "mean_moved": moved as f64 / n,
+            "failures_by_rule": by_rule.iter().map(|(r, f)| serde_json::json!({"rule": r, "failures": f})).collect::<Vec<_>>(),
             "mean_chips_used": used as f64 / n,
             "seed": args.seed,
         });
@@ -165,6 +175,10 @@ pub fn solver(out: &Output, file: &Path, args: &SolverArgs, mode: Mode, samples:
                 used as f64 / n,
                 if mode == Mode::Fix { format!(", {:.1} nodes moved", moved as f64 / n) } else { String::new() }
             );
+            if !by_rule.is_empty() {
+                let parts: Vec<String> = by_rule.iter().map(|(r, f)| format!("{r} {f}")).collect();
+                println!("  failures by rule: {}", parts.join(", "));
+            }
         }
         Ok(Status::of(invalid == 0))
     })

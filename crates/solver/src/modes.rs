@@ -195,6 +195,11 @@ fn sample_rest(
     }
 }
 
+/// Passes in fresh random orders after a budgeted pass gives up, before the
+/// fallbacks (whose last resort, a SAT witness, can take seconds on a large
+/// graph under tight rules).
+const RETRIES: usize = 4;
+
 /// How many failures a pass may take before it gives up and the mode
 /// falls back: to FIX from a proposal drawn from the same distribution, and
 /// then to an unbudgeted pass in the graph's topological order, which is
@@ -224,7 +229,18 @@ pub fn sample_or(
     solver.reset();
     let budget = pass_budget(order);
     solver.set_backjump(budget.is_none());
-    let done = sample_rest(solver, order, probs, None, rng, budget);
+    let mut done = sample_rest(solver, order, probs, None, rng, budget);
+    // A pass that meets a dead end in one order seldom does in another: a
+    // few fresh random orders cost less than the fallbacks below.
+    for _ in 0..RETRIES {
+        if !matches!(done, Ok(false)) {
+            break;
+        }
+        solver.stats.restarts += 1;
+        solver.reset();
+        let again = node_order(solver, Order::Random, rng);
+        done = sample_rest(solver, &again, probs, None, rng, budget);
+    }
     solver.set_backjump(true);
     if !done? {
         solver.stats.restarts += 1;
@@ -410,10 +426,13 @@ pub fn fix_or(
     let mut done = fix_pass(solver, order, proposal, probs, rng, budget)?;
     // With a valid partition at hand, merging into it (the last resort)
     // keeps more of the proposal than a second pass from scratch.
-    if !done && fallback.is_none() {
-        // A proposal that leads the given order into dead ends often does
-        // not in a random topological order, which decides each node close
-        // to its inputs.
+    // A proposal that leads the given order into dead ends often does not
+    // in another random topological order, which decides each node close to
+    // its inputs; a few such passes cost less than the last resort.
+    for _ in 0..RETRIES {
+        if done || fallback.is_some() {
+            break;
+        }
         solver.stats.restarts += 1;
         let again = node_order(solver, Order::Random, rng);
         done = fix_pass(solver, &again, proposal, probs, rng, Some((order.len() as u64).max(64)))?;

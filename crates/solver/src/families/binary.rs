@@ -26,6 +26,8 @@ pub(crate) struct Binary {
     /// Per table: for each chip of `a` the chips of `b` it supports, then for
     /// each chip of `b` the chips of `a`; `words` words each.
     tables: Vec<Vec<u64>>,
+    /// Per table: every chip pair holds (its instances need no propagator).
+    full: Vec<bool>,
     of_node: Vec<Vec<u32>>,
     chips: usize,
     words: usize,
@@ -47,6 +49,7 @@ impl Binary {
         Binary {
             pairs: Vec::new(),
             tables: Vec::new(),
+            full: Vec::new(),
             of_node: vec![Vec::new(); cx.n()],
             chips,
             words,
@@ -63,15 +66,16 @@ impl Binary {
             Some(&t) => t,
             None => {
                 let t = self.tables.len() as u32;
-                self.tables.push(self.table(cx, f, a, b));
+                let table = self.table(cx, f, a, b);
+                let full = (0..self.chips)
+                    .all(|x| (0..self.chips).all(|y| table[x * self.words + y / 64] >> (y % 64) & 1 == 1));
+                self.tables.push(table);
+                self.full.push(full);
                 cache.insert(key, t);
                 t
             }
         };
-        let table = &self.tables[t as usize];
-        let full =
-            (0..self.chips).all(|x| (0..self.chips).all(|y| table[x * self.words + y / 64] >> (y % 64) & 1 == 1));
-        if full {
+        if self.full[t as usize] {
             return false;
         }
         let p = self.pairs.len() as u32;

@@ -4,6 +4,7 @@
 
 mod encode;
 mod propagator;
+mod shared_tail;
 #[cfg(test)]
 mod tests;
 

@@ -13,6 +13,7 @@
 //! (or a cycle when a == b). This stops random-order search from filling
 //! the inside of a residual block with chips that doom it.
 
+use super::shared_tail::SharedTails;
 use crate::domain::{bits, set_bit};
 use crate::flow::ChipFlow;
 use crate::propagator::{Cx, Propagator};
@@ -64,6 +65,8 @@ pub struct Triangle {
     desc: Vec<u32>,
     stack: Vec<u32>,
     touched: Vec<u32>,
+    /// Consumers of nodes on one chip tied to one chip ([`SharedTails`]).
+    shared: Option<SharedTails>,
 }
 
 impl Triangle {
@@ -97,6 +100,7 @@ impl Triangle {
             desc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
             stack: Vec::new(),
             touched: Vec::new(),
+            shared: SharedTails::new(s),
         }
     }
 
@@ -454,6 +458,9 @@ impl Propagator for Triangle {
     }
 
     fn on_change(&mut self, x: u32, s: &mut Cx) -> Result<(), Fail> {
+        if let Some(t) = &mut self.shared {
+            t.on_change(x, s)?;
+        }
         let net = s.net();
         let Some(cx) = s.value(x) else { return Ok(()) };
         if s.cell(self.counted[x as usize]) != 0 {
@@ -574,7 +581,11 @@ impl Propagator for Triangle {
         for v in 0..n as u32 {
             self.between(v, s)?;
         }
-        self.prune_next_to_fixed(s)
+        self.prune_next_to_fixed(s)?;
+        match &mut self.shared {
+            Some(t) => t.propagate_from_scratch(s),
+            None => Ok(()),
+        }
     }
 
     fn on_backtrack(&mut self) {

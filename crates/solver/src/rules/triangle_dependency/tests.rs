@@ -27,14 +27,112 @@ fn chips_that_close_a_cycle_are_pruned_and_a_shortcut_fails() {
     s.set(0, &[0]).unwrap();
     s.set(1, &[1]).unwrap();
     s.propagate().unwrap();
-    // c on chip 0 closes the cycle 0 -> 1 -> 0.
-    s.assert_dom(2, &[1, 2]);
-    s.push();
-    // c on chip 2: the arc 0 -> 2 next to the walk 0 -> 1 -> 2.
+    // c on chip 0 closes the cycle 0 -> 1 -> 0; c on chip 2 makes the arc
+    // 0 -> 2 next to the walk 0 -> 1 -> 2 (a and b feed both b and c from
+    // chip 0, and b reaches c: c joins b).
+    s.assert_dom(2, &[1]);
+}
+
+#[test]
+fn a_shortcut_fails_when_it_is_made() {
+    let (g, p) = (triangle(), ring(&[9; 3]));
+    let rule = native("triangle_dependency");
+    let mut s = TestSolver::new(&g, &p);
+    s.post(Triangle::build, &rule).unwrap();
+    s.set(0, &[0]).unwrap();
     s.set(2, &[2]).unwrap();
+    s.set(1, &[1]).unwrap();
+    assert!(s.propagate().is_err());
+}
+
+/// Weights w1 and w2 feed s and t, and s feeds t.
+fn two_weights() -> mcm_core::graph::Graph {
+    graph(&[1, 1, 0, 0], &[(0, 2), (1, 3), (2, 3)])
+}
+
+#[test]
+fn weights_on_one_chip_tie_their_consumers_to_one_chip() {
+    let (g, p) = (two_weights(), ring(&[9; 5]));
+    let rule = native("triangle_dependency");
+    let mut s = TestSolver::new(&g, &p);
+    s.post(Triangle::build, &rule).unwrap();
+    s.set(0, &[0]).unwrap();
+    s.set(1, &[0]).unwrap();
+    s.set(2, &[1, 2]).unwrap();
+    s.set(3, &[2, 3]).unwrap();
+    s.propagate().unwrap();
+    s.assert_dom(2, &[2]);
+    s.assert_dom(3, &[2]);
+    // Consumers bound to different chips: the second weight cannot join the first.
+    let mut s = TestSolver::new(&g, &p);
+    s.post(Triangle::build, &rule).unwrap();
+    s.set(2, &[1, 2]).unwrap();
+    s.set(3, &[3, 4]).unwrap();
+    s.set(0, &[0]).unwrap();
+    s.propagate().unwrap();
+    s.push();
+    s.set(1, &[0]).unwrap();
     assert!(s.propagate().is_err());
     s.pop();
-    s.assert_dom(2, &[1, 2]);
+    s.set(1, &[1]).unwrap();
+    s.propagate().unwrap();
+}
+
+/// Whether a full placement keeps every arc the only path between its ends.
+fn holds(g: &mcm_core::graph::Graph, chips: usize, place: &[u32]) -> bool {
+    let mut f = crate::flow::ChipFlow::new(chips);
+    for e in g.placed_edges() {
+        f.add(place[e.src as usize], place[e.dst as usize]);
+    }
+    g.placed_edges().iter().all(|e| {
+        let (a, b) = (place[e.src as usize], place[e.dst as usize]);
+        a == b || f.longest(a, b) == 1
+    })
+}
+
+#[test]
+fn no_chip_of_a_valid_completion_is_pruned() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(23);
+    let rule = native("triangle_dependency");
+    let mut pruned = 0;
+    for _ in 0..400 {
+        let (g, p) = crate::harness::random_instance(&mut rng, 6, 4);
+        let (n, c) = (g.num_placed(), p.num_chips());
+        let mut s = TestSolver::new(&g, &p);
+        s.post(Triangle::build, &rule).unwrap();
+        let fixed: Vec<Option<u32>> = (0..n)
+            .map(|_| rng.random_bool(0.5).then(|| rng.random_range(0..c as u32)))
+            .collect();
+        for (x, f) in fixed.iter().enumerate() {
+            if let Some(v) = f {
+                s.set(x as u32, &[*v]).unwrap();
+            }
+        }
+        let ok = s.propagate().is_ok();
+        // Every completion of the fixed nodes, enumerated.
+        let mut place = vec![0u32; n];
+        let total = c.pow(n as u32);
+        for k in 0..total {
+            let mut r = k;
+            for v in place.iter_mut() {
+                *v = (r % c) as u32;
+                r /= c;
+            }
+            if fixed.iter().zip(&place).any(|(f, v)| f.is_some_and(|f| f != *v)) || !holds(&g, c, &place) {
+                continue;
+            }
+            assert!(ok, "propagation failed, but {place:?} completes the decisions");
+            for (x, &v) in place.iter().enumerate() {
+                assert!(
+                    s.dom(x as u32).contains(&v),
+                    "chip {v} of node {x} pruned; {place:?} is valid"
+                );
+            }
+        }
+        pruned += usize::from(!ok) + (0..n).filter(|&x| s.dom(x as u32).len() < c).count();
+    }
+    assert!(pruned > 0);
 }
 
 #[test]

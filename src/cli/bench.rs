@@ -122,6 +122,15 @@ pub fn solver(out: &Output, file: &Path, args: &SolverArgs, mode: Mode, samples:
         }
         let n = samples.max(1) as f64;
         let st = &solver.stats;
+        // Which rules' propagation failed: the first thing to look at when a
+        // search thrashes.
+        let by_rule: serde_json::Map<String, serde_json::Value> = st
+            .failures_by_constraint
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| **k > 0)
+            .map(|(i, k)| (p.constraints[i].name.clone(), (*k).into()))
+            .collect();
         let report = serde_json::json!({
             "problem": p.name,
             "graph": p.graph.name,
@@ -139,6 +148,7 @@ pub fn solver(out: &Output, file: &Path, args: &SolverArgs, mode: Mode, samples:
             "mean_backtracks": st.backtracks as f64 / n,
             "mean_sat_calls": st.sat_calls as f64 / n,
             "mean_restarts": st.restarts as f64 / n,
+            "failures_by_rule": by_rule,
             "restarts": st.restarts,
             "mean_moved": moved as f64 / n,
             "mean_chips_used": used as f64 / n,
@@ -165,6 +175,10 @@ pub fn solver(out: &Output, file: &Path, args: &SolverArgs, mode: Mode, samples:
                 used as f64 / n,
                 if mode == Mode::Fix { format!(", {:.1} nodes moved", moved as f64 / n) } else { String::new() }
             );
+            if !by_rule.is_empty() {
+                let parts: Vec<String> = by_rule.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                println!("  failures by rule (all partitions): {}", parts.join(", "));
+            }
         }
         Ok(Status::of(invalid == 0))
     })

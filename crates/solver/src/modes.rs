@@ -285,6 +285,10 @@ fn last_resort(
             fix_pass(solver, &topo, &target, probs, rng, None)?;
         }
         None => {
+            // SAT proved that no valid partition exists.
+            if let Some(inf) = solver.infeasible() {
+                return Err(inf.clone());
+            }
             fix_pass(solver, &topo, proposal, probs, rng, None)?;
         }
     }

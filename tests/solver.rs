@@ -192,6 +192,30 @@ fn infeasibility_on_fewer_chips_agrees_with_exhaustive_search() {
     );
 }
 
+/// A placement valid on the first k chips (the witness SAMPLE's last
+/// resort searches there on large packages) is valid on the whole package.
+#[test]
+fn partitions_valid_on_the_first_chips_are_valid_on_all() {
+    let mut rng = ChaCha8Rng::seed_from_u64(29);
+    let mut checked = 0;
+    for case in 0..200 {
+        let text = wide_instance(&mut rng);
+        let p = problem(&text);
+        let k = rng.random_range(1..=p.package.num_chips());
+        let Some(small) = mcmpart::solver::reduce::first_chips(&p, k) else {
+            continue;
+        };
+        assert_eq!(small.package.num_chips(), k);
+        exhaustive::for_each_valid(&small.graph, &small.package, &small.constraints, |pl| {
+            assert!(valid(&p, pl), "case {case}, k = {k}: {pl:?}\n{text}");
+            checked += 1;
+            true
+        })
+        .expect("small");
+    }
+    assert!(checked >= 100, "only {checked} placements checked");
+}
+
 #[test]
 fn sample_reaches_every_valid_partition() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);

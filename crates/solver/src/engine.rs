@@ -167,6 +167,14 @@ impl<'p> Solver<'p> {
         self.store.is_fixed(u)
     }
 
+    /// The options this solver was built with.
+    pub fn options(&self) -> Options {
+        Options {
+            native: self.native,
+            sat: self.use_sat,
+        }
+    }
+
     pub fn num_decisions(&self) -> usize {
         self.decisions.len()
     }

@@ -25,10 +25,19 @@ const ORDER_ONLY: &[&str] = &["acyclic_flow", "no_skip", "triangle_dependency", 
 /// The problem on its first min(N, C) chips, when that is equivalent and
 /// smaller; `None` otherwise.
 pub fn fewer_chips(problem: &Problem) -> Option<Problem> {
+    let k = problem.graph.num_placed().max(1);
+    (k < problem.package.num_chips())
+        .then(|| first_chips(problem, k))
+        .flatten()
+}
+
+/// The problem on its first `k` chips, when its rules are order-only and
+/// its chips alike: a placement valid there is valid on the whole package
+/// (for any k; the two are equivalent when k >= N). `None` otherwise.
+pub fn first_chips(problem: &Problem, k: usize) -> Option<Problem> {
     let pkg = &problem.package;
     let c = pkg.num_chips();
-    let k = problem.graph.num_placed().max(1);
-    if k >= c {
+    if k == 0 || k > c {
         return None;
     }
     let order_only = problem

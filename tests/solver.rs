@@ -103,6 +103,119 @@ fn finds_a_partition_exactly_when_one_exists() {
     }
 }
 
+/// A tiny problem under stdlib rules only, on more chips than nodes, alike
+/// or not: where the solver answers on fewer chips (`reduce`).
+fn wide_instance(rng: &mut ChaCha8Rng) -> String {
+    let n = rng.random_range(1..=4);
+    let mut g = String::new();
+    for i in 0..n {
+        g += &format!("  n{i} {{ params = {} KiB }}\n", rng.random_range(0..4));
+    }
+    for j in 0..n {
+        for i in 0..j {
+            if rng.random_bool(0.5) {
+                g += &format!("  n{i} -> n{j}\n");
+            }
+        }
+    }
+    let rules: Vec<&str> = RULES[..4].iter().copied().filter(|_| rng.random_bool(0.6)).collect();
+    let chips = rng.random_range(n + 1..=6);
+    // Mostly alike chips; sometimes one with more memory (no reduction).
+    let package = if rng.random_bool(0.8) {
+        format!(
+            "let t = ring(n = {chips}, memory = {} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)",
+            rng.random_range(1..=5)
+        )
+    } else {
+        format!(
+            "topology odd(n: int) {{ chips a[n] {{ memory = 2 KiB }} chips b[1] {{ memory = 5 KiB }} }}\n\
+             let t = odd(n = {})",
+            chips - 1
+        )
+    };
+    format!(
+        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
+         use std::topologies::ring\n\
+         {package}\n\
+         let g = graph {{\n{g}}}\n\
+         partition g onto t {{ {} }}\n",
+        if rules.is_empty() {
+            String::new()
+        } else {
+            format!("require {}", rules.join(", "))
+        }
+    )
+}
+
+/// On more chips than nodes the verdict comes from the problem on fewer
+/// chips: it must agree with exhaustive search on the whole package, and
+/// the rules it names must conflict on their own.
+#[test]
+fn infeasibility_on_fewer_chips_agrees_with_exhaustive_search() {
+    let mut rng = ChaCha8Rng::seed_from_u64(23);
+    let (mut infeasible, mut reduced) = (0, 0);
+    for case in 0..300 {
+        let text = wide_instance(&mut rng);
+        let p = problem(&text);
+        reduced += usize::from(mcmpart::solver::reduce::fewer_chips(&p).is_some());
+        let exists = exhaustive::find(&p.graph, &p.package, &p.constraints)
+            .expect("small")
+            .is_some();
+        let answer = match Solver::new(&p, Options::default()) {
+            Err(inf) => Err(inf),
+            Ok(mut s) => {
+                let order = node_order(&s, Order::Random, &mut rng);
+                sample(&mut s, &order, None, &mut rng)
+            }
+        };
+        match answer {
+            Ok(pl) => {
+                assert!(exists, "case {case}: found {pl:?} where none exists\n{text}");
+                assert!(valid(&p, &pl), "case {case}: invalid {pl:?}\n{text}");
+            }
+            Err(inf) => {
+                assert!(!exists, "case {case}: called infeasible\n{text}");
+                let named: Vec<_> = inf.constraints.iter().map(|&k| p.constraints[k].clone()).collect();
+                let alone = exhaustive::find(&p.graph, &p.package, &named).expect("small");
+                assert!(
+                    alone.is_none(),
+                    "case {case}: {:?} do not conflict\n{text}",
+                    inf.constraints
+                );
+                infeasible += 1;
+            }
+        }
+    }
+    assert!(
+        infeasible >= 20 && reduced >= 100,
+        "{infeasible} infeasible, {reduced} reduced"
+    );
+}
+
+/// A placement valid on the first k chips (the witness SAMPLE's last
+/// resort searches there on large packages) is valid on the whole package.
+#[test]
+fn partitions_valid_on_the_first_chips_are_valid_on_all() {
+    let mut rng = ChaCha8Rng::seed_from_u64(29);
+    let mut checked = 0;
+    for case in 0..200 {
+        let text = wide_instance(&mut rng);
+        let p = problem(&text);
+        let k = rng.random_range(1..=p.package.num_chips());
+        let Some(small) = mcmpart::solver::reduce::first_chips(&p, k) else {
+            continue;
+        };
+        assert_eq!(small.package.num_chips(), k);
+        exhaustive::for_each_valid(&small.graph, &small.package, &small.constraints, |pl| {
+            assert!(valid(&p, pl), "case {case}, k = {k}: {pl:?}\n{text}");
+            checked += 1;
+            true
+        })
+        .expect("small");
+    }
+    assert!(checked >= 100, "only {checked} placements checked");
+}
+
 #[test]
 fn sample_reaches_every_valid_partition() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);

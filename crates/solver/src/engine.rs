@@ -73,6 +73,10 @@ pub struct Solver<'p> {
     infeasible: Option<Infeasible>,
     /// Built on first need: most searches never fail twice in a row.
     sat: Option<SatOracle>,
+    /// For questions without decisions (a witness, the rules that
+    /// conflict): the problem on fewer chips when that is equivalent
+    /// ([`super::reduce`]), with its own oracle; built on first need.
+    small: Option<Option<Box<(Problem, SatOracle)>>>,
     use_sat: bool,
     backjump_on: bool,
     native: bool,
@@ -85,9 +89,7 @@ impl<'p> Solver<'p> {
         let net = Net::new(&problem.graph, &problem.package);
         let n = problem.graph.num_placed();
         let mut store = Store::new(n, problem.package.num_chips());
-        let root_fail = |f: Fail| Infeasible {
-            constraints: vec![f.constraint],
-        };
+        let root_fail = |f: Fail| root_conflict(problem, options, f);
         if problem.package.num_chips() == 0 && n > 0 {
             return Err(Infeasible {
                 constraints: Vec::new(),
@@ -129,6 +131,7 @@ impl<'p> Solver<'p> {
             decisions: Vec::new(),
             infeasible: None,
             sat: None,
+            small: None,
             use_sat: options.sat,
             backjump_on: options.sat,
             native: options.native,
@@ -162,6 +165,14 @@ impl<'p> Solver<'p> {
 
     pub fn is_fixed(&self, u: u32) -> bool {
         self.store.is_fixed(u)
+    }
+
+    /// The options this solver was built with.
+    pub fn options(&self) -> Options {
+        Options {
+            native: self.native,
+            sat: self.use_sat,
+        }
     }
 
     pub fn num_decisions(&self) -> usize {
@@ -313,19 +324,45 @@ impl<'p> Solver<'p> {
 
     /// A full valid placement from SAT, searched from `hint` (its values are
     /// preferred where they fit); `None` when SAT is off or no valid
-    /// placement exists. The last resort of FIX: it always ends.
+    /// placement exists (then [`Solver::infeasible`] names the rules that
+    /// conflict). The last resort of FIX: it always ends.
     pub fn witness_near(&mut self, hint: &[u32]) -> Option<Placement> {
         if !self.use_sat {
             return None;
         }
-        let problem = self.problem;
-        let native = self.native;
         self.stats.sat_calls += 1;
-        let oracle = self.sat.get_or_insert_with(|| SatOracle::new(problem, native));
-        oracle.suggest(problem, &Placement::new(hint.to_vec()));
+        let (problem, oracle) = self.root_oracle();
+        let top = problem.package.num_chips().saturating_sub(1) as u32;
+        let hint: Vec<u32> = hint.iter().map(|&c| c.min(top)).collect();
+        oracle.suggest(problem, &Placement::new(hint));
         match oracle.solve(problem, &[]) {
             SatAnswer::Sat(p) => Some(p),
-            SatAnswer::Unsat(_) => None,
+            SatAnswer::Unsat(core) => {
+                self.infeasible = Some(Infeasible {
+                    constraints: core.constraints,
+                });
+                None
+            }
+        }
+    }
+
+    /// The oracle for questions without decisions, and the problem it
+    /// answers: the reduced one when there is one (its answers hold for the
+    /// whole problem), else the main oracle.
+    fn root_oracle(&mut self) -> (&Problem, &mut SatOracle) {
+        let (problem, native) = (self.problem, self.native);
+        let small = self.small.get_or_insert_with(|| {
+            super::reduce::fewer_chips(problem).map(|p| {
+                let o = SatOracle::new(&p, native);
+                Box::new((p, o))
+            })
+        });
+        match small {
+            Some(b) => {
+                let (p, o) = &mut **b;
+                (p, o)
+            }
+            None => (problem, self.sat.get_or_insert_with(|| SatOracle::new(problem, native))),
         }
     }
 
@@ -378,14 +415,33 @@ impl<'p> Solver<'p> {
             .into_iter()
             .collect();
         if self.use_sat {
-            let problem = self.problem;
-            let native = self.native;
             self.stats.sat_calls += 1;
-            let oracle = self.sat.get_or_insert_with(|| SatOracle::new(problem, native));
+            let (problem, oracle) = self.root_oracle();
             if let SatAnswer::Unsat(core) = oracle.solve(problem, &[]) {
                 constraints = core.constraints;
             }
         }
         self.infeasible = Some(Infeasible { constraints });
+    }
+}
+
+/// The root failed while the solver was built: SAT names the rules that
+/// conflict (on fewer chips when that is equivalent); without it, the rule
+/// whose propagation failed.
+fn root_conflict(problem: &Problem, options: Options, f: Fail) -> Infeasible {
+    let failed = Infeasible {
+        constraints: vec![f.constraint],
+    };
+    if !options.sat {
+        return failed;
+    }
+    let small = super::reduce::fewer_chips(problem);
+    let p = small.as_ref().unwrap_or(problem);
+    match SatOracle::new(p, options.native).solve(p, &[]) {
+        SatAnswer::Unsat(core) => Infeasible {
+            constraints: core.constraints,
+        },
+        // Propagation is sound, so this does not happen.
+        SatAnswer::Sat(_) => failed,
     }
 }

@@ -15,6 +15,7 @@ pub mod generic;
 pub(crate) mod harness;
 pub mod modes;
 pub mod propagator;
+pub mod reduce;
 pub mod rules;
 pub mod sat;
 pub mod store;

@@ -295,16 +295,57 @@ fn last_resort(
             _ => draw_any(probs.and_then(|p| p.get(u)), chips, rng),
         })
         .collect();
+    if let Some(w) = witness_on_fewer_chips(solver, rng) {
+        let target: Vec<Option<u32>> = w.into_iter().map(Some).collect();
+        fix_pass(solver, &topo, &target, probs, rng, None)?;
+        return Ok(());
+    }
     match solver.witness_near(&hint) {
         Some(w) => {
             let target: Vec<Option<u32>> = w.chips.into_iter().map(Some).collect();
             fix_pass(solver, &topo, &target, probs, rng, None)?;
         }
         None => {
+            // SAT proved that no valid partition exists.
+            if let Some(inf) = solver.infeasible() {
+                return Err(inf.clone());
+            }
             fix_pass(solver, &topo, proposal, probs, rng, None)?;
         }
     }
     Ok(())
+}
+
+/// Chips of the package a witness is first searched on: as many as the
+/// package of the paper's figures, or twice what the weights need.
+const WITNESS_CHIPS: usize = 36;
+
+/// A valid partition found by SAMPLE on the first few chips of a package of
+/// alike chips under order-only rules ([`crate::reduce::first_chips`]: valid
+/// there means valid on the whole package). Searching on a 1,024-chip
+/// package, SAT alone takes minutes where this takes milliseconds. `None`
+/// when the package is not much larger, the reduction does not apply, or
+/// the few chips cannot hold a valid partition (then SAT decides).
+fn witness_on_fewer_chips(solver: &Solver, rng: &mut impl Rng) -> Option<Vec<u32>> {
+    let problem = solver.problem;
+    let options = solver.options();
+    let mem = problem.package.memory_or_unlimited(0);
+    let weights: f64 = (0..solver.num_nodes() as u32)
+        .map(|u| problem.graph.placed_node(u).params as f64)
+        .sum();
+    let need = if mem > 0.0 {
+        (2.0 * weights / mem).ceil()
+    } else {
+        f64::INFINITY
+    };
+    let k = WITNESS_CHIPS.max(need.min(usize::MAX as f64) as usize);
+    if !options.sat || 2 * k > solver.num_chips() {
+        return None;
+    }
+    let small = crate::reduce::first_chips(problem, k)?;
+    let mut sub = Solver::new(&small, options).ok()?;
+    let order = node_order(&sub, Order::Random, rng);
+    sample(&mut sub, &order, None, rng).ok().map(|p| p.chips)
 }
 
 /// Failures a trial of [`merge_towards`] may take.

@@ -44,8 +44,6 @@ pub struct Triangle {
     lp: Vec<i32>,
     arc_list: Vec<(u32, u32)>,
     fresh: bool,
-    /// `arc_ok` answers for the current arcs.
-    ok_memo: std::cell::RefCell<HashMap<u32, bool>>,
     pc: Vec<u32>,
     sc: Vec<u32>,
     pairs: Vec<(u32, u32)>,
@@ -86,7 +84,6 @@ impl Triangle {
             lp: Vec::new(),
             arc_list: Vec::new(),
             fresh: false,
-            ok_memo: Default::default(),
             pc: Vec::new(),
             sc: Vec::new(),
             pairs: Vec::new(),
@@ -272,7 +269,6 @@ impl Triangle {
         self.lp.resize(k * k, -1);
         flow.longest_all(&mut self.lp);
         self.fresh = true;
-        self.ok_memo.borrow_mut().clear();
     }
 
     /// Longest path from a to b: 0 when a == b, -1 when none, at least 2
@@ -290,32 +286,6 @@ impl Triangle {
 
     fn reach(&self, a: u32, b: u32) -> bool {
         a == b || self.lp(a, b) >= 1
-    }
-
-    /// Whether adding arc a -> b (absent now) keeps every arc the only path.
-    fn arc_ok(&self, a: u32, b: u32) -> bool {
-        let k = a * self.c as u32 + b;
-        if let Some(&ok) = self.ok_memo.borrow().get(&k) {
-            return ok;
-        }
-        let ok = self.arc_ok_now(a, b);
-        self.ok_memo.borrow_mut().insert(k, ok);
-        ok
-    }
-
-    fn arc_ok_now(&self, a: u32, b: u32) -> bool {
-        if a == b {
-            return true;
-        }
-        // A cycle, or a longer path a ~> b already there.
-        if self.reach(b, a) || self.lp(a, b) >= 2 {
-            return false;
-        }
-        // An existing arc x -> y that a path through a -> b would shortcut.
-        !self
-            .arc_list
-            .iter()
-            .any(|&(x, y)| (x, y) != (a, b) && self.reach(x, a) && self.reach(b, y))
     }
 
     /// Prunes the chips of unfixed node v that would break the rule given its fixed neighbours.
@@ -404,9 +374,16 @@ impl Triangle {
         if let Some(r) = &self.heads_ok.borrow()[a as usize] {
             return r.clone();
         }
+        // A new arc a -> c shortcuts an arc x -> y when x reaches a and c
+        // reaches y: the heads y of arcs out of a's ancestors, found once
+        // (not once per c: O(arcs + K·|Y|), not O(K·arcs)).
+        let ys = self.heads_of_arcs_from(|x| self.reach(x, a));
         let mut r = self.all_but_active();
         for &c in &self.active {
-            if c == a || self.has_arc(s, a, c) || self.arc_ok(a, c) {
+            let ok = c == a
+                || self.has_arc(s, a, c)
+                || (!self.reach(c, a) && self.lp(a, c) < 2 && !ys.iter().any(|&y| self.reach(c, y)));
+            if ok {
                 r[(c / 64) as usize] |= 1 << (c % 64);
             }
         }
@@ -420,15 +397,47 @@ impl Triangle {
         if let Some(r) = &self.tails_ok.borrow()[b as usize] {
             return r.clone();
         }
+        // A new arc c -> b shortcuts an arc x -> y when x reaches c and b
+        // reaches y: the tails x of arcs into b's descendants, found once.
+        let xs = self.tails_of_arcs_into(|y| self.reach(b, y));
         let mut r = self.all_but_active();
         for &c in &self.active {
-            if c == b || self.has_arc(s, c, b) || self.arc_ok(c, b) {
+            let ok = c == b
+                || self.has_arc(s, c, b)
+                || (!self.reach(b, c) && self.lp(c, b) < 2 && !xs.iter().any(|&x| self.reach(x, c)));
+            if ok {
                 r[(c / 64) as usize] |= 1 << (c % 64);
             }
         }
         set_bit(&mut r, b);
         self.tails_ok.borrow_mut()[b as usize] = Some(r.clone());
         r
+    }
+
+    /// The distinct heads of the arcs whose tail passes `tail`.
+    fn heads_of_arcs_from(&self, tail: impl Fn(u32) -> bool) -> Vec<u32> {
+        let mut out: Vec<u32> = self
+            .arc_list
+            .iter()
+            .filter(|&&(x, _)| tail(x))
+            .map(|&(_, y)| y)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The distinct tails of the arcs whose head passes `head`.
+    fn tails_of_arcs_into(&self, head: impl Fn(u32) -> bool) -> Vec<u32> {
+        let mut out: Vec<u32> = self
+            .arc_list
+            .iter()
+            .filter(|&&(_, y)| head(y))
+            .map(|&(x, _)| x)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// Every chip that no arc touches: an arc to or from one closes no

@@ -236,3 +236,26 @@ fn a_partition_that_takes_no_time_is_invalid() {
         Verdict::Valid { .. }
     ));
 }
+
+#[test]
+fn a_link_latency_is_paid_once_per_transfer_and_hop() {
+    // a feeds b on 1 and c on 2 (one transfer over both hops), d feeds e on
+    // 1: link 0 -> 1 carries two transfers, link 1 -> 2 one; each pays the
+    // link's 1 ms besides its bytes (1 MB at 1 GB/s, 1 ms).
+    let text = "topology slow(n: int) {\n    chips die[n] { memory = 1 GiB, compute = 1 TFLOP/s }\n    for i in 0..n - 1 {\n        link die[i] -> die[i + 1] { bandwidth = 1 GB/s, latency = 1 ms }\n    }\n}\nlet t = slow(n = 3)\nlet g = graph { a { output_bytes = 1 MB } -> b  a -> c  d { output_bytes = 1 MB } -> e }\npartition g onto t {\n    maximize throughput\n}\n";
+    let c = common::compile(text);
+    assert!(c.ok(), "{}", mcmpart::diag::render_text(&c.program.sources, &c.diags));
+    let p = c.problem(None).unwrap().clone();
+    let m = CostModel::new(&p).unwrap();
+    let r = m
+        .report(&chips(&p, &[("a", 0), ("b", 1), ("c", 2), ("d", 0), ("e", 1)]))
+        .unwrap();
+    close(r.chips[0].link_s, 2e-3 + 2e-3);
+    close(r.chips[1].link_s, 1e-3 + 1e-3);
+    close(r.chips[2].link_s, 0.0);
+    // A negative latency is refused where the package is built.
+    let bad = common::compile(&text.replace("latency = 1 ms", "latency = -1 ms"));
+    assert!(!bad.ok());
+    let shown = mcmpart::diag::render_text(&bad.program.sources, &bad.diags);
+    assert!(shown.contains("a link's latency cannot be negative"), "{shown}");
+}

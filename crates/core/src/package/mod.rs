@@ -184,6 +184,12 @@ impl Package {
         self.links.get(link)?.attrs.get("bandwidth")?.as_f64()
     }
 
+    /// Seconds a transfer waits per hop on this link, before its bytes
+    /// flow; `None` where the link declares none (the cost model takes 0).
+    pub fn link_latency(&self, link: usize) -> Option<f64> {
+        self.links.get(link)?.attrs.get("latency")?.as_f64()
+    }
+
     // The one default of each, for the solver and the strategies, where a
     // package leaves an attribute out: no memory limit, and unit rates
     // (every chip and link alike). The cost model refuses such a package

@@ -256,6 +256,7 @@ fn check_rate(a: &Attr, s: &Scalar, on_link: bool) -> R<()> {
         ("memory", false) => "a chip's memory",
         ("compute", false) => "a chip's compute rate",
         ("bandwidth", true) => "a link's bandwidth",
+        ("latency", true) => "a link's latency",
         _ => return Ok(()),
     };
     let Some(v) = s.as_f64() else { return Ok(()) };

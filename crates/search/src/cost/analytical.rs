@@ -23,6 +23,8 @@ pub struct CostModel {
     memory: Vec<Option<f64>>,
     /// Bytes/s per link.
     bandwidth: Vec<f64>,
+    /// Seconds per transfer per link (the link's `latency`, 0 if none).
+    latency: Vec<f64>,
     /// The first link of the route from `a` to `b` at `a * C + b`
     /// ([`NO_LINK`] when `a == b` or unreachable). A route's next link
     /// depends only on where it is and where it goes, so C² entries hold
@@ -117,6 +119,9 @@ impl CostModel {
                 }
             }
         }
+        let latency = (0..package.links.len())
+            .map(|l| package.link_latency(l).unwrap_or(0.0))
+            .collect();
         let next_link = (0..c * c)
             .map(|i| {
                 let (a, b) = ((i / c) as u32, (i % c) as u32);
@@ -142,6 +147,7 @@ impl CostModel {
             compute,
             memory,
             bandwidth,
+            latency,
             next_link,
             consumers,
         })
@@ -177,11 +183,12 @@ impl CostModel {
         t
     }
 
-    /// Bytes carried per link: each node's output goes once to each other
-    /// chip hosting a consumer, along its route; a link shared by several
-    /// destinations carries it once.
-    fn link_bytes(&self, chips: &[u32]) -> Result<Vec<f64>, String> {
+    /// Bytes and transfers carried per link: each node's output goes once
+    /// to each other chip hosting a consumer, along its route; a link shared
+    /// by several destinations carries it once.
+    fn link_traffic(&self, chips: &[u32]) -> Result<(Vec<f64>, Vec<u32>), String> {
         let mut bytes = vec![0.0; self.bandwidth.len()];
+        let mut transfers = vec![0u32; self.bandwidth.len()];
         let mut stamp = vec![u32::MAX; self.bandwidth.len()];
         let mut dests: Vec<u32> = Vec::new();
         for (u, outs) in self.consumers.iter().enumerate() {
@@ -211,20 +218,23 @@ impl CostModel {
                     if stamp[l] != u as u32 {
                         stamp[l] = u as u32;
                         bytes[l] += size as f64;
+                        transfers[l] += 1;
                     }
                 }
             }
         }
-        Ok(bytes)
+        Ok((bytes, transfers))
     }
 
-    /// Stage time per chip: compute plus the links leaving it.
+    /// Stage time per chip: compute plus the links leaving it, each
+    /// transfer paying the link's latency once per hop.
     fn stages(&self, chips: &[u32]) -> Result<(Vec<f64>, Vec<f64>), String> {
         self.check_len(chips)?;
         let compute = self.compute_times(chips);
         let mut links = vec![0.0; compute.len()];
-        for (l, b) in self.link_bytes(chips)?.into_iter().enumerate() {
-            links[self.package.links[l].src as usize] += b / self.bandwidth[l];
+        let (bytes, transfers) = self.link_traffic(chips)?;
+        for (l, (b, k)) in bytes.into_iter().zip(transfers).enumerate() {
+            links[self.package.links[l].src as usize] += b / self.bandwidth[l] + k as f64 * self.latency[l];
         }
         Ok((compute, links))
     }

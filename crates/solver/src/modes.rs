@@ -232,7 +232,7 @@ pub fn sample_or(
     let mut done = sample_rest(solver, order, probs, None, rng, budget);
     // A pass that meets a dead end in one order seldom does in another: a
     // few fresh random orders cost less than the fallbacks below.
-    for _ in 0..RETRIES {
+    for _ in 0..retries(solver) {
         if !matches!(done, Ok(false)) {
             break;
         }
@@ -327,6 +327,15 @@ const WITNESS_CHIPS: usize = 36;
 /// when the package is not much larger, the reduction does not apply, or
 /// the few chips cannot hold a valid partition (then SAT decides).
 fn witness_on_fewer_chips(solver: &Solver, rng: &mut impl Rng) -> Option<Vec<u32>> {
+    let k = witness_chips(solver)?;
+    let small = crate::reduce::first_chips(solver.problem, k)?;
+    let mut sub = Solver::new(&small, solver.options()).ok()?;
+    let order = node_order(&sub, Order::Random, rng);
+    sample(&mut sub, &order, None, rng).ok().map(|p| p.chips)
+}
+
+/// The chips [`witness_on_fewer_chips`] searches on, when it applies.
+fn witness_chips(solver: &Solver) -> Option<usize> {
     let problem = solver.problem;
     let options = solver.options();
     let mem = problem.package.memory_or_unlimited(0);
@@ -339,13 +348,18 @@ fn witness_on_fewer_chips(solver: &Solver, rng: &mut impl Rng) -> Option<Vec<u32
         f64::INFINITY
     };
     let k = WITNESS_CHIPS.max(need.min(usize::MAX as f64) as usize);
-    if !options.sat || 2 * k > solver.num_chips() {
-        return None;
+    (options.sat && 2 * k <= solver.num_chips() && crate::reduce::applies(problem)).then_some(k)
+}
+
+/// Passes in fresh orders to try after a budgeted pass gives up: none when
+/// the last resort's witness comes cheap from fewer chips (a pass over a
+/// large package costs more than that witness).
+fn retries(solver: &Solver) -> usize {
+    if witness_chips(solver).is_some() {
+        0
+    } else {
+        RETRIES
     }
-    let small = crate::reduce::first_chips(problem, k)?;
-    let mut sub = Solver::new(&small, options).ok()?;
-    let order = node_order(&sub, Order::Random, rng);
-    sample(&mut sub, &order, None, rng).ok().map(|p| p.chips)
 }
 
 /// Failures a trial of [`merge_towards`] may take.
@@ -470,7 +484,7 @@ pub fn fix_or(
     // A proposal that leads the given order into dead ends often does not
     // in another random topological order, which decides each node close to
     // its inputs; a few such passes cost less than the last resort.
-    for _ in 0..RETRIES {
+    for _ in 0..retries(solver) {
         if done || fallback.is_some() {
             break;
         }

@@ -1,6 +1,6 @@
-//! The same question on fewer chips. When every rule is one of the stdlib
-//! rules that compare chips by order and equality only (`acyclic_flow`,
-//! `no_skip`, `triangle_dependency`, `memory_capacity`) and every chip has
+//! The same question on fewer chips. When every rule is a native rule that
+//! compares chips by order and equality only (`order_only` in its row of
+//! [`crate::rules::NATIVE_RULES`]: today all four stdlib rules) and every chip has
 //! the same memory, a valid placement uses at most N chips (N nodes), and
 //! renumbering its chips in order onto 0..k keeps it valid: the same order
 //! along edges, the same prefix, an isomorphic flow graph, the same loads
@@ -18,10 +18,6 @@ use mcm_core::package::Package;
 use mcm_core::problem::{Elem, Instance, Problem};
 use std::sync::Arc;
 
-/// Rules whose meaning is unchanged when chips are renumbered in order
-/// (their only chip attribute is `memory`).
-const ORDER_ONLY: &[&str] = &["acyclic_flow", "no_skip", "triangle_dependency", "memory_capacity"];
-
 /// The problem on its first min(N, C) chips, when that is equivalent and
 /// smaller; `None` otherwise.
 pub fn fewer_chips(problem: &Problem) -> Option<Problem> {
@@ -37,26 +33,7 @@ pub fn fewer_chips(problem: &Problem) -> Option<Problem> {
 pub fn first_chips(problem: &Problem, k: usize) -> Option<Problem> {
     let pkg = &problem.package;
     let c = pkg.num_chips();
-    if k == 0 || k > c {
-        return None;
-    }
-    let order_only = problem
-        .constraints
-        .iter()
-        .all(|g| g.native.as_deref().is_some_and(|key| ORDER_ONLY.contains(&key)));
-    let mem = pkg.memory_or_unlimited(0);
-    // Compared as bits: equal memories read from the same declaration.
-    if !order_only || (1..c as u32).any(|d| pkg.memory_or_unlimited(d).to_bits() != mem.to_bits()) {
-        return None;
-    }
-    let binds = |i: &Instance, f: &dyn Fn(&Elem) -> bool| i.bindings.iter().any(|(_, e)| f(e));
-    // Link indices change with the package (none of these rules binds one).
-    let on_link = |e: &Elem| matches!(e, Elem::Link(_));
-    if problem
-        .constraints
-        .iter()
-        .any(|g| g.instances.iter().any(|i| binds(i, &on_link)))
-    {
+    if k == 0 || k > c || !applies(problem) {
         return None;
     }
     let past_k = |e: &Elem| matches!(*e, Elem::Chip(d) if d as usize >= k);
@@ -76,4 +53,33 @@ pub fn first_chips(problem: &Problem, k: usize) -> Option<Problem> {
         constraints,
         ..problem.clone()
     })
+}
+
+/// Whether [`first_chips`] applies: every rule order-only, every chip with
+/// the same memory, no rule instance bound to a link.
+pub fn applies(problem: &Problem) -> bool {
+    let pkg = &problem.package;
+    let c = pkg.num_chips();
+    let order_only = problem.constraints.iter().all(|g| {
+        g.native
+            .as_deref()
+            .and_then(crate::rules::lookup)
+            .is_some_and(|r| r.order_only)
+    });
+    let mem = pkg.memory_or_unlimited(0);
+    // Compared as bits: equal memories read from the same declaration.
+    if !order_only || (1..c as u32).any(|d| pkg.memory_or_unlimited(d).to_bits() != mem.to_bits()) {
+        return false;
+    }
+    // Link indices change with the package (none of these rules binds one).
+    let on_link = |e: &Elem| matches!(e, Elem::Link(_));
+    !problem
+        .constraints
+        .iter()
+        .any(|g| g.instances.iter().any(|i| binds(i, &on_link)))
+}
+
+/// Whether an instance binds an element that `f` picks.
+fn binds(i: &Instance, f: &dyn Fn(&Elem) -> bool) -> bool {
+    i.bindings.iter().any(|(_, e)| f(e))
 }

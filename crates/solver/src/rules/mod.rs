@@ -41,6 +41,11 @@ pub struct NativeRule {
     /// no arc of the chip flow graph goes down, and the flow encoding leaves
     /// the downward arcs out.
     pub upward: Option<UpwardPair>,
+    /// Whether the rule compares chips by order and equality only, reading
+    /// no chip attribute but `memory` and binding no link: its meaning is
+    /// unchanged when chips are renumbered in order, which lets
+    /// [`crate::reduce`] ask questions on fewer chips.
+    pub order_only: bool,
 }
 
 /// Every native rule. The order is the order in which their lazy cuts are

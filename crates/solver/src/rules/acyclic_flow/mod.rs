@@ -13,4 +13,5 @@ pub(super) const RULE: super::NativeRule = super::NativeRule {
     propagator: Precedence::build,
     encoding: encode::Acyclic::boxed,
     upward: Some(encode::pair),
+    order_only: true,
 };

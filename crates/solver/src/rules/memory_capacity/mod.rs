@@ -14,4 +14,5 @@ pub(super) const RULE: super::NativeRule = super::NativeRule {
     propagator: Memory::build,
     encoding: encode::MemoryEncoding::boxed,
     upward: None,
+    order_only: true,
 };

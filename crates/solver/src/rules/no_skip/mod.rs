@@ -14,4 +14,5 @@ pub(super) const RULE: super::NativeRule = super::NativeRule {
     propagator: NoSkip::build,
     encoding: encode::NoSkipEncoding::boxed,
     upward: None,
+    order_only: true,
 };

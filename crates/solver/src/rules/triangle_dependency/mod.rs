@@ -15,4 +15,5 @@ pub(super) const RULE: super::NativeRule = super::NativeRule {
     propagator: Triangle::build,
     encoding: encode::TriangleEncoding::boxed,
     upward: None,
+    order_only: true,
 };

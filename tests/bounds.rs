@@ -73,11 +73,7 @@ fn instance(rng: &mut ChaCha8Rng) -> String {
          let t = {topo}\n\
          let g = graph {{\n{g}}}\n\
          partition g onto t {{ {} }}\n",
-        if rules.is_empty() {
-            String::new()
-        } else {
-            format!("require {}", rules.join(", "))
-        }
+        common::require_line(&rules)
     )
 }
 

@@ -60,7 +60,7 @@ fn instance(rng: &mut ChaCha8Rng, max_nodes: usize, max_chips: usize) -> String 
          let t = {topo}, memory = {mem} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
          let g = graph {{\n{g}}}\n\
          partition g onto t {{ {} }}\n",
-        if rules.is_empty() { String::new() } else { format!("require {}", rules.join(", ")) }
+        common::require_line(&rules)
     )
 }
 
@@ -139,11 +139,7 @@ fn wide_instance(rng: &mut ChaCha8Rng) -> String {
          {package}\n\
          let g = graph {{\n{g}}}\n\
          partition g onto t {{ {} }}\n",
-        if rules.is_empty() {
-            String::new()
-        } else {
-            format!("require {}", rules.join(", "))
-        }
+        common::require_line(&rules)
     )
 }
 

@@ -120,3 +120,12 @@ pub fn ring_problem(graph: &str, chips: usize) -> String {
         HEADER
     )
 }
+
+/// A problem block's `require` line for `rules` (empty when none).
+pub fn require_line(rules: &[&str]) -> String {
+    if rules.is_empty() {
+        String::new()
+    } else {
+        format!("require {}", rules.join(", "))
+    }
+}

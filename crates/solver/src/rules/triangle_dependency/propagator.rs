@@ -416,25 +416,17 @@ impl Triangle {
 
     /// The distinct heads of the arcs whose tail passes `tail`.
     fn heads_of_arcs_from(&self, tail: impl Fn(u32) -> bool) -> Vec<u32> {
-        let mut out: Vec<u32> = self
-            .arc_list
-            .iter()
-            .filter(|&&(x, _)| tail(x))
-            .map(|&(_, y)| y)
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
+        self.arc_ends(|&(x, y)| tail(x).then_some(y))
     }
 
     /// The distinct tails of the arcs whose head passes `head`.
     fn tails_of_arcs_into(&self, head: impl Fn(u32) -> bool) -> Vec<u32> {
-        let mut out: Vec<u32> = self
-            .arc_list
-            .iter()
-            .filter(|&&(_, y)| head(y))
-            .map(|&(x, _)| x)
-            .collect();
+        self.arc_ends(|&(x, y)| head(y).then_some(x))
+    }
+
+    /// The distinct chips `end` picks from the arcs, sorted.
+    fn arc_ends(&self, end: impl Fn(&(u32, u32)) -> Option<u32>) -> Vec<u32> {
+        let mut out: Vec<u32> = self.arc_list.iter().filter_map(end).collect();
         out.sort_unstable();
         out.dedup();
         out

@@ -56,6 +56,13 @@ fn eval_prints_the_cost_of_a_shipped_partition() {
     );
     assert!(line("die[1]").starts_with("die[1] 3 2.099 us 409.6 ns"), "{out}");
     assert!(line("die[2]").starts_with("die[2] 1 "), "{out}");
+    // The links that carry data, busiest first, with their share of the period.
+    assert!(
+        out.contains("link                          traffic transfers         busy utilisation"),
+        "{out}"
+    );
+    assert_eq!(line("die[0] ->"), "die[0] -> die[1] 8 KiB 1 819.2 ns 28.1%");
+    assert_eq!(line("die[1] ->"), "die[1] -> die[2] 4 KiB 1 409.6 ns 14.0%");
     assert!(
         !out.contains("die[3]") && out.contains("(1 empty chip(s) not shown)"),
         "{out}"

@@ -253,6 +253,11 @@ fn a_link_latency_is_paid_once_per_transfer_and_hop() {
     close(r.chips[0].link_s, 2e-3 + 2e-3);
     close(r.chips[1].link_s, 1e-3 + 1e-3);
     close(r.chips[2].link_s, 0.0);
+    // The report's links: traffic, transfers, busy time, share of the period.
+    let links: Vec<(u32, u32, u64, u32)> = r.links.iter().map(|l| (l.src, l.dst, l.bytes, l.transfers)).collect();
+    assert_eq!(links, vec![(0, 1, 2_000_000, 2), (1, 2, 1_000_000, 1)]);
+    close(r.links[0].time_s, 4e-3);
+    close(r.links[0].utilisation, 4e-3 / r.latency_s);
     // A negative latency is refused where the package is built.
     let bad = common::compile(&text.replace("latency = 1 ms", "latency = -1 ms"));
     assert!(!bad.ok());

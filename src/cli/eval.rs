@@ -109,4 +109,39 @@ fn print_report(p: &crate::problem::Problem, r: &crate::cost::CostReport) {
     if idle > 0 {
         println!("({idle} empty chip(s) not shown)");
     }
+    print_links(p, r);
+}
+
+/// Links shown at most: the busiest, since a large package has millions.
+const LINKS_SHOWN: usize = 12;
+
+/// The links that carry data, busiest first: traffic, time and the share
+/// of the pipeline's period each is busy.
+fn print_links(p: &crate::problem::Problem, r: &crate::cost::CostReport) {
+    if r.links.is_empty() {
+        return;
+    }
+    let mut busy: Vec<&crate::cost::LinkCost> = r.links.iter().collect();
+    busy.sort_by(|a, b| b.time_s.total_cmp(&a.time_s).then(a.link.cmp(&b.link)));
+    println!(
+        "{:<24} {:>12} {:>9} {:>12} {:>11}",
+        "link", "traffic", "transfers", "busy", "utilisation"
+    );
+    for l in busy.iter().take(LINKS_SHOWN) {
+        let name = |c: u32| &p.package.chips[c as usize].name;
+        println!(
+            "{:<24} {:>12} {:>9} {:>12} {:>10.1}%",
+            format!("{} -> {}", name(l.src), name(l.dst)),
+            bytes(l.bytes as f64),
+            l.transfers,
+            secs(l.time_s),
+            100.0 * l.utilisation
+        );
+    }
+    if busy.len() > LINKS_SHOWN {
+        println!(
+            "({} more link(s) carry data; --json lists them all)",
+            busy.len() - LINKS_SHOWN
+        );
+    }
 }

@@ -60,6 +60,24 @@ pub struct ChipCost {
     pub memory_bytes: Option<f64>,
 }
 
+/// One link's share of a partition's cost (links that carry nothing are
+/// left out of a report).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LinkCost {
+    pub link: u32,
+    pub src: u32,
+    pub dst: u32,
+    /// Bytes it carries per inference.
+    pub bytes: u64,
+    /// Node outputs that cross it (each pays the link's latency).
+    pub transfers: u32,
+    /// Seconds it is busy per inference: bytes / bandwidth + transfers x latency.
+    pub time_s: f64,
+    /// time_s over the partition's latency: the share of each pipeline
+    /// period the link is busy.
+    pub utilisation: f64,
+}
+
 /// The whole cost of a partition, with the proven lower bound.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct CostReport {
@@ -74,6 +92,8 @@ pub struct CostReport {
     /// The slowest chip, which sets the latency.
     pub bottleneck: u32,
     pub chips: Vec<ChipCost>,
+    /// The links that carry data, in link order.
+    pub links: Vec<LinkCost>,
     /// The dynamic check's verdict; `None` when it passes.
     pub memory_overflow: Option<String>,
 }
@@ -229,14 +249,24 @@ impl CostModel {
     /// Stage time per chip: compute plus the links leaving it, each
     /// transfer paying the link's latency once per hop.
     fn stages(&self, chips: &[u32]) -> Result<(Vec<f64>, Vec<f64>), String> {
+        let (compute, links, _) = self.stages_and_traffic(chips)?;
+        Ok((compute, links))
+    }
+
+    /// [`CostModel::stages`] with every link's traffic and busy time.
+    #[allow(clippy::type_complexity)]
+    fn stages_and_traffic(&self, chips: &[u32]) -> Result<(Vec<f64>, Vec<f64>, Vec<(f64, u32, f64)>), String> {
         self.check_len(chips)?;
         let compute = self.compute_times(chips);
         let mut links = vec![0.0; compute.len()];
         let (bytes, transfers) = self.link_traffic(chips)?;
+        let mut traffic = Vec::with_capacity(bytes.len());
         for (l, (b, k)) in bytes.into_iter().zip(transfers).enumerate() {
-            links[self.package.links[l].src as usize] += b / self.bandwidth[l] + k as f64 * self.latency[l];
+            let t = b / self.bandwidth[l] + k as f64 * self.latency[l];
+            links[self.package.links[l].src as usize] += t;
+            traffic.push((b, k, t));
         }
-        Ok((compute, links))
+        Ok((compute, links, traffic))
     }
 
     fn check_len(&self, chips: &[u32]) -> Result<(), String> {
@@ -320,7 +350,7 @@ impl CostModel {
 
     /// Latency, throughput, the bound, and every chip's share.
     pub fn report(&self, chips: &[u32]) -> Result<CostReport, String> {
-        let (compute, links) = self.stages(chips)?;
+        let (compute, links, traffic) = self.stages_and_traffic(chips)?;
         let (peak, overflow) = match self.peak_memory(chips) {
             Ok(p) => (p, None),
             Err(o) => (o.usage.clone(), Some(o.to_string())),
@@ -347,6 +377,20 @@ impl CostModel {
                 .iter()
                 .map(|c| (c.chip, c.stage_s))
                 .fold((0, 0.0), |best, x| if x.1 > best.1 { x } else { best });
+        let link_costs = traffic
+            .into_iter()
+            .enumerate()
+            .filter(|(_, (_, k, _))| *k > 0)
+            .map(|(l, (b, k, t))| LinkCost {
+                link: l as u32,
+                src: self.package.links[l].src,
+                dst: self.package.links[l].dst,
+                bytes: b as u64,
+                transfers: k,
+                time_s: t,
+                utilisation: t / latency,
+            })
+            .collect();
         let bound = self.bound().clone();
         Ok(CostReport {
             latency_s: latency,
@@ -356,6 +400,7 @@ impl CostModel {
             bound,
             bottleneck,
             chips: per_chip,
+            links: link_costs,
             memory_overflow: overflow,
         })
     }

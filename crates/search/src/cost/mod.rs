@@ -11,7 +11,7 @@ mod external;
 mod memory;
 mod service;
 
-pub use analytical::{ChipCost, CostModel, CostReport};
+pub use analytical::{ChipCost, CostModel, CostReport, LinkCost};
 pub use bounds::{Bound, BoundKind};
 pub use external::External;
 pub use memory::{MemoryOverflow, PeakMemory};

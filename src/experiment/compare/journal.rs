@@ -243,7 +243,7 @@ impl Journal {
         for s in sources {
             // `:: native` says how the solver runs a rule, not what it
             // means, and the native key is hashed above on its own.
-            h.field(s.replace(NATIVE_ANNOTATION, "").as_bytes());
+            h.field(legacy_layout(s).replace(NATIVE_ANNOTATION, "").as_bytes());
         }
         h
     }
@@ -272,6 +272,21 @@ impl Journal {
 /// marked its native rules in its text stay valid.
 const NATIVE_ANNOTATION: &str = " :: native";
 
+/// Source files as their text was laid out before `mcmpart fmt`, by which
+/// the committed runs were fingerprinted: the layout of a file is not what
+/// it means.
+const LEGACY_LAYOUTS: &[&str] = &[include_str!("legacy/topologies-before-fmt.txt")];
+
+/// `text` in its pre-`fmt` layout when it is one of [`LEGACY_LAYOUTS`]
+/// formatted (the same tokens, so the same meaning); else `text` itself.
+fn legacy_layout(text: &str) -> &str {
+    LEGACY_LAYOUTS
+        .iter()
+        .find(|old| crate::lang::format::format_source(old).is_ok_and(|f| f == text))
+        .copied()
+        .unwrap_or(text)
+}
+
 /// The native tag as the run files' fingerprints spell it (`Some(NoSkip)`,
 /// `None`): the Debug text of the enum that named native rules before the
 /// rule registry, kept so that committed runs still load with `--resume`.
@@ -290,5 +305,20 @@ fn legacy_native_tag(key: Option<&str>) -> String {
                 .collect();
             format!("Some({camel})")
         }
+    }
+}
+
+#[cfg(test)]
+mod legacy_tests {
+    use super::*;
+
+    #[test]
+    fn a_formatted_legacy_file_is_hashed_in_its_old_layout_and_nothing_else_is() {
+        let old = LEGACY_LAYOUTS[0];
+        let formatted = crate::lang::format::format_source(old).unwrap();
+        assert_ne!(formatted, old, "the legacy layout is not the formatter's");
+        assert_eq!(legacy_layout(&formatted), old);
+        let changed = formatted.replace("die[n]", "die[n + 1]");
+        assert_eq!(legacy_layout(&changed), changed);
     }
 }

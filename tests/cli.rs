@@ -229,6 +229,19 @@ fn import_show_and_stats_work_end_to_end() {
     let v = json(&mcmpart(&["stats", g.to_str().unwrap(), "--json"]));
     assert_eq!(v["nodes"], 10);
     assert_eq!(v["flops"], 124928);
+    // Every command's JSON says `ok`, those that do not set it too.
+    assert_eq!(v["ok"], true, "{v}");
+    let b = json(&mcmpart(&[
+        "bench",
+        "solver",
+        "examples/quickstart.mcm",
+        "--mode",
+        "fix",
+        "--samples",
+        "3",
+        "--json",
+    ]));
+    assert_eq!(b["ok"], true, "{b}");
 
     let o = mcmpart(&[
         "show",

@@ -13,8 +13,14 @@ pub struct Output {
 }
 
 impl Output {
+    /// Prints a command's JSON. Every object a command prints says `ok`:
+    /// one that does not set it is a report made without error.
     pub fn print_json(&self, v: &serde_json::Value) {
-        println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+        let mut v = v.clone();
+        if let serde_json::Value::Object(m) = &mut v {
+            m.entry("ok").or_insert(serde_json::Value::Bool(true));
+        }
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     }
 
     /// Prints the error, if the command ended in one, and gives the exit status.

@@ -633,3 +633,53 @@ fn every_command_that_writes_takes_dash_o() {
         assert!(out.contains("-o, --out <OUT>"), "{cmd:?}:\n{out}");
     }
 }
+
+/// The subcommands a `--help` text lists under `Commands:`.
+fn commands_of(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn every_flag_of_every_command_is_described() {
+    let mut paths: Vec<Vec<String>> = Vec::new();
+    for c in commands_of(&text(&mcmpart(&["--help"])).0) {
+        let subs = commands_of(&text(&mcmpart(&[c.as_str(), "-h"])).0);
+        if subs.is_empty() {
+            paths.push(vec![c]);
+        } else {
+            paths.extend(subs.into_iter().map(|s| vec![c.clone(), s]));
+        }
+    }
+    assert!(paths.len() > 10, "{paths:?}");
+    for path in paths {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("-h");
+        let (out, _) = text(&mcmpart(&args));
+        let lines: Vec<&str> = out.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            let flag = l.trim_start();
+            if !flag.starts_with('-') || !l.starts_with("  ") {
+                continue;
+            }
+            // clap writes the text on the flag's line, or on the next one
+            // (more indented) when the line would be too long.
+            let inline = flag.split("  ").filter(|p| !p.trim().is_empty()).count() > 1;
+            let next = lines.get(i + 1).is_some_and(|n| {
+                let indent = n.len() - n.trim_start().len();
+                indent > l.len() - flag.len() && !n.trim_start().starts_with('-')
+            });
+            assert!(
+                inline || next,
+                "`mcmpart {}`: `{flag}` has no description",
+                path.join(" ")
+            );
+        }
+    }
+}

@@ -98,7 +98,7 @@ fn print_report(p: &crate::problem::Problem, r: &crate::cost::CostReport) {
             secs(c.stage_s),
             bytes(c.weight_bytes as f64),
             bytes(c.peak_bytes as f64),
-            c.memory_bytes.map_or("-".to_string(), bytes)
+            c.memory_bytes.map_or("-".to_string(), |m| bytes(m as f64))
         );
     }
     let idle = r

@@ -57,7 +57,9 @@ pub struct ChipCost {
     pub weight_bytes: u64,
     /// Weights plus the largest set of live activations (dynamic check).
     pub peak_bytes: u64,
-    pub memory_bytes: Option<f64>,
+    /// The chip's memory in whole bytes (a byte count is an integer in
+    /// every report); `None` where the chip declares none.
+    pub memory_bytes: Option<u64>,
 }
 
 /// One link's share of a partition's cost (links that carry nothing are
@@ -369,7 +371,7 @@ impl CostModel {
                 stage_s: compute[c] + links[c],
                 weight_bytes: peak.weights[c],
                 peak_bytes: peak.peak[c],
-                memory_bytes: self.memory[c],
+                memory_bytes: self.memory[c].map(|m| m as u64),
             })
             .collect();
         let (bottleneck, latency) =

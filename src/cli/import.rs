@@ -19,7 +19,7 @@ pub fn run(out: &Output, model: &Path, dest: &Path) -> Result {
         out.print_json(&serde_json::json!({
             "ok": true,
             "model": model.display().to_string(),
-            "output": dest.display().to_string(),
+            "out": dest.display().to_string(),
             "name": g.name,
             "nodes": g.nodes.len(),
             "edges": g.edges.len(),

@@ -3,6 +3,7 @@
 //! on d).
 
 mod encode;
+mod hall;
 mod propagator;
 #[cfg(test)]
 mod tests;

@@ -2,9 +2,12 @@
 //! chip only one node can fill gets that node; a chip no node can fill caps
 //! every domain below it.
 //!
+//! Beyond that: Hall's condition on the chips still to fill ([`Hall`]).
+//!
 //! For each chip it keeps how many domains still contain it (trailed), from
 //! the values each change removes, so a wake-up costs O(chips), not O(nodes).
 
+use super::hall::Hall;
 use crate::propagator::{Cx, Propagator};
 use crate::store::Fail;
 use mcm_core::problem::GroundConstraint;
@@ -20,6 +23,7 @@ pub struct NoSkip {
     /// Chips already given to the one node that could fill them.
     settled: Vec<u32>,
     dirty: bool,
+    hall: Hall,
 }
 
 impl NoSkip {
@@ -49,6 +53,7 @@ impl NoSkip {
             need: cx.new_cell(0),
             settled: (0..cx.chips()).map(|_| cx.new_cell(0)).collect(),
             dirty: true,
+            hall: Hall::new(cx),
         }
     }
 }
@@ -59,6 +64,18 @@ impl Propagator for NoSkip {
     }
 
     fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
+        let cell = |k: usize| self.seen[x as usize * self.w + k];
+        let lo = (0..self.w).find_map(|k| {
+            let w = cx.cell(cell(k)) as u64;
+            (w != 0).then(|| (k * 64) as u32 + w.trailing_zeros())
+        });
+        let hi = (0..self.w).rev().find_map(|k| {
+            let w = cx.cell(cell(k)) as u64;
+            (w != 0).then(|| (k * 64) as u32 + 63 - w.leading_zeros())
+        });
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            self.hall.on_change(x, (lo, hi), cx);
+        }
         for k in 0..self.w {
             let cell = self.seen[x as usize * self.w + k];
             let old = cx.cell(cell) as u64;
@@ -99,11 +116,19 @@ impl Propagator for NoSkip {
                 return Err(cx.fail());
             }
             let cap = cx.range(0, z as u32 - 1);
+            let mut shrank = false;
             for x in 0..cx.n() as u32 {
                 if cx.max(x) as usize >= z {
-                    cx.restrict(x, &cap)?;
+                    shrank |= cx.restrict(x, &cap)?;
                 }
             }
+            // Counts are stale until the changes are seen: run again then.
+            if shrank {
+                return Ok(());
+            }
+        }
+        if self.hall.propagate(need.min(chips - 1), cx)? {
+            return Ok(());
         }
         // Chips that must be filled and that one node alone can fill.
         for c in 0..=need.min(chips - 1) {
@@ -150,6 +175,7 @@ impl Propagator for NoSkip {
             need = need.max(cx.min(x));
         }
         cx.set_cell(self.need, need as i64);
+        self.hall.recount(cx);
         self.dirty = true;
         self.late(cx)
     }

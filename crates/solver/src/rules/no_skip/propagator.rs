@@ -64,17 +64,10 @@ impl Propagator for NoSkip {
     }
 
     fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
-        let cell = |k: usize| self.seen[x as usize * self.w + k];
-        let lo = (0..self.w).find_map(|k| {
-            let w = cx.cell(cell(k)) as u64;
-            (w != 0).then(|| (k * 64) as u32 + w.trailing_zeros())
-        });
-        let hi = (0..self.w).rev().find_map(|k| {
-            let w = cx.cell(cell(k)) as u64;
-            (w != 0).then(|| (k * 64) as u32 + 63 - w.leading_zeros())
-        });
-        if let (Some(lo), Some(hi)) = (lo, hi) {
-            self.hall.on_change(x, (lo, hi), cx);
+        let seen = &self.seen[x as usize * self.w..(x as usize + 1) * self.w];
+        let was_fixed = seen.iter().map(|&c| (cx.cell(c) as u64).count_ones()).sum::<u32>() == 1;
+        if !was_fixed {
+            self.hall.fixed(x, cx);
         }
         for k in 0..self.w {
             let cell = self.seen[x as usize * self.w + k];

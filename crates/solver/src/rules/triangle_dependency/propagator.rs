@@ -42,6 +42,10 @@ pub struct Triangle {
     /// Longest path lengths between active chips, `lp[i * K + j]` (-1:
     /// none; K: via a cycle), valid while `fresh`.
     lp: Vec<i32>,
+    /// Row length of `lp`: at least K, with room for chips arcs add later.
+    stride: usize,
+    /// Whether the arcs, when last recomputed whole, held a cycle.
+    cyclic: bool,
     arc_list: Vec<(u32, u32)>,
     fresh: bool,
     pc: Vec<u32>,
@@ -82,6 +86,8 @@ impl Triangle {
             active: Vec::new(),
             dense: vec![NONE; c],
             lp: Vec::new(),
+            stride: 0,
+            cyclic: false,
             arc_list: Vec::new(),
             fresh: false,
             pc: Vec::new(),
@@ -265,10 +271,83 @@ impl Triangle {
         for &(a, b) in &self.arc_list {
             flow.add(self.dense[a as usize], self.dense[b as usize]);
         }
+        let mut lp = vec![-1; k * k];
+        flow.longest_all(&mut lp);
+        self.cyclic = lp.iter().any(|&l| l >= k as i32);
+        // Rows as long as the chips arcs may touch later, up to all of them.
+        self.stride = (2 * k).max(16).min(self.c.max(k));
         self.lp.clear();
-        self.lp.resize(k * k, -1);
-        flow.longest_all(&mut self.lp);
+        self.lp.resize(self.stride * self.stride, -1);
+        for i in 0..k {
+            self.lp[i * self.stride..i * self.stride + k].copy_from_slice(&lp[i * k..(i + 1) * k]);
+        }
         self.fresh = true;
+    }
+
+    /// Adds new arcs to a fresh, acyclic table in place: a path that uses a
+    /// new arc a -> b uses it once, so lp(x, y) grows to lp(x, a) + 1 +
+    /// lp(b, y) for x reaching a and y reached from b: O(|X|·|Y|), where
+    /// recomputing every pair costs K² walks. False when the table is not
+    /// fresh or an arc closes a cycle: the caller recomputes it whole (the
+    /// arcs map already holds every arc).
+    fn extend(&mut self, arcs: &[(u32, u32)]) -> bool {
+        if !self.fresh || self.cyclic {
+            return false;
+        }
+        let w = self.w;
+        for &(a, b) in arcs {
+            if self.reach(b, a) {
+                return false;
+            }
+            for x in [a, b] {
+                if self.dense[x as usize] == NONE {
+                    self.activate(x);
+                }
+            }
+            let st = self.stride;
+            let (i, j) = (self.dense[a as usize] as usize, self.dense[b as usize] as usize);
+            let k = self.active.len();
+            let from: Vec<(usize, i32)> = (0..k)
+                .filter_map(|x| match x == i {
+                    true => Some((x, 0)),
+                    false => (self.lp[x * st + i] >= 1).then(|| (x, self.lp[x * st + i])),
+                })
+                .collect();
+            let to: Vec<(usize, i32)> = (0..k)
+                .filter_map(|y| match y == j {
+                    true => Some((y, 0)),
+                    false => (self.lp[j * st + y] >= 1).then(|| (y, self.lp[j * st + y])),
+                })
+                .collect();
+            for &(x, dx) in &from {
+                for &(y, dy) in &to {
+                    let cell = &mut self.lp[x * st + y];
+                    *cell = (*cell).max(dx + 1 + dy);
+                }
+            }
+            self.rows[a as usize * w + b as usize / 64] |= 1 << (b % 64);
+            self.cols[b as usize * w + a as usize / 64] |= 1 << (a % 64);
+            self.arc_list.push((a, b));
+        }
+        self.heads_ok.borrow_mut().iter_mut().for_each(|r| *r = None);
+        self.tails_ok.borrow_mut().iter_mut().for_each(|r| *r = None);
+        true
+    }
+
+    /// Gives chip `x` the next dense index, widening `lp` when it is full.
+    fn activate(&mut self, x: u32) {
+        let k = self.active.len();
+        if k == self.stride {
+            let wider = (2 * k).max(16).min(self.c.max(k + 1));
+            let mut lp = vec![-1; wider * wider];
+            for i in 0..k {
+                lp[i * wider..i * wider + k].copy_from_slice(&self.lp[i * k..(i + 1) * k]);
+            }
+            self.lp = lp;
+            self.stride = wider;
+        }
+        self.dense[x as usize] = k as u32;
+        self.active.push(x);
     }
 
     /// Longest path from a to b: 0 when a == b, -1 when none, at least 2
@@ -281,7 +360,7 @@ impl Triangle {
         if i == NONE || j == NONE {
             return -1;
         }
-        self.lp[i as usize * self.active.len() + j as usize]
+        self.lp[i as usize * self.stride + j as usize]
     }
 
     fn reach(&self, a: u32, b: u32) -> bool {
@@ -486,7 +565,7 @@ impl Propagator for Triangle {
             }
         }
         self.pairs = pairs;
-        if new_arc {
+        if new_arc && !self.extend(&fresh_arcs) {
             self.fresh = false;
         }
         self.refresh(s);

@@ -25,24 +25,30 @@ use crate::store::Fail;
 const NONE: u32 = u32::MAX;
 
 pub(super) struct Hall {
-    w: usize,
     /// Fixed nodes on each chip (trailed).
     holds: Vec<u32>,
     /// Per chip its matched node, per node its chip (NONE: none).
     mate: Vec<u32>,
     owner: Vec<u32>,
     visited: Vec<bool>,
+    /// Scratch for [`Hall::essential`]: the empty chips, those not reached
+    /// yet, and the walk's stack.
+    empty: Vec<u64>,
+    open: Vec<u64>,
+    stack: Vec<u32>,
 }
 
 impl Hall {
     pub fn new(cx: &mut Cx) -> Hall {
         let c = cx.chips();
         let h = Hall {
-            w: cx.words(),
             holds: (0..c).map(|_| cx.new_cell(0)).collect(),
             mate: vec![NONE; c],
             owner: vec![NONE; cx.n()],
             visited: Vec::new(),
+            empty: vec![0; cx.words()],
+            open: vec![0; cx.words()],
+            stack: Vec::new(),
         };
         h.recount(cx);
         h
@@ -134,13 +140,33 @@ impl Hall {
     /// Restricts to the empty chips the nodes every matching uses. The
     /// search from free nodes stops once every empty chip is reached, which
     /// in a loose state is at the first free node.
-    fn essential(&self, need: usize, cx: &mut Cx) -> Result<bool, Fail> {
-        let mut empty = vec![0u64; self.w];
+    fn essential(&mut self, need: usize, cx: &mut Cx) -> Result<bool, Fail> {
+        let (mut empty, mut open, mut stack) = (
+            std::mem::take(&mut self.empty),
+            std::mem::take(&mut self.open),
+            std::mem::take(&mut self.stack),
+        );
+        empty.iter_mut().for_each(|w| *w = 0);
         for c in (0..=need).filter(|&c| self.empty(c, cx)) {
             set_bit(&mut empty, c as u32);
         }
-        let mut open = empty.clone();
-        let mut stack = Vec::new();
+        open.copy_from_slice(&empty);
+        stack.clear();
+        let r = self.confine(need, &empty, &mut open, &mut stack, cx);
+        (self.empty, self.open, self.stack) = (empty, open, stack);
+        r
+    }
+
+    /// The walk of [`Hall::essential`] from the free nodes, then the
+    /// restriction of the nodes matched to the chips it did not reach.
+    fn confine(
+        &self,
+        need: usize,
+        empty: &[u64],
+        open: &mut [u64],
+        stack: &mut Vec<u32>,
+        cx: &mut Cx,
+    ) -> Result<bool, Fail> {
         for y in 0..cx.n() as u32 {
             if open.iter().all(|&w| w == 0) {
                 return Ok(false);
@@ -163,8 +189,8 @@ impl Hall {
             }
         }
         let mut shrank = false;
-        for c in crate::domain::bits_of(&open) {
-            shrank |= cx.restrict(self.mate[c as usize], &empty)?;
+        for c in crate::domain::bits(open) {
+            shrank |= cx.restrict(self.mate[c as usize], empty)?;
         }
         Ok(shrank)
     }

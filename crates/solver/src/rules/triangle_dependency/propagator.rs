@@ -21,6 +21,40 @@ use crate::store::Fail;
 use mcm_core::problem::GroundConstraint;
 use std::collections::HashMap;
 
+/// Rows computed on demand and kept until the arcs change: W words per
+/// chip, each valid while its stamp is the current one (so forgetting them
+/// all is one increment, not a pass over the chips).
+struct RowCache {
+    rows: Vec<u64>,
+    stamp: Vec<u32>,
+    now: u32,
+}
+
+impl RowCache {
+    fn new(c: usize, w: usize) -> RowCache {
+        RowCache {
+            rows: vec![0; c * w],
+            stamp: vec![0; c],
+            now: 1,
+        }
+    }
+
+    fn forget(&mut self) {
+        self.now = self.now.wrapping_add(1);
+        if self.now == 0 {
+            self.stamp.iter_mut().for_each(|s| *s = 0);
+            self.now = 1;
+        }
+    }
+}
+
+/// `acc |= other`, word by word.
+fn or_into(acc: &mut [u64], other: &[u64]) {
+    for (a, o) in acc.iter_mut().zip(other) {
+        *a |= o;
+    }
+}
+
 /// No index, in `dense`.
 const NONE: u32 = u32::MAX;
 
@@ -46,6 +80,15 @@ pub struct Triangle {
     stride: usize,
     /// Whether the arcs, when last recomputed whole, held a cycle.
     cyclic: bool,
+    /// Reachability as chip bitsets (W words per chip, by chip id), valid
+    /// while `fresh`: `to[y]` the chips with a path to y, `from[x]` the
+    /// chips x has a path to, `far_from[x]` / `far_to[y]` the same for
+    /// paths of two arcs or more. They make a row of `heads` or `tails` a
+    /// few unions of rows, where a test per pair of chips cost O(K²).
+    to: Vec<u64>,
+    from: Vec<u64>,
+    far_from: Vec<u64>,
+    far_to: Vec<u64>,
     arc_list: Vec<(u32, u32)>,
     fresh: bool,
     pc: Vec<u32>,
@@ -59,14 +102,20 @@ pub struct Triangle {
     touched_back: Vec<u32>,
     /// Cached: chips c that may head a new arc a -> c (row a), or tail a new
     /// arc c -> b (row b), under the current arcs; built on demand.
-    heads_ok: std::cell::RefCell<Vec<Option<Vec<u64>>>>,
-    tails_ok: std::cell::RefCell<Vec<Option<Vec<u64>>>>,
+    heads_ok: std::cell::RefCell<RowCache>,
+    tails_ok: std::cell::RefCell<RowCache>,
     w: usize,
     /// Trailed bitsets: chips of fixed ancestors / descendants, W cells per node.
     anc: Vec<u32>,
     desc: Vec<u32>,
     stack: Vec<u32>,
     touched: Vec<u32>,
+    /// Scratch lists kept between calls: the arcs a change adds, the nodes
+    /// it confines, and `extend`'s chips reaching / reached.
+    fresh_arcs: Vec<(u32, u32)>,
+    look: Vec<u32>,
+    ext_from: Vec<(usize, i32)>,
+    ext_to: Vec<(usize, i32)>,
     /// Consumers of nodes on one chip tied to one chip ([`SharedTails`]).
     shared: Option<SharedTails>,
 }
@@ -88,6 +137,10 @@ impl Triangle {
             lp: Vec::new(),
             stride: 0,
             cyclic: false,
+            to: vec![0; c * s.words()],
+            from: vec![0; c * s.words()],
+            far_from: vec![0; c * s.words()],
+            far_to: vec![0; c * s.words()],
             arc_list: Vec::new(),
             fresh: false,
             pc: Vec::new(),
@@ -96,13 +149,17 @@ impl Triangle {
             rows: vec![0; c * s.words()],
             cols: vec![0; c * s.words()],
             touched_back: Vec::new(),
-            heads_ok: std::cell::RefCell::new(vec![None; c]),
-            tails_ok: std::cell::RefCell::new(vec![None; c]),
+            heads_ok: std::cell::RefCell::new(RowCache::new(c, s.words())),
+            tails_ok: std::cell::RefCell::new(RowCache::new(c, s.words())),
             w: s.words(),
             anc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
             desc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
             stack: Vec::new(),
             touched: Vec::new(),
+            fresh_arcs: Vec::new(),
+            look: Vec::new(),
+            ext_from: Vec::new(),
+            ext_to: Vec::new(),
             shared: SharedTails::new(s),
         }
     }
@@ -245,13 +302,14 @@ impl Triangle {
                 .for_each(|r| *r = 0);
         }
         for &x in &self.active {
+            for m in [&mut self.to, &mut self.from, &mut self.far_from, &mut self.far_to] {
+                m[x as usize * w..(x as usize + 1) * w].iter_mut().for_each(|r| *r = 0);
+            }
             self.dense[x as usize] = NONE;
-            self.heads_ok.borrow_mut()[x as usize] = None;
-            self.tails_ok.borrow_mut()[x as usize] = None;
         }
         // Rows of inactive chips depend on the active set too.
-        self.heads_ok.borrow_mut().iter_mut().for_each(|r| *r = None);
-        self.tails_ok.borrow_mut().iter_mut().for_each(|r| *r = None);
+        self.heads_ok.borrow_mut().forget();
+        self.tails_ok.borrow_mut().forget();
         self.active.clear();
         self.arc_list.clear();
         self.arc_list.extend(self.arcs.keys().map(|&k| (k / c, k % c)));
@@ -280,8 +338,24 @@ impl Triangle {
         self.lp.resize(self.stride * self.stride, -1);
         for i in 0..k {
             self.lp[i * self.stride..i * self.stride + k].copy_from_slice(&lp[i * k..(i + 1) * k]);
+            for j in 0..k {
+                self.mark(self.active[i], self.active[j], lp[i * k + j]);
+            }
         }
         self.fresh = true;
+    }
+
+    /// Records in the bitsets a path of length `len` from x to y.
+    fn mark(&mut self, x: u32, y: u32, len: i32) {
+        let w = self.w;
+        if len >= 1 {
+            self.to[y as usize * w + x as usize / 64] |= 1 << (x % 64);
+            self.from[x as usize * w + y as usize / 64] |= 1 << (y % 64);
+        }
+        if len >= 2 {
+            self.far_to[y as usize * w + x as usize / 64] |= 1 << (x % 64);
+            self.far_from[x as usize * w + y as usize / 64] |= 1 << (y % 64);
+        }
     }
 
     /// Adds new arcs to a fresh, acyclic table in place: a path that uses a
@@ -307,30 +381,35 @@ impl Triangle {
             let st = self.stride;
             let (i, j) = (self.dense[a as usize] as usize, self.dense[b as usize] as usize);
             let k = self.active.len();
-            let from: Vec<(usize, i32)> = (0..k)
-                .filter_map(|x| match x == i {
-                    true => Some((x, 0)),
-                    false => (self.lp[x * st + i] >= 1).then(|| (x, self.lp[x * st + i])),
-                })
-                .collect();
-            let to: Vec<(usize, i32)> = (0..k)
-                .filter_map(|y| match y == j {
-                    true => Some((y, 0)),
-                    false => (self.lp[j * st + y] >= 1).then(|| (y, self.lp[j * st + y])),
-                })
-                .collect();
+            let mut from = std::mem::take(&mut self.ext_from);
+            let mut to = std::mem::take(&mut self.ext_to);
+            from.clear();
+            to.clear();
+            from.extend((0..k).filter_map(|x| match x == i {
+                true => Some((x, 0)),
+                false => (self.lp[x * st + i] >= 1).then(|| (x, self.lp[x * st + i])),
+            }));
+            to.extend((0..k).filter_map(|y| match y == j {
+                true => Some((y, 0)),
+                false => (self.lp[j * st + y] >= 1).then(|| (y, self.lp[j * st + y])),
+            }));
             for &(x, dx) in &from {
                 for &(y, dy) in &to {
                     let cell = &mut self.lp[x * st + y];
-                    *cell = (*cell).max(dx + 1 + dy);
+                    if *cell < dx + 1 + dy {
+                        *cell = dx + 1 + dy;
+                        self.mark(self.active[x], self.active[y], dx + 1 + dy);
+                    }
                 }
             }
+            self.ext_from = from;
+            self.ext_to = to;
             self.rows[a as usize * w + b as usize / 64] |= 1 << (b % 64);
             self.cols[b as usize * w + a as usize / 64] |= 1 << (a % 64);
             self.arc_list.push((a, b));
         }
-        self.heads_ok.borrow_mut().iter_mut().for_each(|r| *r = None);
-        self.tails_ok.borrow_mut().iter_mut().for_each(|r| *r = None);
+        self.heads_ok.borrow_mut().forget();
+        self.tails_ok.borrow_mut().forget();
         true
     }
 
@@ -403,16 +482,10 @@ impl Triangle {
         let mut allowed = [0u64; N];
         allowed[..w].copy_from_slice(&s.dom(v).words[..w]);
         for &a in pc.iter() {
-            let row = self.heads(s, a);
-            for k in 0..w {
-                allowed[k] &= row[k];
-            }
+            self.and_heads::<N>(a, &mut allowed[..w]);
         }
         for &b in sc.iter() {
-            let row = self.tails(s, b);
-            for k in 0..w {
-                allowed[k] &= row[k];
-            }
+            self.and_tails::<N>(b, &mut allowed[..w]);
         }
         // a -> c -> b is a path of two: only c = a or c = b when the arc
         // a -> b exists (or a == b, a cycle). Another long path a ~> b is no
@@ -447,81 +520,72 @@ impl Triangle {
         Ok(())
     }
 
-    /// Chips c for which an arc a -> c is fine: c == a, an existing arc, or
-    /// a new one that shortcuts nothing.
-    fn heads(&self, s: &Cx, a: u32) -> Vec<u64> {
-        if let Some(r) = &self.heads_ok.borrow()[a as usize] {
-            return r.clone();
-        }
-        // A new arc a -> c shortcuts an arc x -> y when x reaches a and c
-        // reaches y: the heads y of arcs out of a's ancestors, found once
-        // (not once per c: O(arcs + K·|Y|), not O(K·arcs)).
-        let ys = self.heads_of_arcs_from(|x| self.reach(x, a));
-        let mut r = self.all_but_active();
-        for &c in &self.active {
-            let ok = c == a
-                || self.has_arc(s, a, c)
-                || (!self.reach(c, a) && self.lp(a, c) < 2 && !ys.iter().any(|&y| self.reach(c, y)));
-            if ok {
-                r[(c / 64) as usize] |= 1 << (c % 64);
+    /// Intersects `allowed` with the chips c for which an arc a -> c is
+    /// fine: c == a, an existing arc, or a new one that shortcuts nothing.
+    fn and_heads<const N: usize>(&self, a: u32, allowed: &mut [u64]) {
+        let mut cache = self.heads_ok.borrow_mut();
+        let w = self.w;
+        let at = a as usize * w..(a as usize + 1) * w;
+        if cache.stamp[a as usize] != cache.now {
+            // A new arc a -> c shortcuts an arc x -> y when x reaches a and c
+            // reaches y (or is y): ys, the heads of arcs out of a and the
+            // chips reaching it. And it is itself shortcut when c reaches a
+            // (a cycle) or a path of two arcs or more already goes a ~> c.
+            let mut ys = [0u64; N];
+            ys[..w].copy_from_slice(&self.rows[at.clone()]);
+            for x in bits(&self.to[at.clone()]) {
+                or_into(&mut ys[..w], &self.rows[x as usize * w..(x as usize + 1) * w]);
             }
-        }
-        set_bit(&mut r, a);
-        self.heads_ok.borrow_mut()[a as usize] = Some(r.clone());
-        r
-    }
-
-    /// Chips c for which an arc c -> b is fine.
-    fn tails(&self, s: &Cx, b: u32) -> Vec<u64> {
-        if let Some(r) = &self.tails_ok.borrow()[b as usize] {
-            return r.clone();
-        }
-        // A new arc c -> b shortcuts an arc x -> y when x reaches c and b
-        // reaches y: the tails x of arcs into b's descendants, found once.
-        let xs = self.tails_of_arcs_into(|y| self.reach(b, y));
-        let mut r = self.all_but_active();
-        for &c in &self.active {
-            let ok = c == b
-                || self.has_arc(s, c, b)
-                || (!self.reach(b, c) && self.lp(c, b) < 2 && !xs.iter().any(|&x| self.reach(x, c)));
-            if ok {
-                r[(c / 64) as usize] |= 1 << (c % 64);
+            let mut bad = ys;
+            or_into(&mut bad[..w], &self.to[at.clone()]);
+            or_into(&mut bad[..w], &self.far_from[at.clone()]);
+            for y in bits(&ys[..w]) {
+                or_into(&mut bad[..w], &self.to[y as usize * w..(y as usize + 1) * w]);
             }
+            let row = &mut cache.rows[at.clone()];
+            for k in 0..w {
+                row[k] = !bad[k] | self.rows[at.start + k];
+            }
+            set_bit(row, a);
+            let now = cache.now;
+            cache.stamp[a as usize] = now;
         }
-        set_bit(&mut r, b);
-        self.tails_ok.borrow_mut()[b as usize] = Some(r.clone());
-        r
-    }
-
-    /// The distinct heads of the arcs whose tail passes `tail`.
-    fn heads_of_arcs_from(&self, tail: impl Fn(u32) -> bool) -> Vec<u32> {
-        self.arc_ends(|&(x, y)| tail(x).then_some(y))
-    }
-
-    /// The distinct tails of the arcs whose head passes `head`.
-    fn tails_of_arcs_into(&self, head: impl Fn(u32) -> bool) -> Vec<u32> {
-        self.arc_ends(|&(x, y)| head(y).then_some(x))
-    }
-
-    /// The distinct chips `end` picks from the arcs, sorted.
-    fn arc_ends(&self, end: impl Fn(&(u32, u32)) -> Option<u32>) -> Vec<u32> {
-        let mut out: Vec<u32> = self.arc_list.iter().filter_map(end).collect();
-        out.sort_unstable();
-        out.dedup();
-        out
-    }
-
-    /// Every chip that no arc touches: an arc to or from one closes no
-    /// cycle and shortcuts nothing (nothing reaches it, it reaches nothing).
-    fn all_but_active(&self) -> Vec<u64> {
-        let mut r = vec![0u64; self.w];
-        for c in 0..self.c as u32 {
-            set_bit(&mut r, c);
+        for (x, r) in allowed.iter_mut().zip(&cache.rows[at]) {
+            *x &= r;
         }
-        for &c in &self.active {
-            r[(c / 64) as usize] &= !(1 << (c % 64));
+    }
+
+    /// Intersects `allowed` with the chips c for which an arc c -> b is fine.
+    fn and_tails<const N: usize>(&self, b: u32, allowed: &mut [u64]) {
+        let mut cache = self.tails_ok.borrow_mut();
+        let w = self.w;
+        let at = b as usize * w..(b as usize + 1) * w;
+        if cache.stamp[b as usize] != cache.now {
+            // The mirror image: xs, the tails of arcs into b and the chips it
+            // reaches; c may not be reached from any of them, nor from b,
+            // nor reach b by two arcs or more.
+            let mut xs = [0u64; N];
+            xs[..w].copy_from_slice(&self.cols[at.clone()]);
+            for y in bits(&self.from[at.clone()]) {
+                or_into(&mut xs[..w], &self.cols[y as usize * w..(y as usize + 1) * w]);
+            }
+            let mut bad = xs;
+            or_into(&mut bad[..w], &self.from[at.clone()]);
+            or_into(&mut bad[..w], &self.far_to[at.clone()]);
+            for x in bits(&xs[..w]) {
+                or_into(&mut bad[..w], &self.from[x as usize * w..(x as usize + 1) * w]);
+            }
+            let row = &mut cache.rows[at.clone()];
+            for k in 0..w {
+                row[k] = !bad[k] | self.cols[at.start + k];
+            }
+            set_bit(row, b);
+            let now = cache.now;
+            cache.stamp[b as usize] = now;
         }
-        r
+        for (x, r) in allowed.iter_mut().zip(&cache.rows[at]) {
+            *x &= r;
+        }
     }
 
     fn check_all(&self, s: &Cx) -> Result<(), Fail> {
@@ -557,7 +621,8 @@ impl Propagator for Triangle {
         let mut pairs = std::mem::take(&mut self.pairs);
         pairs.clear();
         pairs.extend(ends);
-        let mut fresh_arcs: Vec<(u32, u32)> = Vec::new();
+        let mut fresh_arcs = std::mem::take(&mut self.fresh_arcs);
+        fresh_arcs.clear();
         for &(a, b) in &pairs {
             if self.count(a, b) {
                 new_arc = true;
@@ -584,18 +649,20 @@ impl Propagator for Triangle {
             has(cells, v, chip) || (0..self.w).any(|k| s.cell(cells[v as usize * self.w + k]) as u64 & row[k] != 0)
         };
         let cxu = cx as usize;
-        let mut look: Vec<u32> = self
-            .touched
-            .iter()
-            .copied()
-            .filter(|&v| meets(&self.desc, v, &self.rows[cxu * self.w..(cxu + 1) * self.w], cx))
-            .chain(
-                self.touched_back
-                    .iter()
-                    .copied()
-                    .filter(|&v| meets(&self.anc, v, &self.cols[cxu * self.w..(cxu + 1) * self.w], cx)),
-            )
-            .collect();
+        let mut look = std::mem::take(&mut self.look);
+        look.clear();
+        look.extend(
+            self.touched
+                .iter()
+                .copied()
+                .filter(|&v| meets(&self.desc, v, &self.rows[cxu * self.w..(cxu + 1) * self.w], cx))
+                .chain(
+                    self.touched_back
+                        .iter()
+                        .copied()
+                        .filter(|&v| meets(&self.anc, v, &self.cols[cxu * self.w..(cxu + 1) * self.w], cx)),
+                ),
+        );
         if new_arc {
             // Every node between the ends of a new arc may be affected.
             look.extend((0..s.n() as u32).filter(|&v| {
@@ -605,9 +672,10 @@ impl Propagator for Triangle {
                         .any(|&(a, b)| has(&self.anc, v, a) && has(&self.desc, v, b))
             }));
         }
-        for v in look {
-            self.between(v, s)?;
-        }
+        let confined = look.iter().try_for_each(|&v| self.between(v, s));
+        self.look = look;
+        self.fresh_arcs = fresh_arcs;
+        confined?;
         if new_arc {
             self.check_all(s)?;
             // A new arc can rule out chips anywhere next to a fixed node.

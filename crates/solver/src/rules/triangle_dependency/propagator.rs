@@ -522,68 +522,53 @@ impl Triangle {
 
     /// Intersects `allowed` with the chips c for which an arc a -> c is
     /// fine: c == a, an existing arc, or a new one that shortcuts nothing.
+    /// A new arc a -> c shortcuts an arc x -> y when x reaches a and c
+    /// reaches y (or is y): ys, the heads of arcs out of a and of the chips
+    /// reaching it. And it is itself shortcut when c reaches a (a cycle) or
+    /// a path of two arcs or more already goes a ~> c.
     fn and_heads<const N: usize>(&self, a: u32, allowed: &mut [u64]) {
-        let mut cache = self.heads_ok.borrow_mut();
+        self.and_ends::<N>(&self.heads_ok, a, [&self.rows, &self.to, &self.far_from], allowed);
+    }
+
+    /// The mirror image: the chips c for which an arc c -> b is fine.
+    fn and_tails<const N: usize>(&self, b: u32, allowed: &mut [u64]) {
+        self.and_ends::<N>(&self.tails_ok, b, [&self.cols, &self.from, &self.far_to], allowed);
+    }
+
+    /// [`Triangle::and_heads`] over `arcs` (rows of arc heads), `back` (the
+    /// chips reaching each) and `far` (reached by two arcs or more), or
+    /// with the three mirrored, [`Triangle::and_tails`]; rows kept in `cache`.
+    fn and_ends<const N: usize>(
+        &self,
+        cache: &std::cell::RefCell<RowCache>,
+        a: u32,
+        [arcs, back, far]: [&[u64]; 3],
+        allowed: &mut [u64],
+    ) {
+        let mut cache = cache.borrow_mut();
         let w = self.w;
-        let at = a as usize * w..(a as usize + 1) * w;
+        let at = |x: u32| x as usize * w..(x as usize + 1) * w;
         if cache.stamp[a as usize] != cache.now {
-            // A new arc a -> c shortcuts an arc x -> y when x reaches a and c
-            // reaches y (or is y): ys, the heads of arcs out of a and the
-            // chips reaching it. And it is itself shortcut when c reaches a
-            // (a cycle) or a path of two arcs or more already goes a ~> c.
             let mut ys = [0u64; N];
-            ys[..w].copy_from_slice(&self.rows[at.clone()]);
-            for x in bits(&self.to[at.clone()]) {
-                or_into(&mut ys[..w], &self.rows[x as usize * w..(x as usize + 1) * w]);
+            ys[..w].copy_from_slice(&arcs[at(a)]);
+            for x in bits(&back[at(a)]) {
+                or_into(&mut ys[..w], &arcs[at(x)]);
             }
             let mut bad = ys;
-            or_into(&mut bad[..w], &self.to[at.clone()]);
-            or_into(&mut bad[..w], &self.far_from[at.clone()]);
+            or_into(&mut bad[..w], &back[at(a)]);
+            or_into(&mut bad[..w], &far[at(a)]);
             for y in bits(&ys[..w]) {
-                or_into(&mut bad[..w], &self.to[y as usize * w..(y as usize + 1) * w]);
+                or_into(&mut bad[..w], &back[at(y)]);
             }
-            let row = &mut cache.rows[at.clone()];
-            for k in 0..w {
-                row[k] = !bad[k] | self.rows[at.start + k];
+            let row = &mut cache.rows[at(a)];
+            for (k, r) in row.iter_mut().enumerate() {
+                *r = !bad[k] | arcs[at(a).start + k];
             }
             set_bit(row, a);
             let now = cache.now;
             cache.stamp[a as usize] = now;
         }
-        for (x, r) in allowed.iter_mut().zip(&cache.rows[at]) {
-            *x &= r;
-        }
-    }
-
-    /// Intersects `allowed` with the chips c for which an arc c -> b is fine.
-    fn and_tails<const N: usize>(&self, b: u32, allowed: &mut [u64]) {
-        let mut cache = self.tails_ok.borrow_mut();
-        let w = self.w;
-        let at = b as usize * w..(b as usize + 1) * w;
-        if cache.stamp[b as usize] != cache.now {
-            // The mirror image: xs, the tails of arcs into b and the chips it
-            // reaches; c may not be reached from any of them, nor from b,
-            // nor reach b by two arcs or more.
-            let mut xs = [0u64; N];
-            xs[..w].copy_from_slice(&self.cols[at.clone()]);
-            for y in bits(&self.from[at.clone()]) {
-                or_into(&mut xs[..w], &self.cols[y as usize * w..(y as usize + 1) * w]);
-            }
-            let mut bad = xs;
-            or_into(&mut bad[..w], &self.from[at.clone()]);
-            or_into(&mut bad[..w], &self.far_to[at.clone()]);
-            for x in bits(&xs[..w]) {
-                or_into(&mut bad[..w], &self.from[x as usize * w..(x as usize + 1) * w]);
-            }
-            let row = &mut cache.rows[at.clone()];
-            for k in 0..w {
-                row[k] = !bad[k] | self.cols[at.start + k];
-            }
-            set_bit(row, b);
-            let now = cache.now;
-            cache.stamp[b as usize] = now;
-        }
-        for (x, r) in allowed.iter_mut().zip(&cache.rows[at]) {
+        for (x, r) in allowed.iter_mut().zip(&cache.rows[at(a)]) {
             *x &= r;
         }
     }

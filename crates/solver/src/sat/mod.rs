@@ -334,6 +334,21 @@ impl SatOracle {
         }
     }
 
+    /// Excludes one placement from every later answer (one the caller's
+    /// judge refused): answers then speak of the other placements only.
+    pub fn exclude(&mut self, placement: &Placement) {
+        if placement.chips.len() != self.model.n || placement.chips.iter().any(|&x| x as usize >= self.model.c) {
+            return;
+        }
+        let clause: Vec<Lit> = (0..self.model.n as u32)
+            .map(|u| !self.model.x(u, placement.chips[u as usize]))
+            .collect();
+        self.model.add_plain(&mut self.solver, &clause);
+        if self.witness.as_ref() == Some(placement) {
+            self.witness = None;
+        }
+    }
+
     /// Gives the solver a placement to start its search from (for example a
     /// greedy one): the next search prefers its values. When the placement is
     /// valid it also becomes the witness, returned for decisions it agrees with.

@@ -249,11 +249,100 @@ impl TargetSat {
             let parts = shrink(model, d as u32, model.parts(chips, d as u32), t);
             let mut clause = vec![!s];
             clause.extend(self.explain(m, chips, d as u32, &parts));
+            out.push(clause);
+            out.extend(self.moved(m, chips, d as u32, &parts, t, s));
+        }
+        for clause in &mut out {
             clause.sort();
             clause.dedup();
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The same parts on every other chip they overload too: the nodes and
+    /// copies as they are, the crossings of the one link out of `d` (routes
+    /// an interval of chips) moved to the one such link out of the other
+    /// chip. On a ring of equal chips, one overloaded chip teaches them all.
+    fn moved(&self, m: &Model, chips: &[u32], d: u32, parts: &ChipParts, t: f64, s: Lit) -> Vec<Vec<Lit>> {
+        let model = &self.model;
+        let feeders: Vec<u32> = parts.replicas.iter().map(|&r| self.feeder(chips, r, d)).collect();
+        let mut causes: Vec<(u32, u32)> = Vec::new();
+        let crossing = match parts.links.as_slice() {
+            [] => None,
+            [(l, crossing)] if self.shapes[*l].is_some() => {
+                for &(u, size) in crossing {
+                    let (v, b) = self.cause(chips, u, *l);
+                    if b < size {
+                        return Vec::new();
+                    }
+                    causes.push((u, v));
+                }
+                Some(crossing.clone())
+            }
+            _ => return Vec::new(),
+        };
+        let mut out = Vec::new();
+        for d2 in (0..model.num_chips() as u32).filter(|&x| x != d) {
+            let mut moved = ChipParts {
+                nodes: parts.nodes.clone(),
+                replicas: parts.replicas.clone(),
+                links: Vec::new(),
+            };
+            let mut shape = None;
+            if let Some(c) = &crossing {
+                let mut out_links =
+                    (0..model.bandwidth.len()).filter(|&l| model.package.links[l].src == d2 && self.shapes[l].is_some());
+                let (Some(l2), None) = (out_links.next(), out_links.next()) else {
+                    continue;
+                };
+                moved.links.push((l2, c.clone()));
+                shape = self.shapes[l2];
+            }
+            if model.stage_of(d2, &moved) <= t {
+                continue;
+            }
+            let mut clause = vec![!s];
+            clause.extend(moved.nodes.iter().map(|&u| !m.x(u, d2)));
+            clause.extend(feeders.iter().map(|&w| !m.x(w, d2)));
+            if let Some((s2, t2)) = shape {
+                for &(u, v) in &causes {
+                    clause.extend(lit_of(m.ge_l(u, s2 as i64 + 1)));
+                    clause.extend(lit_of(neg(m.ge_l(v, t2 as i64))));
+                }
+            }
             out.push(clause);
         }
         out
+    }
+
+    /// A placed node on chip `d` that replica `r` feeds (there is one when
+    /// its copy is on `d`).
+    fn feeder(&self, chips: &[u32], r: u32, d: u32) -> u32 {
+        self.model.replicas[r as usize]
+            .1
+            .iter()
+            .copied()
+            .find(|&w| chips[w as usize] == d)
+            .expect("a copy is on a chip hosting what it feeds")
+    }
+
+    /// The consumer that sends `u`'s output over link `l` (the heaviest
+    /// such edge), with its bytes.
+    fn cause(&self, chips: &[u32], u: u32, l: usize) -> (u32, u64) {
+        let model = &self.model;
+        let a = chips[u as usize];
+        let on_route = |v: u32| {
+            let b = chips[v as usize];
+            b != a && model.route(a, b).is_some_and(|mut r| r.any(|x| x == l))
+        };
+        model.consumers[u as usize]
+            .iter()
+            .filter(|&&(v, _)| on_route(v))
+            .max_by_key(|&&(_, b)| b)
+            .copied()
+            .expect("a crossing has a consumer beyond the link")
     }
 
     /// The negated causes of a chip's parts under `chips`.
@@ -261,28 +350,12 @@ impl TargetSat {
         let model = &self.model;
         let mut lits: Vec<Lit> = parts.nodes.iter().map(|&u| !m.x(u, d)).collect();
         for &r in &parts.replicas {
-            let w = model.replicas[r as usize]
-                .1
-                .iter()
-                .copied()
-                .find(|&w| chips[w as usize] == d)
-                .expect("a copy is on a chip hosting what it feeds");
-            lits.push(!m.x(w, d));
+            lits.push(!m.x(self.feeder(chips, r, d), d));
         }
         for (l, crossing) in &parts.links {
             for &(u, size) in crossing {
                 let a = chips[u as usize];
-                // The consumer that sends it over `l`, the heaviest such.
-                let on_route = |v: u32| {
-                    let b = chips[v as usize];
-                    b != a && model.route(a, b).is_some_and(|mut r| r.any(|x| x == *l))
-                };
-                let (v, b) = model.consumers[u as usize]
-                    .iter()
-                    .filter(|&&(v, _)| on_route(v))
-                    .max_by_key(|&&(_, b)| b)
-                    .copied()
-                    .expect("a crossing has a consumer beyond the link");
+                let (v, b) = self.cause(chips, u, *l);
                 match self.shapes[*l] {
                     Some((s, t)) if b >= size => {
                         // chip(u) <= s and chip(v) >= t: any such pair crosses l.

@@ -212,7 +212,9 @@ impl LatencyModel {
         let mut stamp = vec![u32::MAX; self.bandwidth.len()];
         let mut dests: Vec<u32> = Vec::new();
         for u in 0..self.consumers.len() as u32 {
-            let Some(size) = self.sends(chips, u, &mut dests) else { continue };
+            let Some(size) = self.sends(chips, u, &mut dests) else {
+                continue;
+            };
             let from = chips[u as usize];
             for &to in &dests {
                 let Some(route) = self.route(from, to) else {
@@ -310,7 +312,9 @@ impl LatencyModel {
         let mut per_link: Vec<Vec<(u32, u64)>> = vec![Vec::new(); out.len()];
         let mut dests = Vec::new();
         for u in 0..self.consumers.len() as u32 {
-            let Some(size) = self.sends(chips, u, &mut dests) else { continue };
+            let Some(size) = self.sends(chips, u, &mut dests) else {
+                continue;
+            };
             let from = chips[u as usize];
             for (k, &l) in out.iter().enumerate() {
                 let crosses = dests
@@ -321,11 +325,7 @@ impl LatencyModel {
                 }
             }
         }
-        parts.links = out
-            .into_iter()
-            .zip(per_link)
-            .filter(|(_, v)| !v.is_empty())
-            .collect();
+        parts.links = out.into_iter().zip(per_link).filter(|(_, v)| !v.is_empty()).collect();
         parts
     }
 
@@ -420,7 +420,14 @@ mod tests {
         let g = Graph::new(
             "g",
             nodes,
-            vec![(0, 1, None), (0, 2, Some(7)), (1, 3, None), (2, 3, None), (4, 1, None), (4, 3, None)],
+            vec![
+                (0, 1, None),
+                (0, 2, Some(7)),
+                (1, 3, None),
+                (2, 3, None),
+                (4, 1, None),
+                (4, 3, None),
+            ],
         )
         .unwrap();
         let mut links = Vec::new();
@@ -445,7 +452,11 @@ mod tests {
             };
             for d in 0..3 {
                 let mut parts = m.parts(&chips, d);
-                assert_eq!(m.stage_of(d, &parts).to_bits(), stages[d as usize].to_bits(), "{chips:?}");
+                assert_eq!(
+                    m.stage_of(d, &parts).to_bits(),
+                    stages[d as usize].to_bits(),
+                    "{chips:?}"
+                );
                 if parts.nodes.pop().is_some() || parts.links.pop().is_some() {
                     assert!(m.stage_of(d, &parts) <= stages[d as usize]);
                 }
@@ -455,7 +466,14 @@ mod tests {
         // over both links; the weight n4 runs on c only.
         let chips = [0, 2, 2, 2];
         let st = m.stage_times(&chips).unwrap();
-        assert_eq!(st, vec![1000.0 + 100.0 / 10.0, 100.0 / 20.0, (2000.0 + 3000.0 + 4000.0 + 5000.0) / 3.0]);
+        assert_eq!(
+            st,
+            vec![
+                1000.0 + 100.0 / 10.0,
+                100.0 / 20.0,
+                (2000.0 + 3000.0 + 4000.0 + 5000.0) / 3.0
+            ]
+        );
         assert!(m.stage_times(&[2, 0, 0, 0]).unwrap_err().contains("no route"));
     }
 }

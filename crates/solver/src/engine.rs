@@ -138,9 +138,8 @@ impl<'p> Solver<'p> {
         if let Some(t) = &target {
             let k = problem.constraints.len();
             let mut cx = Cx::new(&mut store, &net, k);
-            let p = crate::target::TargetPropagator::build(&mut cx, t.clone()).map_err(|_| Infeasible {
-                constraints: vec![k],
-            })?;
+            let p = crate::target::TargetPropagator::build(&mut cx, t.clone())
+                .map_err(|_| Infeasible { constraints: vec![k] })?;
             props.push(Box::new(p));
         }
         let mut watchers = vec![Vec::new(); n];

@@ -23,5 +23,5 @@ pub mod target;
 
 pub use checker::{check, Checker, Violation};
 pub use engine::{Infeasible, Options, Solver, Stats};
-pub use target::Target;
 pub use modes::{fix, fix_or, node_order, sample, sample_or, Mode, Order, Probs};
+pub use target::Target;

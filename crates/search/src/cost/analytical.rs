@@ -91,7 +91,9 @@ impl CostModel {
     pub fn new(problem: &Problem) -> Result<CostModel, CostError> {
         let (graph, package) = (problem.graph.clone(), problem.package.clone());
         let core = LatencyModel::new(graph.clone(), package.clone()).map_err(|e| CostError::new(e.message, e.help))?;
-        let memory = (0..package.num_chips() as u32).map(|i| package.chip_memory(i)).collect();
+        let memory = (0..package.num_chips() as u32)
+            .map(|i| package.chip_memory(i))
+            .collect();
         let confined = ["acyclic_flow", "triangle_dependency"]
             .iter()
             .all(|k| problem.constraints.iter().any(|g| g.native.as_deref() == Some(*k)));

@@ -334,7 +334,12 @@ mod tests {
     /// (on one chip 15, split at least 7.5), and a -> d alone 9 / 2.
     #[test]
     fn the_bounds_of_a_diamond() {
-        for k in [BoundKind::TotalCompute, BoundKind::LargestNode, BoundKind::EdgeSpan, BoundKind::Exact] {
+        for k in [
+            BoundKind::TotalCompute,
+            BoundKind::LargestNode,
+            BoundKind::EdgeSpan,
+            BoundKind::Exact,
+        ] {
             assert_eq!(serde_json::to_value(k).unwrap(), k.name());
         }
         let g = diamond();

@@ -438,7 +438,9 @@ impl SatOracle {
                     // The target's cuts once the rules hold (it judges
                     // valid placements; its clauses guard themselves).
                     let mut own = Vec::new();
-                    if let (true, Some(enc), Some(t)) = (cuts.is_empty() && defs.is_empty(), &self.target, &self.target_now) {
+                    if let (true, Some(enc), Some(t)) =
+                        (cuts.is_empty() && defs.is_empty(), &self.target, &self.target_now)
+                    {
                         own = enc.cuts(&self.model, &p, t.latency_s);
                     }
                     // The variables the cuts defined, in the order they were handed out.

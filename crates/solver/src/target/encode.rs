@@ -187,7 +187,11 @@ impl TargetSat {
                 let y = m.new_lit(solver);
                 for &(v, _) in consumers {
                     // chip(u) <= s and chip(v) >= t -> y
-                    m.add_l(solver, None, &[L::Lit(y), m.ge_l(u, s as i64 + 1), neg(m.ge_l(v, t as i64))]);
+                    m.add_l(
+                        solver,
+                        None,
+                        &[L::Lit(y), m.ge_l(u, s as i64 + 1), neg(m.ge_l(v, t as i64))],
+                    );
                 }
                 Some(y)
             }
@@ -292,8 +296,8 @@ impl TargetSat {
             };
             let mut shape = None;
             if let Some(c) = &crossing {
-                let mut out_links =
-                    (0..model.bandwidth.len()).filter(|&l| model.package.links[l].src == d2 && self.shapes[l].is_some());
+                let mut out_links = (0..model.bandwidth.len())
+                    .filter(|&l| model.package.links[l].src == d2 && self.shapes[l].is_some());
                 let (Some(l2), None) = (out_links.next(), out_links.next()) else {
                     continue;
                 };
@@ -404,8 +408,20 @@ fn shrink(model: &LatencyModel, d: u32, mut parts: ChipParts, t: f64) -> ChipPar
     let mut gone_reps = vec![false; parts.replicas.len()];
     let mut gone_cross: Vec<Vec<bool>> = parts.links.iter().map(|(_, c)| vec![false; c.len()]).collect();
     let keep = |gn: &[bool], gr: &[bool], gc: &[Vec<bool>], parts: &ChipParts| ChipParts {
-        nodes: parts.nodes.iter().zip(gn).filter(|(_, g)| !**g).map(|(u, _)| *u).collect(),
-        replicas: parts.replicas.iter().zip(gr).filter(|(_, g)| !**g).map(|(r, _)| *r).collect(),
+        nodes: parts
+            .nodes
+            .iter()
+            .zip(gn)
+            .filter(|(_, g)| !**g)
+            .map(|(u, _)| *u)
+            .collect(),
+        replicas: parts
+            .replicas
+            .iter()
+            .zip(gr)
+            .filter(|(_, g)| !**g)
+            .map(|(r, _)| *r)
+            .collect(),
         links: parts
             .links
             .iter()

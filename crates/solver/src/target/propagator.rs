@@ -75,7 +75,9 @@ impl TargetPropagator {
     /// Counts fixed node `x`'s compute (and the copies it brings) on chip `d`.
     fn count(&self, x: u32, d: u32, cx: &mut Cx) {
         let m = &self.target.model;
-        let mut load = cx.cell(self.load[d as usize]).saturating_add(m.flops[x as usize] as i64);
+        let mut load = cx
+            .cell(self.load[d as usize])
+            .saturating_add(m.flops[x as usize] as i64);
         for &r in &self.brings[x as usize] {
             let cell = self.copy[r as usize * cx.chips() + d as usize];
             if cx.cell(cell) == 0 {

@@ -61,7 +61,13 @@ fn instance(rng: &mut ChaCha8Rng) -> (Arc<Graph>, Arc<Package>) {
     let c: u32 = rng.random_range(1..=3);
     let (c, pairs): (u32, Vec<(u32, u32)>) = match rng.random_range(0..3) {
         0 => (c, (0..c.saturating_sub(1)).map(|a| (a, a + 1)).collect()),
-        1 => (c, (0..c).flat_map(|a| [(a, (a + 1) % c), ((a + 1) % c, a)]).filter(|p| p.0 != p.1).collect()),
+        1 => (
+            c,
+            (0..c)
+                .flat_map(|a| [(a, (a + 1) % c), ((a + 1) % c, a)])
+                .filter(|p| p.0 != p.1)
+                .collect(),
+        ),
         _ => (4, vec![(0, 1), (1, 0), (0, 2), (2, 0), (1, 3), (3, 1), (2, 3), (3, 2)]),
     };
     let chips = (0..c)
@@ -171,7 +177,10 @@ fn the_target_cuts_exactly_the_placements_over_it() {
                     model: model.clone(),
                     latency_s: f64::INFINITY,
                 };
-                assert!(!propagator_accepts(&net, &t, chips), "case {case}: {chips:?} has no route");
+                assert!(
+                    !propagator_accepts(&net, &t, chips),
+                    "case {case}: {chips:?} has no route"
+                );
                 continue;
             };
             if l == 0.0 {
@@ -197,7 +206,10 @@ fn the_target_cuts_exactly_the_placements_over_it() {
             }
         }
     }
-    assert!(met > 200 && missed > 200 && unroutable > 10, "{met} {missed} {unroutable}");
+    assert!(
+        met > 200 && missed > 200 && unroutable > 10,
+        "{met} {missed} {unroutable}"
+    );
 }
 
 /// With no decisions, SAT under a target finds a placement exactly when
@@ -218,7 +230,11 @@ fn sat_under_a_target_finds_the_optimum() {
             continue;
         }
         let mut oracle = SatOracle::new(&prob, true);
-        for (t, want) in [(best * 1.5, true), (best, true), (f64::from_bits(best.to_bits() - 1), false)] {
+        for (t, want) in [
+            (best * 1.5, true),
+            (best, true),
+            (f64::from_bits(best.to_bits() - 1), false),
+        ] {
             oracle.set_target(Some(Target {
                 model: model.clone(),
                 latency_s: t,
@@ -306,7 +322,9 @@ fn incremental_propagation_matches_from_scratch() {
                 decisions.pop();
             } else {
                 let open: Vec<u32> = (0..n as u32).filter(|&x| !store.is_fixed(x)).collect();
-                let Some(&x) = open.get(rng.random_range(0..open.len().max(1))) else { break };
+                let Some(&x) = open.get(rng.random_range(0..open.len().max(1))) else {
+                    break;
+                };
                 let dom = store.dom(x).to_vec();
                 let k = dom[rng.random_range(0..dom.len())];
                 store.push_level();
@@ -315,10 +333,13 @@ fn incremental_propagation_matches_from_scratch() {
                     .restrict(x, &mask_of(store.chips, &[k]), usize::MAX)
                     .map(|_| ())
                     .and_then(|_| fixpoint(&mut store, &mut prop));
-                let got = r.ok().map(|_| (0..n as u32).map(|y| store.dom(y).to_vec()).collect::<Vec<_>>());
+                let got = r
+                    .ok()
+                    .map(|_| (0..n as u32).map(|y| store.dom(y).to_vec()).collect::<Vec<_>>());
                 let want = scratch(&decisions);
                 assert_eq!(got, want, "case {case}, decisions {decisions:?}");
-                pruned += usize::from(got.is_some_and(|d| d.iter().any(|x| x.len() < p.num_chips()) && decisions.len() < n));
+                pruned +=
+                    usize::from(got.is_some_and(|d| d.iter().any(|x| x.len() < p.num_chips()) && decisions.len() < n));
                 if want.is_none() {
                     failures += 1;
                     store.pop_level();
@@ -354,17 +375,19 @@ fn the_engine_under_a_target() {
                 latency_s: t,
             };
             // Depth first, lowest chip first: set_domain backtracks on failure.
-            let found = crate::Solver::with_target(&prob, Default::default(), target.clone()).ok().and_then(|mut s| {
-                while s.infeasible().is_none() {
-                    if let Some(pl) = s.placement() {
-                        return Some(pl);
+            let found = crate::Solver::with_target(&prob, Default::default(), target.clone())
+                .ok()
+                .and_then(|mut s| {
+                    while s.infeasible().is_none() {
+                        if let Some(pl) = s.placement() {
+                            return Some(pl);
+                        }
+                        let u = (0..s.num_nodes() as u32).find(|&u| !s.is_fixed(u))?;
+                        let low = s.get_domain(u)[0];
+                        s.set_domain(u, &[low]);
                     }
-                    let u = (0..s.num_nodes() as u32).find(|&u| !s.is_fixed(u))?;
-                    let low = s.get_domain(u)[0];
-                    s.set_domain(u, &[low]);
-                }
-                None
-            });
+                    None
+                });
             match found {
                 Some(pl) => {
                     assert!(want, "case {case}: {pl:?} under {t}, optimum {best}");
@@ -421,14 +444,14 @@ fn forced_transfers_and_full_chips_prune_before_the_end() {
     while let Some(y) = store.dequeue() {
         let _ = prop.on_change(y, &mut Cx::new(&mut store, &net, 0));
     }
-    assert!(prop.late(&mut Cx::new(&mut store, &net, 0)).is_err(), "the transfer a -> b is over {t}");
+    assert!(
+        prop.late(&mut Cx::new(&mut store, &net, 0)).is_err(),
+        "the transfer a -> b is over {t}"
+    );
     // Compute: a and b on chip 0 leave no room for c there.
     let t = 2000.0 / c0 + 500.0 / c0;
     let mut store = Store::new(3, 2);
-    let target = Target {
-        model,
-        latency_s: t,
-    };
+    let target = Target { model, latency_s: t };
     let mut prop = TargetPropagator::build(&mut Cx::new(&mut store, &net, 0), target).unwrap();
     store.push_level();
     store.restrict(0, &mask_of(2, &[0]), usize::MAX).unwrap();

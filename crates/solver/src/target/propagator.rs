@@ -95,7 +95,14 @@ impl TargetPropagator {
         let m = &self.target.model;
         let rate = m.compute[d as usize];
         let (load, links) = (cx.cell(self.load[d as usize]), get(cx, self.links[d as usize]));
-        let over = |flops: i64| !(flops as f64 / rate + links <= self.limit);
+        // NaN is over: never reached with finite weights, refused if it is.
+        let over = |flops: i64| {
+            use std::cmp::Ordering::{Equal, Less};
+            !matches!(
+                (flops as f64 / rate + links).partial_cmp(&self.limit),
+                Some(Less | Equal)
+            )
+        };
         if over(load) {
             return Err(cx.fail());
         }

@@ -413,7 +413,7 @@ fn forced_transfers_and_full_chips_prune_before_the_end() {
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let (_, p) = loop {
         let (g, p) = instance(&mut rng);
-        if p.num_chips() == 2 && p.links.len() == 1 && p.links[0].attrs.get("latency").is_none() {
+        if p.num_chips() == 2 && p.links.len() == 1 && !p.links[0].attrs.contains_key("latency") {
             break (g, p);
         }
     };

@@ -23,7 +23,7 @@ pub struct SolveArgs {
     /// The problem, when the file declares several.
     #[arg(long)]
     pub problem: Option<String>,
-    /// greedy, random, anneal, dp, rl, rl-zero-shot, rl-scratch or rl-nosolver.
+    /// greedy, random, anneal, dp, rl, rl-zero-shot, rl-scratch, rl-nosolver or exact.
     #[arg(long, default_value = DEFAULT_STRATEGY)]
     pub strategy: String,
     /// Budget in samples (evaluated partitions).

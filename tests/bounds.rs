@@ -18,7 +18,7 @@ use std::sync::Arc;
 /// A random tiny problem: a DAG with flops and tensor sizes, on a ring, a
 /// mesh or a package whose fast chip is first or last, under a random
 /// subset of the four stdlib rules (the two that confine spans half the time).
-fn instance(rng: &mut ChaCha8Rng) -> String {
+pub(crate) fn instance(rng: &mut ChaCha8Rng) -> String {
     let n = rng.random_range(2..=6);
     let c = rng.random_range(2..=4);
     let topo = match rng.random_range(0..4) {
@@ -77,7 +77,7 @@ fn instance(rng: &mut ChaCha8Rng) -> String {
     )
 }
 
-fn problem(text: &str) -> Problem {
+pub(crate) fn problem(text: &str) -> Problem {
     common::compile_ok(text).problem(None).unwrap().clone()
 }
 

@@ -731,6 +731,7 @@ fn outcome(strategy: &str, seed: u64, samples: &[Option<f64>]) -> Outcome {
         elapsed_s: samples.len() as f64,
         failure: None,
         interrupted: false,
+        proven_bound_s: None,
     }
 }
 

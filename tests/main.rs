@@ -13,6 +13,7 @@ mod dataset;
 mod editors;
 mod errors;
 mod evaluators;
+mod exact;
 mod fmt;
 mod fuzz;
 mod lsp;

@@ -23,7 +23,7 @@ pub struct SolveArgs {
     /// The problem, when the file declares several.
     #[arg(long)]
     pub problem: Option<String>,
-    /// greedy, random, anneal, dp, rl, rl-zero-shot, rl-scratch or rl-nosolver.
+    /// greedy, random, anneal, dp, rl, rl-zero-shot, rl-scratch, rl-nosolver or exact.
     #[arg(long, default_value = DEFAULT_STRATEGY)]
     pub strategy: String,
     /// Budget in samples (evaluated partitions).
@@ -250,7 +250,12 @@ fn report(
     }
     // The bound is the analytical model's: proven of its latency, not of
     // an external evaluator's figure.
-    let proven = base.bound.as_ref().filter(|_| judge.describe == "analytical");
+    let proven = base
+        .bound
+        .as_ref()
+        .filter(|_| judge.describe == "analytical")
+        .map(|b| crate::cost::bounds::with_proved(b, o.proven_bound_s));
+    let proven = proven.as_ref();
     let bound = base.bound_throughput();
     let latency = 1.0 / best.throughput;
     let gap = proven.map(|b| latency / b.latency_s);
@@ -378,6 +383,7 @@ mod tests {
             elapsed_s: 0.0,
             failure: None,
             interrupted: false,
+            proven_bound_s: None,
         };
         for (r, c) in [
             ("chip `die[0]` runs out of memory: 127.25 MiB exceed 128 MiB", 2),

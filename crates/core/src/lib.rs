@@ -6,6 +6,7 @@
 pub mod diag;
 pub mod digest;
 pub mod graph;
+pub mod latency;
 pub mod package;
 pub mod problem;
 pub mod quantity;

@@ -80,12 +80,36 @@ pub struct Solver<'p> {
     use_sat: bool,
     backjump_on: bool,
     native: bool,
+    /// A latency target the placements must meet too (its propagator is
+    /// the last, numbered `problem.constraints.len()`).
+    target: Option<crate::target::Target>,
     pub stats: Stats,
 }
 
 impl<'p> Solver<'p> {
     /// Builds the propagator network and propagates at the root.
     pub fn new(problem: &'p Problem, options: Options) -> Result<Solver<'p>, Infeasible> {
+        Solver::build(problem, options, None)
+    }
+
+    /// A solver whose placements also meet a latency target: its propagator
+    /// comes after the rules' (a failure or an infeasibility naming
+    /// constraint `problem.constraints.len()` is the target's), and its SAT
+    /// backing encodes it (questions are not moved to fewer chips, which
+    /// would change the latency).
+    pub fn with_target(
+        problem: &'p Problem,
+        options: Options,
+        target: crate::target::Target,
+    ) -> Result<Solver<'p>, Infeasible> {
+        Solver::build(problem, options, Some(target))
+    }
+
+    fn build(
+        problem: &'p Problem,
+        options: Options,
+        target: Option<crate::target::Target>,
+    ) -> Result<Solver<'p>, Infeasible> {
         let net = Net::new(&problem.graph, &problem.package);
         let n = problem.graph.num_placed();
         let mut store = Store::new(n, problem.package.num_chips());
@@ -111,6 +135,13 @@ impl<'p> Solver<'p> {
             };
             props.push(p.map_err(root_fail)?);
         }
+        if let Some(t) = &target {
+            let k = problem.constraints.len();
+            let mut cx = Cx::new(&mut store, &net, k);
+            let p = crate::target::TargetPropagator::build(&mut cx, t.clone())
+                .map_err(|_| Infeasible { constraints: vec![k] })?;
+            props.push(Box::new(p));
+        }
         let mut watchers = vec![Vec::new(); n];
         let mut late = Vec::new();
         for (i, p) in props.iter().enumerate() {
@@ -135,6 +166,7 @@ impl<'p> Solver<'p> {
             use_sat: options.sat,
             backjump_on: options.sat,
             native: options.native,
+            target,
             stats: Stats::default(),
         };
         // Wake every propagator once at the root.
@@ -142,7 +174,14 @@ impl<'p> Solver<'p> {
             s.store.queue.push(v);
         }
         s.store.queue.reverse();
-        s.propagate().map_err(root_fail)?;
+        if let Err(f) = s.propagate() {
+            return Err(match &s.target {
+                Some(_) => Infeasible {
+                    constraints: vec![f.constraint],
+                },
+                None => root_fail(f),
+            });
+        }
         Ok(s)
     }
 
@@ -338,9 +377,8 @@ impl<'p> Solver<'p> {
         match oracle.solve(problem, &[]) {
             SatAnswer::Sat(p) => Some(p),
             SatAnswer::Unsat(core) => {
-                self.infeasible = Some(Infeasible {
-                    constraints: core.constraints,
-                });
+                let constraints = named(problem, &core);
+                self.infeasible = Some(Infeasible { constraints });
                 None
             }
         }
@@ -351,6 +389,11 @@ impl<'p> Solver<'p> {
     /// whole problem), else the main oracle.
     fn root_oracle(&mut self) -> (&Problem, &mut SatOracle) {
         let (problem, native) = (self.problem, self.native);
+        if self.target.is_some() {
+            let target = self.target.clone();
+            let o = self.sat.get_or_insert_with(|| oracle(problem, native, target));
+            return (problem, o);
+        }
         let small = self.small.get_or_insert_with(|| {
             super::reduce::fewer_chips(problem).map(|p| {
                 let o = SatOracle::new(&p, native);
@@ -378,8 +421,9 @@ impl<'p> Solver<'p> {
             .map(|d| (d.var, super::domain::bits_of(&d.mask)))
             .collect();
         self.stats.sat_calls += 1;
+        let target = self.target.clone();
         let oracle = self.sat.get_or_insert_with(|| {
-            let mut o = SatOracle::new(problem, native);
+            let mut o = oracle(problem, native, target);
             // Only the latest culprit matters here; minimising the core would
             // cost one more solve per decision.
             o.set_minimize(false);
@@ -418,11 +462,27 @@ impl<'p> Solver<'p> {
             self.stats.sat_calls += 1;
             let (problem, oracle) = self.root_oracle();
             if let SatAnswer::Unsat(core) = oracle.solve(problem, &[]) {
-                constraints = core.constraints;
+                constraints = named(problem, &core);
             }
         }
         self.infeasible = Some(Infeasible { constraints });
     }
+}
+
+/// A SAT oracle for the solver's questions, under its target if any.
+fn oracle(problem: &Problem, native: bool, target: Option<crate::target::Target>) -> SatOracle {
+    let mut o = SatOracle::new(problem, native);
+    o.set_target(target);
+    o
+}
+
+/// The constraints a core names, the target as `problem.constraints.len()`.
+fn named(problem: &Problem, core: &super::sat::Core) -> Vec<usize> {
+    let mut out = core.constraints.clone();
+    if core.target {
+        out.push(problem.constraints.len());
+    }
+    out
 }
 
 /// The root failed while the solver was built: SAT names the rules that

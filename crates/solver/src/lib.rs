@@ -19,7 +19,9 @@ pub mod reduce;
 pub mod rules;
 pub mod sat;
 pub mod store;
+pub mod target;
 
 pub use checker::{check, Checker, Violation};
 pub use engine::{Infeasible, Options, Solver, Stats};
 pub use modes::{fix, fix_or, node_order, sample, sample_or, Mode, Order, Probs};
+pub use target::Target;

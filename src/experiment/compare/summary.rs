@@ -38,7 +38,13 @@ impl ProblemRuns {
             .iter()
             .filter_map(|o| o.best.as_ref().map(|b| b.throughput))
             .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |x| x.max(t))))?;
-        Some(self.bound? / best)
+        Some(self.proven_bound()? / best)
+    }
+
+    /// The bound's throughput, lowered by what a run proved (`exact`).
+    pub fn proven_bound(&self) -> Option<f64> {
+        let proved = self.runs.iter().filter_map(|o| o.proven_bound_s).fold(0.0, f64::max);
+        self.bound.map(|b| if proved > 0.0 { b.min(1.0 / proved) } else { b })
     }
 
     /// Mean over seeds of `best_at(n) / denom`, a run with no valid sample

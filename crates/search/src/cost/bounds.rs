@@ -40,6 +40,8 @@ pub enum BoundKind {
     LargestNode,
     /// An edge and the nodes it confines to its two chips.
     EdgeSpan,
+    /// A target the `exact` strategy's SAT search proved unreachable.
+    Exact,
 }
 
 impl BoundKind {
@@ -49,6 +51,7 @@ impl BoundKind {
             BoundKind::TotalCompute => "total_compute",
             BoundKind::LargestNode => "largest_node",
             BoundKind::EdgeSpan => "edge_span",
+            BoundKind::Exact => "exact",
         }
     }
 }
@@ -109,6 +112,20 @@ pub(super) fn structural(graph: &Graph, chips: &Chips, confined: bool) -> Vec<Bo
         out.push(b);
     }
     out
+}
+
+/// The proven bound of a run: the structural one, or the bound its
+/// strategy proved (`proved`, seconds: see `Outcome::proven_bound_s`) when
+/// that is higher.
+pub fn with_proved(structural: &Bound, proved: Option<f64>) -> Bound {
+    match proved {
+        Some(t) if t > structural.latency_s => Bound {
+            kind: BoundKind::Exact,
+            latency_s: t,
+            because: "exact search: SAT found no valid partition faster".into(),
+        },
+        _ => structural.clone(),
+    }
 }
 
 /// The largest of `bounds`, the first on ties; `None` for none.
@@ -317,7 +334,12 @@ mod tests {
     /// (on one chip 15, split at least 7.5), and a -> d alone 9 / 2.
     #[test]
     fn the_bounds_of_a_diamond() {
-        for k in [BoundKind::TotalCompute, BoundKind::LargestNode, BoundKind::EdgeSpan] {
+        for k in [
+            BoundKind::TotalCompute,
+            BoundKind::LargestNode,
+            BoundKind::EdgeSpan,
+            BoundKind::Exact,
+        ] {
             assert_eq!(serde_json::to_value(k).unwrap(), k.name());
         }
         let g = diamond();

@@ -131,7 +131,7 @@ pub fn cuts_within(problem: &Problem, order: &[u32], allowed: &Allowed) -> Vec<(
 /// The cuts dp judges: the plain ones when the root domains admit them all
 /// (problems the stdlib shape suits keep their candidates), else those
 /// within the root domains (the plain ones if there are none).
-fn candidates(problem: &Problem, allowed: &Allowed) -> Vec<(f64, Vec<u32>)> {
+pub(super) fn candidates(problem: &Problem, allowed: &Allowed) -> Vec<(f64, Vec<u32>)> {
     let plain = pipeline_cuts(problem, &problem.graph.pipeline_order());
     if !plain.is_empty() && plain.iter().all(|(_, c)| allowed.admits(c)) {
         return plain;

@@ -5,6 +5,7 @@
 
 mod anneal;
 mod dp;
+mod exact;
 mod greedy;
 mod random;
 mod rl;
@@ -12,6 +13,7 @@ mod start;
 
 pub use anneal::Anneal;
 pub use dp::{cuts_within, pipeline_cuts, Dp};
+pub use exact::Exact;
 pub use greedy::{greedy_proposal, greedy_start, greedy_within, Greedy};
 pub use random::Random;
 pub use rl::{load_stem, Rl, RlOptions, SHIPPED};
@@ -73,6 +75,11 @@ pub struct Outcome {
     /// Stopped on request ([`request_stop`]) before the budget was spent.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// A lower bound on the analytical model's latency that the strategy
+    /// proved of every partition valid under the rules and at evaluation
+    /// (`exact`: SAT found none at or below it); `None` when it proved none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proven_bound_s: Option<f64>,
 }
 
 /// Set by [`request_stop`]: every search of the process winds down.
@@ -199,6 +206,7 @@ pub const NAMES: &[&str] = &[
     "rl-zero-shot",
     "rl-scratch",
     "rl-nosolver",
+    "exact",
 ];
 
 /// A strategy by name, with its default settings and, for the `rl`
@@ -212,6 +220,7 @@ pub fn by_name(name: &str, rl: &RlOptions) -> Result<Option<Box<dyn Strategy>>, 
         "random" => Box::new(Random),
         "anneal" => Box::new(Anneal::default()),
         "dp" => Box::new(Dp),
+        "exact" => Box::new(Exact),
         "rl" => return learned(rl.clone()),
         "rl-zero-shot" => {
             return learned(RlOptions {
@@ -260,6 +269,8 @@ pub struct Search<'p> {
     /// The root domains, computed on first use.
     allowed: Option<Allowed>,
     relief: Option<std::sync::Arc<start::Relief>>,
+    /// The best lower bound on latency the strategy proved.
+    proven: Option<f64>,
 }
 
 impl<'p> Search<'p> {
@@ -281,6 +292,7 @@ impl<'p> Search<'p> {
             init_moved: None,
             allowed: None,
             relief: None,
+            proven: None,
         })
     }
 
@@ -318,6 +330,14 @@ impl<'p> Search<'p> {
         let chips = if valid { init.clone() } else { settle_full(self, &init)? };
         self.init_moved = Some(moved(&init, &chips));
         Ok(Some(chips))
+    }
+
+    /// Records a lower bound on the model's latency the strategy proved
+    /// (see [`Outcome::proven_bound_s`]); the largest one stands.
+    pub fn prove(&mut self, latency_s: f64) {
+        if latency_s.is_finite() && self.proven.is_none_or(|p| latency_s > p) {
+            self.proven = Some(latency_s);
+        }
     }
 
     /// Whether a starting partition was given.
@@ -500,6 +520,7 @@ impl<'p> Search<'p> {
             solver: self.solver.stats.clone(),
             failure: None,
             interrupted: false,
+            proven_bound_s: self.proven,
         }
     }
 }

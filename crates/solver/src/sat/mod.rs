@@ -48,6 +48,8 @@ pub struct Core {
     pub decisions: Vec<usize>,
     /// Indices into `problem.constraints` of the constraints whose clauses take part.
     pub constraints: Vec<usize>,
+    /// The latency target takes part ([`SatOracle::set_target`]).
+    pub target: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -113,6 +115,7 @@ impl Default for SatOptions {
 enum Origin {
     Decision(usize),
     Constraint(usize),
+    Target,
 }
 
 /// The SAT oracle of one problem. It keeps one incremental varisat solver:
@@ -132,6 +135,10 @@ pub struct SatOracle {
     /// Print each round of the lazy loop (`MCMPART_SAT_TRACE` set).
     trace: bool,
     stats: SatStats,
+    /// The latency target's clauses, made when a target is first set.
+    target: Option<crate::target::encode::TargetSat>,
+    /// The target calls are under, if any.
+    target_now: Option<crate::target::Target>,
 }
 
 impl SatOracle {
@@ -167,6 +174,38 @@ impl SatOracle {
             hinted: !options.greedy_start,
             trace: std::env::var_os("MCMPART_SAT_TRACE").is_some(),
             stats,
+            target: None,
+            target_now: None,
+        }
+    }
+
+    /// Asks every later call for partitions whose latency is at most the
+    /// target as well (`None`: no target). Targets of one oracle share
+    /// their model (one problem); what a call learns under a target keeps
+    /// holding under every lower one. An unsatisfiable answer under a
+    /// target with no decisions proves that no valid partition meets it
+    /// (`Core::target` says the target took part).
+    pub fn set_target(&mut self, target: Option<crate::target::Target>) {
+        if let Some(t) = &target {
+            let enc = self
+                .target
+                .get_or_insert_with(|| crate::target::encode::TargetSat::new(t.model.clone()));
+            // Encoded now, so that the assumptions are known before a call.
+            enc.selectors(&mut self.model, &mut self.solver, t.latency_s);
+        }
+        self.target_now = target;
+    }
+
+    /// Whether a placement meets the target (any placement, without one).
+    fn meets_target(&self, p: &Placement) -> bool {
+        self.target_now.as_ref().is_none_or(|t| t.holds(&p.chips))
+    }
+
+    /// The selectors of the target calls are under.
+    fn target_selectors(&mut self) -> Vec<Lit> {
+        match (&mut self.target, &self.target_now) {
+            (Some(enc), Some(t)) => enc.selectors(&mut self.model, &mut self.solver, t.latency_s),
+            _ => Vec::new(),
         }
     }
 
@@ -190,19 +229,18 @@ impl SatOracle {
                 "decision on node {d}, but the problem has {n} placed nodes"
             );
         }
-        if let Some(w) = &self.witness {
-            if decisions.iter().all(|(d, allowed)| allowed.contains(&w.chip(*d))) {
-                return SatAnswer::Sat(w.clone());
-            }
+        let fits = |o: &SatOracle, w: &Placement| {
+            decisions.iter().all(|(d, allowed)| allowed.contains(&w.chip(*d))) && o.meets_target(w)
+        };
+        if let Some(w) = self.witness.clone().filter(|w| fits(self, w)) {
+            return SatAnswer::Sat(w);
         }
         if !self.hinted {
             self.hinted = true;
             if let Some(h) = hint::greedy(problem) {
                 self.suggest(problem, &h);
-                if let Some(w) = &self.witness {
-                    if decisions.iter().all(|(d, allowed)| allowed.contains(&w.chip(*d))) {
-                        return SatAnswer::Sat(w.clone());
-                    }
+                if let Some(w) = self.witness.clone().filter(|w| fits(self, w)) {
+                    return SatAnswer::Sat(w);
                 }
             }
         }
@@ -217,6 +255,7 @@ impl SatOracle {
                 return SatAnswer::Unsat(Core {
                     decisions: vec![i],
                     constraints: vec![],
+                    target: false,
                 });
             }
             let lits = self.set_literals(*d, &set);
@@ -227,6 +266,9 @@ impl SatOracle {
         }
         for (ci, &s) in self.model.selectors.iter().enumerate() {
             origins.entry(s).or_default().push(Origin::Constraint(ci));
+        }
+        for s in self.target_selectors() {
+            origins.entry(s).or_default().push(Origin::Target);
         }
         let all: Vec<usize> = (0..self.model.selectors.len()).collect();
         let assumptions = self.assumptions(&all, dec_lits.iter().flatten().copied());
@@ -283,12 +325,27 @@ impl SatOracle {
                         }
                     }
                 }
-                if keep.is_empty() {
+                if keep.is_empty() && !to_core(&core, &origins).target {
                     // The constraints conflict on their own: name the fewest.
                     core = self.minimize_constraints(problem, core, &origins);
                 }
                 SatAnswer::Unsat(to_core(&core, &origins))
             }
+        }
+    }
+
+    /// Excludes one placement from every later answer (one the caller's
+    /// judge refused): answers then speak of the other placements only.
+    pub fn exclude(&mut self, placement: &Placement) {
+        if placement.chips.len() != self.model.n || placement.chips.iter().any(|&x| x as usize >= self.model.c) {
+            return;
+        }
+        let clause: Vec<Lit> = (0..self.model.n as u32)
+            .map(|u| !self.model.x(u, placement.chips[u as usize]))
+            .collect();
+        self.model.add_plain(&mut self.solver, &clause);
+        if self.witness.as_ref() == Some(placement) {
+            self.witness = None;
         }
     }
 
@@ -321,9 +378,11 @@ impl SatOracle {
         s
     }
 
-    /// The selectors of `active` constraints, then the given literals.
-    fn assumptions(&self, active: &[usize], lits: impl Iterator<Item = Lit>) -> Vec<Lit> {
+    /// The selectors of `active` constraints and of the target, then the
+    /// given literals.
+    fn assumptions(&mut self, active: &[usize], lits: impl Iterator<Item = Lit>) -> Vec<Lit> {
         let mut out: Vec<Lit> = active.iter().map(|&ci| self.model.selectors[ci]).collect();
+        out.extend(self.target_selectors());
         let mut seen: std::collections::HashSet<Lit> = out.iter().copied().collect();
         out.extend(lits.filter(|l| seen.insert(*l)));
         out
@@ -376,6 +435,14 @@ impl SatOracle {
                     let values = self.solver.model().expect("a model after a satisfiable solve");
                     let p = self.model.placement(&values);
                     let (cuts, defs, vars) = self.lazy.cuts(problem, &self.model, &p, &mask, &mut self.stats);
+                    // The target's cuts once the rules hold (it judges
+                    // valid placements; its clauses guard themselves).
+                    let mut own = Vec::new();
+                    if let (true, Some(enc), Some(t)) =
+                        (cuts.is_empty() && defs.is_empty(), &self.target, &self.target_now)
+                    {
+                        own = enc.cuts(&self.model, &p, t.latency_s);
+                    }
                     // The variables the cuts defined, in the order they were handed out.
                     while self.model.vars < vars {
                         let l = self.solver.new_lit();
@@ -390,8 +457,12 @@ impl SatOracle {
                             defs.len()
                         );
                     }
-                    if cuts.is_empty() && defs.is_empty() {
+                    if cuts.is_empty() && defs.is_empty() && own.is_empty() {
                         return Ok(p);
+                    }
+                    for clause in own {
+                        self.stats.cuts += 1;
+                        self.model.add_plain(&mut self.solver, &clause);
                     }
                     for clause in defs {
                         self.stats.cuts += 1;
@@ -453,6 +524,7 @@ fn to_core(core: &[Lit], origins: &HashMap<Lit, Vec<Origin>>) -> Core {
             match *o {
                 Origin::Decision(i) => out.decisions.push(i),
                 Origin::Constraint(ci) => out.constraints.push(ci),
+                Origin::Target => out.target = true,
             }
         }
     }

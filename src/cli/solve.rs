@@ -26,10 +26,11 @@ pub struct SolveArgs {
     /// greedy, random, anneal, dp, rl, rl-zero-shot, rl-scratch, rl-nosolver or exact.
     #[arg(long, default_value = DEFAULT_STRATEGY)]
     pub strategy: String,
-    /// Budget in samples (evaluated partitions).
+    /// Budget in samples (evaluated partitions); 1000 when neither
+    /// `--budget` nor `--time` is given.
     #[arg(long, conflicts_with = "time", value_parser = counting)]
     pub budget: Option<usize>,
-    /// Budget in seconds.
+    /// Budget in seconds, checked before each batch of samples.
     #[arg(long, value_parser = seconds)]
     pub time: Option<f64>,
     /// Seed of every random choice.

@@ -11,7 +11,7 @@ use super::resource::{entries, normalise, upper_bound};
 use crate::checker::Checker;
 use mcm_core::graph::Graph;
 use mcm_core::package::Package;
-use mcm_core::problem::Formula;
+use mcm_core::problem::{Formula, Node, Term};
 use std::collections::HashMap;
 
 /// One entry of the sum: weight `w` counts when the table holds at the
@@ -49,11 +49,17 @@ pub(crate) struct Tables {
     pub words: usize,
     /// The tables one after another, `2 * chips * words` words each.
     flat: Vec<u64>,
+    /// Per table: whether its condition holds never, always, or depends.
+    kinds: Vec<Kind>,
     by_shape: HashMap<String, u32>,
+    /// The last condition looked up, its nodes and its table: the entries
+    /// of one sum mostly share a shape, and comparing is cheaper than a key.
+    last: Option<(Formula, u32, u32, u32)>,
     budget: usize,
 }
 
 /// What a table says about its condition.
+#[derive(Clone, Copy)]
 enum Kind {
     Never,
     Always,
@@ -66,7 +72,9 @@ impl Tables {
             chips,
             words: crate::domain::words_for(chips),
             flat: Vec::new(),
+            kinds: Vec::new(),
             by_shape: HashMap::new(),
+            last: None,
             budget: EVALUATION_BUDGET,
         }
     }
@@ -99,8 +107,21 @@ impl Tables {
     /// The table of condition `f` over `u` and `v`, made unless its shape
     /// has one; `None` once the evaluation budget is spent.
     fn of(&mut self, net: (&Graph, &Package), f: &Formula, u: u32, v: u32) -> Option<Kind> {
+        let t = match &self.last {
+            Some((g, a, b, t)) if same_shape(g, (*a, *b), f, (u, v)) => *t,
+            _ => {
+                let t = self.lookup(net, f, u, v)?;
+                self.last = Some((f.clone(), u, v, t));
+                t
+            }
+        };
+        Some(self.kinds[t as usize])
+    }
+
+    /// The table of `f`'s shape, made if there is none.
+    fn lookup(&mut self, net: (&Graph, &Package), f: &Formula, u: u32, v: u32) -> Option<u32> {
         let key = shape_key(f, u, v);
-        let t = match self.by_shape.get(&key) {
+        Some(match self.by_shape.get(&key) {
             Some(&t) => t,
             None => {
                 let cost = self.chips * self.chips;
@@ -110,21 +131,66 @@ impl Tables {
                 self.budget -= cost;
                 let t = self.by_shape.len() as u32;
                 self.flat.extend(pair_table(net, f, u, v, self.chips, self.words));
+                let c = self.chips as u32;
+                let mut cells = (0..c).flat_map(|a| (0..c).map(move |b| (a, b)));
+                let cell = |(a, b): (u32, u32)| self.holds(t, a, if u == v { a } else { b });
+                let kind = if cells.clone().all(cell) {
+                    Kind::Always
+                } else if !cells.any(cell) {
+                    Kind::Never
+                } else {
+                    Kind::Depends(t)
+                };
+                self.kinds.push(kind);
                 self.by_shape.insert(key, t);
                 t
             }
-        };
-        let c = self.chips as u32;
-        let mut cells = (0..c).flat_map(|a| (0..c).map(move |b| (a, b)));
-        let cell = |(a, b): (u32, u32)| self.holds(t, a, if u == v { a } else { b });
-        Some(if cells.clone().all(cell) {
-            Kind::Always
-        } else if !cells.any(cell) {
-            Kind::Never
-        } else {
-            Kind::Depends(t)
         })
     }
+}
+
+/// Whether `g` over nodes `(c, d)` is `f` over nodes `(a, b)` with the
+/// nodes renamed: their pre-order walks match node for node, each node
+/// compared with its own data and arity (which fixes the tree).
+fn same_shape(f: &Formula, (a, b): (u32, u32), g: &Formula, (c, d): (u32, u32)) -> bool {
+    fn walk(h: &Formula) -> Vec<Node<'_>> {
+        let mut out = Vec::new();
+        h.walk(&mut |n| {
+            out.push(n);
+            true
+        });
+        out
+    }
+    let (x, y) = (walk(f), walk(g));
+    let rename = |p: u32| {
+        if p == a {
+            Some(c)
+        } else if p == b {
+            Some(d)
+        } else {
+            None
+        }
+    };
+    x.len() == y.len()
+        && x.iter().zip(&y).all(|pair| match pair {
+            (Node::Term(s), Node::Term(t)) => match (s, t) {
+                (Term::Chip(p), Term::Chip(q)) => rename(*p) == Some(*q),
+                (Term::Const(p), Term::Const(q)) => p.to_bits() == q.to_bits(),
+                (Term::ChipAttr(_, p), Term::ChipAttr(_, q)) => p == q,
+                (Term::Sum(p), Term::Sum(q)) | (Term::Max(p), Term::Max(q)) | (Term::Min(p), Term::Min(q)) => {
+                    p.len() == q.len()
+                }
+                (Term::Count(p), Term::Count(q)) => p.len() == q.len(),
+                (s, t) => std::mem::discriminant(*s) == std::mem::discriminant(*t),
+            },
+            (Node::Formula(s), Node::Formula(t)) => match (s, t) {
+                (Formula::Const(p), Formula::Const(q)) => p == q,
+                (Formula::Cmp(p, ..), Formula::Cmp(q, ..)) => p == q,
+                (Formula::And(p), Formula::And(q)) | (Formula::Or(p), Formula::Or(q)) => p.len() == q.len(),
+                (s, t) => std::mem::discriminant(*s) == std::mem::discriminant(*t),
+            },
+            _ => false,
+        })
 }
 
 /// The shape of `f`, or `None` when it is not exactly a bounded sum of

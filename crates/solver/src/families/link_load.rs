@@ -27,7 +27,7 @@ const NONE: u32 = u32::MAX;
 
 /// Chip-pair slots all classes may cache which of their items count; past
 /// it, a class finds them by reading its tables each time.
-const HIT_SLOTS: usize = 1 << 21;
+pub(crate) const HIT_SLOTS: usize = 1 << 21;
 
 struct Inst {
     /// What may be loaded: the cap plus the rounding margin.
@@ -55,7 +55,7 @@ struct Pair {
 /// What pairs share: per item, its instance, its table and whether the
 /// table reads `b`'s chip first; and per chip pair (`a * chips + b`), the
 /// positions of the items that count, once asked (`(start, len)` into
-/// `LinkLoad::hit_list`; start `NONE` until then; empty: not cached).
+/// `LinkLoad::hit_list`; start `NONE` until then; no slots: not kept).
 struct Class {
     entries: Vec<(u32, u32, bool)>,
     hits: Vec<(u32, u32)>,
@@ -95,15 +95,16 @@ pub(crate) struct LinkLoad {
     /// in the constraint, position here).
     inexact: Vec<(usize, usize)>,
     /// Scratch: a domain mask, per-instance additions and the instances
-    /// they touch, the positions that count.
+    /// they touch.
     mask: Vec<u64>,
     add: Vec<f64>,
     touched: Vec<u32>,
-    hits: Vec<u32>,
 }
 
 impl LinkLoad {
-    pub fn new(cx: &mut Cx, shapes: Vec<(usize, LinkShape)>, tables: Tables) -> LinkLoad {
+    /// The propagator of these instances; classes cache which items count
+    /// in at most `hit_slots` chip-pair slots in all.
+    pub fn new(cx: &mut Cx, shapes: Vec<(usize, LinkShape)>, tables: Tables, hit_slots: usize) -> LinkLoad {
         let n = cx.n();
         let mut insts = Vec::with_capacity(shapes.len());
         let mut items: Vec<Item> = Vec::new();
@@ -172,7 +173,7 @@ impl LinkLoad {
                 .map(|&j| (item_inst[j as usize], items[j as usize].table, items[j as usize].u != a))
                 .collect();
             let class = *class_ids.entry(entries).or_insert_with_key(|entries| {
-                let cached = (classes.len() + 1) * c * c <= HIT_SLOTS;
+                let cached = (classes.len() + 1) * c * c <= hit_slots;
                 classes.push(Class {
                     entries: entries.clone(),
                     hits: if cached { vec![(NONE, 0); c * c] } else { Vec::new() },
@@ -223,7 +224,6 @@ impl LinkLoad {
             min_room: cx.new_cell(f64::INFINITY.to_bits() as i64),
             inexact,
             touched: Vec::new(),
-            hits: Vec::new(),
         }
     }
 
@@ -240,21 +240,21 @@ impl LinkLoad {
         inst.limit - (inst.base + get(cx, inst.load))
     }
 
-    /// Leaves in `self.hits` the positions (in pair `p`'s class) of the
-    /// items that count with `a` and `b` on chips `ca` and `cb`.
-    fn find_hits(&mut self, p: u32, ca: u32, cb: u32) {
+    /// The positions (in pair `p`'s class) of the items that count with
+    /// `a` and `b` on chips `ca` and `cb`: `hit_list[start..end]`, and
+    /// whether they were put there for this call only (the class keeps
+    /// none: the caller truncates them).
+    fn find_hits(&mut self, p: u32, ca: u32, cb: u32) -> (usize, usize, bool) {
         let pair = &self.pairs[p as usize];
         let single = pair.a == pair.b;
         let class = &mut self.classes[pair.class as usize];
         let slot = ca as usize * self.tables.chips + cb as usize;
-        self.hits.clear();
         if let Some(&(start, len)) = class.hits.get(slot) {
             if start != NONE {
-                self.hits
-                    .extend_from_slice(&self.hit_list[start as usize..(start + len) as usize]);
-                return;
+                return (start as usize, (start + len) as usize, false);
             }
         }
+        let start = self.hit_list.len();
         for (k, &(_, t, flipped)) in class.entries.iter().enumerate() {
             let counts = match (single, flipped) {
                 (true, _) => self.tables.holds(t, ca, ca),
@@ -262,27 +262,34 @@ impl LinkLoad {
                 (false, true) => self.tables.holds(t, cb, ca),
             };
             if counts {
-                self.hits.push(k as u32);
+                self.hit_list.push(k as u32);
             }
         }
-        if let Some(h) = class.hits.get_mut(slot) {
-            *h = (self.hit_list.len() as u32, self.hits.len() as u32);
-            self.hit_list.extend_from_slice(&self.hits);
+        let end = self.hit_list.len();
+        match class.hits.get_mut(slot) {
+            Some(h) => {
+                *h = (start as u32, (end - start) as u32);
+                (start, end, false)
+            }
+            None => (start, end, true),
         }
     }
 
     /// Adds to `self.add` what pair `p`'s counting items weigh, with `a`
     /// and `b` on chips `ca` and `cb`.
     fn gather(&mut self, p: u32, ca: u32, cb: u32) {
-        self.find_hits(p, ca, cb);
+        let (start, end, temporary) = self.find_hits(p, ca, cb);
         let pair = &self.pairs[p as usize];
         let class = &self.classes[pair.class as usize];
-        for &k in &self.hits {
+        for &k in &self.hit_list[start..end] {
             let i = class.entries[k as usize].0 as usize;
             if self.add[i] == 0.0 {
                 self.touched.push(i as u32);
             }
             self.add[i] += self.pos_w[pair.lo as usize + k as usize];
+        }
+        if temporary {
+            self.hit_list.truncate(start);
         }
     }
 

@@ -97,7 +97,7 @@ pub fn build<'p>(cx: &mut Cx, rule: &'p GroundConstraint) -> Result<Box<dyn Prop
         unary,
         resource: Resource::new(cx, shapes),
         binary,
-        link: LinkLoad::new(cx, links, tables),
+        link: LinkLoad::new(cx, links, tables, link_load::HIT_SLOTS),
         generic: Generic::over(rule, cx.n(), rest),
         has_generic,
         scratch: vec![0; cx.n()],

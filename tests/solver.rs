@@ -23,7 +23,12 @@ const RULES: &[&str] = &[
     "ratio",
     "fewer_than(2)",
     "up_to(1)",
+    "link_edges(1)",
+    "link_time(2500 ns)",
 ];
+
+/// Edge `e` crosses link `l`: `l` lies on a shortest route between its chips.
+const ON_ROUTE: &str = "hops(chip(e.src), l.src) + 1 + hops(l.dst, chip(e.dst)) == hops(chip(e.src), chip(e.dst))";
 
 /// A random tiny problem as program text, with a random subset of rules.
 fn instance(rng: &mut ChaCha8Rng, max_nodes: usize, max_chips: usize) -> String {
@@ -57,6 +62,8 @@ fn instance(rng: &mut ChaCha8Rng, max_nodes: usize, max_chips: usize) -> String 
          constraint ratio() {{ forall d in chips: sum(u in nodes where chip(u) == d) u.params / (d.memory + 1 KiB) <= 0.5 }}\n\
          constraint fewer_than(k: int) {{ forall d in chips: count(u in nodes where chip(u) == d) < k }}\n\
          constraint up_to(k: int) {{ forall (u, v) in edges: chip(v) - chip(u) <= k }}\n\
+         constraint link_edges(k: int) {{ forall l in links: count(e in edges where {ON_ROUTE}) <= k }}\n\
+         constraint link_time(budget: time) {{ forall l in links: sum(e in edges where {ON_ROUTE}) (e.bytes + 1 KiB) / l.bandwidth <= budget }}\n\
          let t = {topo}, memory = {mem} KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
          let g = graph {{\n{g}}}\n\
          partition g onto t {{ {} }}\n",

@@ -7,6 +7,8 @@ use crate::checker::Checker;
 use crate::domain::set_bit;
 use crate::propagator::Cx;
 use crate::store::Fail;
+use mcm_core::graph::Graph;
+use mcm_core::package::Package;
 use mcm_core::problem::Formula;
 use std::collections::HashMap;
 
@@ -37,10 +39,31 @@ pub(crate) struct Binary {
 /// The formula with its two nodes renamed, as the key of its table: the
 /// same relation on other nodes shares it (attributes are already folded
 /// into constants, so equal text is an equal relation).
-fn shape_key(f: &Formula, a: u32, b: u32) -> String {
+pub(super) fn shape_key(f: &Formula, a: u32, b: u32) -> String {
     format!("{f:?}")
         .replace(&format!("Chip({a})"), "Chip(#a)")
         .replace(&format!("Chip({b})"), "Chip(#b)")
+}
+
+/// Where `f` over nodes `a` and `b` holds, by the checker over every pair
+/// of chips: for each chip of `a` the chips of `b` (`words` words each),
+/// then for each chip of `b` the chips of `a`. With `a == b`, the diagonal
+/// (`x`, `x`) says where it holds.
+pub(super) fn pair_table(net: (&Graph, &Package), f: &Formula, a: u32, b: u32, c: usize, w: usize) -> Vec<u64> {
+    let (graph, package) = net;
+    let mut t = vec![0u64; 2 * c * w];
+    let mut chips = vec![0u32; graph.num_placed()];
+    for x in 0..c as u32 {
+        for y in 0..c as u32 {
+            chips[a as usize] = x;
+            chips[b as usize] = y;
+            if Checker::over(graph, package, &chips).holds(f) {
+                set_bit(&mut t[x as usize * w..(x as usize + 1) * w], y);
+                set_bit(&mut t[(c + y as usize) * w..(c + y as usize + 1) * w], x);
+            }
+        }
+    }
+    t
 }
 
 impl Binary {
@@ -86,21 +109,8 @@ impl Binary {
     }
 
     fn table(&self, cx: &Cx, f: &Formula, a: u32, b: u32) -> Vec<u64> {
-        let (c, w) = (self.chips, self.words);
-        let mut t = vec![0u64; 2 * c * w];
-        let mut chips = vec![0u32; cx.n()];
         let net = cx.net();
-        for x in 0..c as u32 {
-            for y in 0..c as u32 {
-                chips[a as usize] = x;
-                chips[b as usize] = y;
-                if Checker::over(net.graph, net.package, &chips).holds(f) {
-                    set_bit(&mut t[x as usize * w..(x as usize + 1) * w], y);
-                    set_bit(&mut t[(c + y as usize) * w..(c + y as usize + 1) * w], x);
-                }
-            }
-        }
-        t
+        pair_table((net.graph, net.package), f, a, b, self.chips, self.words)
     }
 
     pub fn watches(&self, out: &mut Vec<u32>) {

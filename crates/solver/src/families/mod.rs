@@ -9,6 +9,10 @@
 //!   per chip, load bounds over runs of chips ([`spread`]);
 //! - over two nodes (relations over edges): arc consistency on a support
 //!   table shared by instances of the same shape ([`binary`]);
+//! - a bounded sum over edges whose entries each count on a condition over
+//!   the edge's two nodes (the traffic an edge puts on a link): trailed
+//!   loads per instance and pruning of the chip pairs that would overflow
+//!   ([`link`], [`link_load`]);
 //! - anything else: the generic propagator, over those instances only.
 //!
 //! Recognisers are exact or decline: a declined instance is generic.
@@ -16,6 +20,11 @@
 
 mod binary;
 pub(crate) mod encode;
+mod link;
+mod link_encode;
+mod link_load;
+#[cfg(test)]
+mod link_tests;
 mod resource;
 mod spread;
 #[cfg(test)]
@@ -26,6 +35,7 @@ use crate::generic::Generic;
 use crate::propagator::{Cx, Propagator};
 use crate::store::Fail;
 use binary::Binary;
+use link_load::LinkLoad;
 use mcm_core::problem::GroundConstraint;
 use resource::Resource;
 use std::collections::HashMap;
@@ -37,6 +47,7 @@ struct Family<'p> {
     unary: Vec<(u32, Vec<u64>)>,
     resource: Resource,
     binary: Binary,
+    link: LinkLoad,
     generic: Generic<'p>,
     has_generic: bool,
     scratch: Vec<u32>,
@@ -50,6 +61,8 @@ pub fn build<'p>(cx: &mut Cx, rule: &'p GroundConstraint) -> Result<Box<dyn Prop
     let mut shapes = Vec::new();
     let mut binary = Binary::new(cx, c);
     let mut cache = HashMap::new();
+    let mut tables = link::Tables::new(c);
+    let mut links = Vec::new();
     let mut rest = Vec::new();
     let mut chips = vec![0u32; cx.n()];
     for (i, inst) in rule.instances.iter().enumerate() {
@@ -72,6 +85,8 @@ pub fn build<'p>(cx: &mut Cx, rule: &'p GroundConstraint) -> Result<Box<dyn Prop
             shapes.push((i, s));
         } else if vars.len() == 2 && c * c <= binary::TABLE_LIMIT {
             binary.add(cx, f, vars[0], vars[1], &mut cache);
+        } else if let Some(s) = link::recognise(f, (cx.net().graph, cx.net().package), &mut tables) {
+            links.push((i, s));
         } else {
             rest.push(i);
         }
@@ -82,6 +97,7 @@ pub fn build<'p>(cx: &mut Cx, rule: &'p GroundConstraint) -> Result<Box<dyn Prop
         unary,
         resource: Resource::new(cx, shapes),
         binary,
+        link: LinkLoad::new(cx, links, tables, link_load::HIT_SLOTS),
         generic: Generic::over(rule, cx.n(), rest),
         has_generic,
         scratch: vec![0; cx.n()],
@@ -95,6 +111,7 @@ impl Propagator for Family<'_> {
         let mut w = self.generic.watches(n);
         self.resource.watches(&mut w);
         self.binary.watches(&mut w);
+        self.link.watches(&mut w);
         w.sort_unstable();
         w.dedup();
         w
@@ -103,6 +120,7 @@ impl Propagator for Family<'_> {
     fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
         self.resource.on_change(x, cx)?;
         self.binary.on_change(x, cx)?;
+        self.link.on_change(x, cx)?;
         if self.has_generic {
             self.generic.on_change(x, cx)?;
         }
@@ -124,6 +142,9 @@ impl Propagator for Family<'_> {
         if !self.resource.is_exact() && !self.resource.complete(self.rule, cx, &mut self.scratch) {
             return Err(cx.fail());
         }
+        if !self.link.complete(self.rule, cx, &mut self.scratch) {
+            return Err(cx.fail());
+        }
         Ok(())
     }
 
@@ -133,6 +154,7 @@ impl Propagator for Family<'_> {
         }
         self.resource.propagate_from_scratch(cx)?;
         self.binary.propagate_from_scratch(cx)?;
+        self.link.propagate_from_scratch(cx)?;
         self.generic.propagate_from_scratch(cx)
     }
 }

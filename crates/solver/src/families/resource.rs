@@ -28,34 +28,59 @@ pub(crate) struct Shape {
 /// Below this, integer sums of f64 are exact in any order.
 const EXACT_LIMIT: f64 = 9.0e15;
 
-/// The shape of `f`, or `None` when it is not exactly a bounded sum of
-/// non-negative weights over `chip(u) == k` conditions.
-pub(crate) fn recognise(f: &Formula, chips: usize) -> Option<Shape> {
+/// `agg <= cap` or `agg < cap` (either way round) with a finite constant
+/// cap: the aggregate, the cap, and whether the bound is strict.
+pub(crate) fn upper_bound(f: &Formula) -> Option<(&Term, f64, bool)> {
     let Formula::Cmp(op, l, r) = f else { return None };
     let (agg, cap, strict) = match (op, l, r) {
         (CmpOp::Le, t, Term::Const(c)) | (CmpOp::Ge, Term::Const(c), t) => (t, *c, false),
         (CmpOp::Lt, t, Term::Const(c)) | (CmpOp::Gt, Term::Const(c), t) => (t, *c, true),
         _ => return None,
     };
-    if !cap.is_finite() {
-        return None;
-    }
-    let mut raw: Vec<(&Formula, f64)> = Vec::new();
-    match agg {
-        Term::Sum(es) => {
-            for (cond, t) in es {
-                raw.push((cond, t.as_const()?));
-            }
-        }
-        Term::Count(cs) => raw.extend(cs.iter().map(|c| (c, 1.0))),
+    cap.is_finite().then_some((agg, cap, strict))
+}
+
+/// The entries of a sum of finite non-negative constants, or of a count
+/// (ones), in formula order: `(condition, weight)`.
+pub(crate) fn entries(agg: &Term) -> Option<Vec<(&Formula, f64)>> {
+    let raw: Vec<(&Formula, f64)> = match agg {
+        Term::Sum(es) => es
+            .iter()
+            .map(|(cond, t)| t.as_const().map(|w| (cond, w)))
+            .collect::<Option<_>>()?,
+        Term::Count(cs) => cs.iter().map(|c| (c, 1.0)).collect(),
         _ => return None,
+    };
+    raw.iter().all(|&(_, w)| w.is_finite() && w >= 0.0).then_some(raw)
+}
+
+/// The bound as a propagator applies it: `(cap, strict, exact)`. Integer
+/// weights (with `base`, the weights that always count) sum exactly in any
+/// order, so the cap becomes the largest integer total allowed and the
+/// bound is not strict; other weights keep the cap as written.
+pub(crate) fn normalise(
+    cap: f64,
+    strict: bool,
+    base: f64,
+    weights: impl Iterator<Item = f64> + Clone,
+) -> (f64, bool, bool) {
+    let integral = |v: f64| v.fract() == 0.0;
+    let total: f64 = base + weights.clone().sum::<f64>();
+    let exact = integral(base) && weights.into_iter().all(integral) && total < EXACT_LIMIT;
+    match (exact, strict) {
+        (true, true) => (cap.ceil() - 1.0, false, true),
+        (true, false) => (cap.floor(), false, true),
+        (false, s) => (cap, s, false),
     }
-    let mut items: Vec<(u32, u32, f64)> = Vec::with_capacity(raw.len());
+}
+
+/// The shape of `f`, or `None` when it is not exactly a bounded sum of
+/// non-negative weights over `chip(u) == k` conditions.
+pub(crate) fn recognise(f: &Formula, chips: usize) -> Option<Shape> {
+    let (agg, cap, strict) = upper_bound(f)?;
+    let mut items: Vec<(u32, u32, f64)> = Vec::new();
     let mut base = 0.0;
-    for (cond, w) in raw {
-        if !(w.is_finite() && w >= 0.0) {
-            return None;
-        }
+    for (cond, w) in entries(agg)? {
         let (u, k) = match cond {
             Formula::Const(true) => {
                 base += w;
@@ -71,14 +96,7 @@ pub(crate) fn recognise(f: &Formula, chips: usize) -> Option<Shape> {
             items.push((u, k as u32, w));
         }
     }
-    let integral = |v: f64| v.fract() == 0.0;
-    let total: f64 = base + items.iter().map(|i| i.2).sum::<f64>();
-    let exact = integral(base) && items.iter().all(|i| integral(i.2)) && total < EXACT_LIMIT;
-    let (cap, strict) = match (exact, strict) {
-        (true, true) => (cap.ceil() - 1.0, false),
-        (true, false) => (cap.floor(), false),
-        (false, s) => (cap, s),
-    };
+    let (cap, strict, exact) = normalise(cap, strict, base, items.iter().map(|i| i.2));
     Some(Shape {
         items,
         base,
@@ -86,6 +104,12 @@ pub(crate) fn recognise(f: &Formula, chips: usize) -> Option<Shape> {
         strict,
         exact,
     })
+}
+
+/// The rounding margin of a sum that is not exact: 1e-9 of the cap plus
+/// the total, far above what summing in another order can change.
+pub(crate) fn slack(cap: f64, total: f64) -> f64 {
+    1e-9 * (cap.abs() + total)
 }
 
 struct Inst {
@@ -113,11 +137,11 @@ pub(crate) struct Resource {
 }
 
 /// Loads are f64 kept bit for bit in trailed i64 cells.
-fn get(cx: &Cx, cell: u32) -> f64 {
+pub(super) fn get(cx: &Cx, cell: u32) -> f64 {
     f64::from_bits(cx.cell(cell) as u64)
 }
 
-fn put(cx: &mut Cx, cell: u32, v: f64) {
+pub(super) fn put(cx: &mut Cx, cell: u32, v: f64) {
     cx.set_cell(cell, v.to_bits() as i64)
 }
 
@@ -147,8 +171,7 @@ impl Resource {
                 0.0
             } else {
                 inexact.push((index, insts.len()));
-                let total: f64 = s.base + items.iter().map(|i| i.2).sum::<f64>();
-                1e-9 * (s.cap.abs() + total)
+                slack(s.cap, s.base + items.iter().map(|i| i.2).sum::<f64>())
             };
             let load = cx.new_cell(0);
             insts.push(Inst {
@@ -281,7 +304,6 @@ impl Resource {
         }
     }
 
-    /// The instances summed with a margin, judged exactly.
     /// Judges the instances summed with a margin whose load is within the
     /// margin of the capacity (below it, rounding cannot matter).
     pub fn complete(&self, rule: &GroundConstraint, cx: &Cx, chips: &mut [u32]) -> bool {
@@ -294,18 +316,24 @@ impl Resource {
             })
             .map(|&(i, _)| i)
             .collect();
-        if near.is_empty() {
-            return true;
-        }
-        for (v, c) in chips.iter_mut().enumerate() {
-            *c = cx.value(v as u32).unwrap_or(0);
-        }
-        let net = cx.net();
-        let checker = Checker::over(net.graph, net.package, chips);
-        near.iter().all(|&i| checker.holds(&rule.instances[i].formula))
+        judge(rule, cx, chips, &near)
     }
 
     pub fn is_exact(&self) -> bool {
         self.inexact.is_empty()
     }
+}
+
+/// Whether the checker accepts these instances of `rule` (by index) on the
+/// complete placement in `cx`; `chips` is scratch, one per node.
+pub(super) fn judge(rule: &GroundConstraint, cx: &Cx, chips: &mut [u32], which: &[usize]) -> bool {
+    if which.is_empty() {
+        return true;
+    }
+    for (v, c) in chips.iter_mut().enumerate() {
+        *c = cx.value(v as u32).unwrap_or(0);
+    }
+    let net = cx.net();
+    let checker = Checker::over(net.graph, net.package, chips);
+    which.iter().all(|&i| checker.holds(&rule.instances[i].formula))
 }

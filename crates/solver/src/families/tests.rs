@@ -137,7 +137,12 @@ fn incremental_propagation_matches_from_scratch() {
 }
 
 /// Every valid completion of the decisions, by enumeration.
-fn completions(g: &Graph, p: &mcm_core::package::Package, rs: &[GroundConstraint], doms: &[Vec<u32>]) -> Vec<Vec<u32>> {
+pub(super) fn completions(
+    g: &Graph,
+    p: &mcm_core::package::Package,
+    rs: &[GroundConstraint],
+    doms: &[Vec<u32>],
+) -> Vec<Vec<u32>> {
     let n = doms.len();
     let mut out = Vec::new();
     let mut chips = vec![0u32; n];

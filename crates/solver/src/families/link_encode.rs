@@ -74,10 +74,11 @@ impl LinkEncoding {
             let on_chips = |it: &Item| tables.counts(it, p.chip(it.u), p.chip(it.v));
             let counting: Vec<&Item> = s.items.iter().filter(|it| on_chips(it)).collect();
             let load = s.base + counting.iter().map(|it| it.w).sum::<f64>();
+            // Fractional weights: the checker judges a load near the cap.
             let broken = if s.exact {
                 load > s.cap
             } else {
-                !checker.holds(&on.problem.constraints[inst.ci].instances[inst.ii].formula)
+                load > s.cap - inst.slack && !checker.holds(&on.problem.constraints[inst.ci].instances[inst.ii].formula)
             };
             if !broken {
                 continue;

@@ -442,6 +442,40 @@ fn two_rules_that_only_conflict_together_are_both_named() {
 }
 
 #[test]
+fn a_link_rule_in_a_conflict_is_named() {
+    // Two weights that cannot share a chip, joined by an edge that may cross
+    // no link, on a one-way ring: each rule alone, or any two, can be met.
+    let p = compile(&format!(
+        "{}{USER_RULES}let t = ring(n = 3, memory = 3 KiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{ a {{ params = 2 KiB }} -> b {{ params = 2 KiB }} }}\n\
+         partition g onto t {{ require acyclic_flow, memory_capacity, link_edges(0) }}\n",
+        common::HEADER
+    ));
+    let lazy = SatOptions {
+        table_limit: 0,
+        ..SatOptions::default()
+    };
+    for (what, mut o) in [
+        ("native", SatOracle::new(&p, true)),
+        ("generic", SatOracle::new(&p, false)),
+        ("link encoding", SatOracle::with_options(&p, &lazy)),
+    ] {
+        match o.solve(&p, &[]) {
+            SatAnswer::Unsat(core) => {
+                let mut names: Vec<&str> = core
+                    .constraints
+                    .iter()
+                    .map(|&i| p.constraints[i].name.as_str())
+                    .collect();
+                names.sort_unstable();
+                assert_eq!(names, ["acyclic_flow", "link_edges", "memory_capacity"], "{what}");
+            }
+            SatAnswer::Sat(pl) => panic!("{what}: Sat {pl:?}"),
+        }
+    }
+}
+
+#[test]
 fn a_core_names_the_conflicting_decisions() {
     // a -> b -> c on a 3-chip ring: a on chip 1 and c on chip 0 break acyclic_flow.
     let p = compile(&format!(

@@ -74,20 +74,36 @@ impl LinkEncoding {
             let on_chips = |it: &Item| tables.counts(it, p.chip(it.u), p.chip(it.v));
             let counting: Vec<&Item> = s.items.iter().filter(|it| on_chips(it)).collect();
             let load = s.base + counting.iter().map(|it| it.w).sum::<f64>();
+            // Fractional weights: the checker judges a load near the cap.
             let broken = if s.exact {
                 load > s.cap
             } else {
-                !checker.holds(&on.problem.constraints[inst.ci].instances[inst.ii].formula)
+                load > s.cap - inst.slack && !checker.holds(&on.problem.constraints[inst.ci].instances[inst.ii].formula)
             };
             if !broken {
                 continue;
             }
-            let set = overflowing(inst, &counting).unwrap_or(counting);
-            let clause = set
-                .iter()
-                .flat_map(|it| apart(m, tables, it, p.chip(it.u), p.chip(it.v)))
-                .collect();
-            out.push((inst.ci, clause));
+            let cut = |set: &[&Item]| {
+                let clause = set
+                    .iter()
+                    .flat_map(|it| apart(m, tables, it, p.chip(it.u), p.chip(it.v)))
+                    .collect();
+                (inst.ci, clause)
+            };
+            // Disjoint overflowing sets, each a cut: many light items over a
+            // link are excluded in one round, not a few at a time.
+            let mut rest = counting;
+            match overflowing(inst, &rest) {
+                None => out.push(cut(&rest)),
+                Some(mut set) => loop {
+                    out.push(cut(&set));
+                    rest.retain(|it| !set.iter().any(|s| std::ptr::eq(*s, *it)));
+                    match overflowing(inst, &rest) {
+                        Some(next) => set = next,
+                        None => break,
+                    }
+                },
+            }
         }
     }
 }

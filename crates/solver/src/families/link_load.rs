@@ -29,6 +29,10 @@ const NONE: u32 = u32::MAX;
 /// it, a class finds them by reading its tables each time.
 pub(crate) const HIT_SLOTS: usize = 1 << 21;
 
+/// The most positions the caches hold in all (64 MiB); once full, what is
+/// not cached yet is read from the tables each time.
+const HIT_LIST_LIMIT: usize = 1 << 24;
+
 struct Inst {
     /// What may be loaded: the cap plus the rounding margin.
     limit: f64,
@@ -46,7 +50,7 @@ struct Pair {
     a: u32,
     b: u32,
     class: u32,
-    /// Its items, in its class's order, are `pos[lo..hi]`.
+    /// Its items, in its class's order, are `pos_item[lo..hi]`.
     lo: u32,
     hi: u32,
     wmax: f64,
@@ -266,7 +270,7 @@ impl LinkLoad {
             }
         }
         let end = self.hit_list.len();
-        match class.hits.get_mut(slot) {
+        match class.hits.get_mut(slot).filter(|_| end <= HIT_LIST_LIMIT) {
             Some(h) => {
                 *h = (start as u32, (end - start) as u32);
                 (start, end, false)
@@ -301,7 +305,6 @@ impl LinkLoad {
         }
         let Some(a) = cx.value(x) else { return Ok(()) };
         cx.set_cell(cell, 1);
-        let min_room = get(cx, self.min_room);
         for r in 0..self.pairs_of_node[x as usize].len() {
             let p = self.pairs_of_node[x as usize][r];
             let pair = &self.pairs[p as usize];
@@ -310,19 +313,27 @@ impl LinkLoad {
                 let b = cx.value(other).expect("counted nodes are fixed");
                 let (ca, cb) = if pair.a == x { (a, b) } else { (b, a) };
                 self.gather(p, ca, cb);
-            } else if pair.wmax > min_room {
-                // The other node is open: items too heavy for their room
-                // take its chips on which they would count.
-                for k in pair.lo..pair.hi {
-                    let j = self.pos_item[k as usize];
-                    let i = self.item_inst[j as usize] as usize;
-                    if self.pos_w[k as usize] > self.room(i, cx) {
-                        self.prune(j, cx)?;
-                    }
+            }
+        }
+        // Loads first (the scratch sums are spent even on a failure), then
+        // the edges to open nodes: their items too heavy for their room take
+        // the open node's chips on which they would count.
+        self.apply(cx)?;
+        let min_room = get(cx, self.min_room);
+        for r in 0..self.pairs_of_node[x as usize].len() {
+            let pair = &self.pairs[self.pairs_of_node[x as usize][r] as usize];
+            let other = if pair.a == x { pair.b } else { pair.a };
+            if other == x || self.is_counted(other, cx) || pair.wmax <= min_room {
+                continue;
+            }
+            for k in pair.lo..pair.hi {
+                let j = self.pos_item[k as usize];
+                let i = self.item_inst[j as usize] as usize;
+                if self.pos_w[k as usize] > self.room(i, cx) {
+                    self.prune(j, cx)?;
                 }
             }
         }
-        self.apply(cx)?;
         for s in 0..self.sets_of_node[x as usize].len() {
             let k = self.sets_of_node[x as usize][s] as usize;
             let open = cx.cell(self.sets[k].open) - 1;

@@ -17,7 +17,7 @@
 //! between the two chips), so an edge within one chip costs nothing.
 
 use super::link::{Item, LinkShape, Tables};
-use super::resource::{get, judge, put, slack};
+use super::resource::{get, judge_near, put, slack};
 use crate::propagator::Cx;
 use crate::store::Fail;
 use mcm_core::problem::GroundConstraint;
@@ -483,15 +483,10 @@ impl LinkLoad {
     /// Judges the instances summed with a margin whose load is within the
     /// margin of the capacity.
     pub fn complete(&self, rule: &GroundConstraint, cx: &Cx, chips: &mut [u32]) -> bool {
-        let near: Vec<usize> = self
-            .inexact
-            .iter()
-            .filter(|&&(_, at)| {
-                let inst = &self.insts[at];
-                inst.base + get(cx, inst.load) > inst.limit - 2.0 * inst.slack
-            })
-            .map(|&(i, _)| i)
-            .collect();
-        judge(rule, cx, chips, &near)
+        let near = self.inexact.iter().map(|&(i, at)| {
+            let inst = &self.insts[at];
+            (i, inst.base + get(cx, inst.load), inst.limit, inst.slack)
+        });
+        judge_near(rule, cx, chips, near)
     }
 }

@@ -307,21 +307,32 @@ impl Resource {
     /// Judges the instances summed with a margin whose load is within the
     /// margin of the capacity (below it, rounding cannot matter).
     pub fn complete(&self, rule: &GroundConstraint, cx: &Cx, chips: &mut [u32]) -> bool {
-        let near: Vec<usize> = self
-            .inexact
-            .iter()
-            .filter(|&&(_, at)| {
-                let inst = &self.insts[at];
-                inst.base + get(cx, inst.load) > inst.limit - 2.0 * inst.slack
-            })
-            .map(|&(i, _)| i)
-            .collect();
-        judge(rule, cx, chips, &near)
+        let near = self.inexact.iter().map(|&(i, at)| {
+            let inst = &self.insts[at];
+            (i, inst.base + get(cx, inst.load), inst.limit, inst.slack)
+        });
+        judge_near(rule, cx, chips, near)
     }
 
     pub fn is_exact(&self) -> bool {
         self.inexact.is_empty()
     }
+}
+
+/// [`judge`] on the instances summed with a margin, given as (instance,
+/// load, limit, slack), whose load is within twice the slack of the limit:
+/// below it, rounding cannot matter.
+pub(super) fn judge_near(
+    rule: &GroundConstraint,
+    cx: &Cx,
+    chips: &mut [u32],
+    inexact: impl Iterator<Item = (usize, f64, f64, f64)>,
+) -> bool {
+    let near: Vec<usize> = inexact
+        .filter(|&(_, load, limit, slack)| load > limit - 2.0 * slack)
+        .map(|(i, ..)| i)
+        .collect();
+    judge(rule, cx, chips, &near)
 }
 
 /// Whether the checker accepts these instances of `rule` (by index) on the

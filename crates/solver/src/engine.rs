@@ -110,7 +110,8 @@ impl<'p> Solver<'p> {
         options: Options,
         target: Option<crate::target::Target>,
     ) -> Result<Solver<'p>, Infeasible> {
-        let net = Net::new(&problem.graph, &problem.package);
+        let mut net = Net::new(&problem.graph, &problem.package);
+        net.upward = options.native && rules::upward_flow(problem);
         let n = problem.graph.num_placed();
         let mut store = Store::new(n, problem.package.num_chips());
         let root_fail = |f: Fail| root_conflict(problem, options, f);

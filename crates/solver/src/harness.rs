@@ -34,6 +34,13 @@ impl<'p> TestSolver<'p> {
         }
     }
 
+    /// As the engine marks a problem whose rules keep every edge's flow
+    /// upward (propagators may then reason over cones).
+    pub fn upward(mut self) -> Self {
+        self.net.upward = true;
+        self
+    }
+
     /// Builds and posts a propagator (its root pruning included) for the
     /// next constraint index.
     pub fn post(&mut self, build: Build, rule: &'p GroundConstraint) -> Result<(), Fail> {

@@ -18,6 +18,9 @@ pub struct Net<'a> {
     pub package: &'a Package,
     pub succ: Vec<Vec<u32>>,
     pub pred: Vec<Vec<u32>>,
+    /// Whether a native rule keeps every edge's flow upward (set by the
+    /// engine): then a node's descendants lie on its chip or above.
+    pub upward: bool,
 }
 
 impl<'a> Net<'a> {
@@ -34,6 +37,7 @@ impl<'a> Net<'a> {
             package,
             succ,
             pred,
+            upward: false,
         }
     }
 }

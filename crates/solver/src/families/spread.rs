@@ -6,8 +6,15 @@
 //! subgraphs to a prefix of the chips long before that. Failure only (no
 //! pruning): a monotone test of the domains, so incremental and
 //! from-scratch propagation agree.
+//!
+//! When a native rule keeps every edge's flow upward, a node on chip c puts
+//! its whole descendant cone on chips c and above (and its ancestor cone on
+//! c and below), so at the root a node may not sit where its cone cannot
+//! fit ([`cone_bounds`]): without it, a draw puts an early node high and
+//! fails only once the cone's lower bounds arrive.
 
-use crate::propagator::Cx;
+use crate::domain::bits;
+use crate::propagator::{Cx, Net};
 use crate::store::Fail;
 
 pub(crate) struct Spread {
@@ -21,6 +28,8 @@ pub(crate) struct Spread {
     by_min: Vec<u32>,
     /// Per tracked node: trailed `(min << 32) | max` it is counted at.
     at: Vec<u32>,
+    /// Per node, the chips its cones allow (empty without upward flow).
+    bounds: Vec<(u32, u32)>,
 }
 
 /// How weights become integers: exact ones as they are; others scaled and
@@ -81,12 +90,18 @@ impl Spread {
         let at = (0..n)
             .map(|u| if wmin[u] > 0 { cx.new_cell(-1) } else { u32::MAX })
             .collect();
+        let bounds = if cx.net().upward {
+            cone_bounds(cx.net(), &wmin, &room)
+        } else {
+            Vec::new()
+        };
         Some(Spread {
             wmin,
             room,
             by_max,
             by_min,
             at,
+            bounds,
         })
     }
 
@@ -139,8 +154,16 @@ impl Spread {
         Ok(())
     }
 
-    /// Every node counted again at its bounds, then the test.
+    /// The cone bounds applied, every node counted again at its bounds,
+    /// then the test.
     pub fn propagate_from_scratch(&self, cx: &mut Cx) -> Result<(), Fail> {
+        for (u, &(lo, hi)) in self.bounds.iter().enumerate() {
+            if lo > hi {
+                return Err(cx.fail());
+            }
+            cx.set_min(u as u32, lo)?;
+            cx.set_max(u as u32, hi)?;
+        }
         for k in 0..self.room.len() {
             cx.set_cell(self.by_max[k], 0);
             cx.set_cell(self.by_min[k], 0);
@@ -153,6 +176,79 @@ impl Spread {
         }
         self.check(cx)
     }
+}
+
+/// Up to this many nodes, cones are exact (bitsets, n^2 / 8 bytes while
+/// built); beyond it, a cone weighs at least its heaviest path.
+const EXACT_CONES: usize = 8192;
+
+/// Per node `(lo, hi)`: the chips where its cones fit. On chip c, a node's
+/// descendant cone (itself included) lies on chips `c..`, each member
+/// weighing at least its lightest weight, so the cone's weight must fit the
+/// room of those chips; its ancestor cone likewise fits chips `..=c`.
+/// `lo > hi` when no chip fits.
+fn cone_bounds(net: &Net, wmin: &[i64], room: &[i64]) -> Vec<(u32, u32)> {
+    let n = wmin.len();
+    let c = room.len();
+    let order: Vec<u32> = net
+        .graph
+        .topological_order()
+        .iter()
+        .filter_map(|&v| net.graph.decision_of(v))
+        .collect();
+    let down = cone_weights(n, order.iter().rev(), &net.succ, wmin);
+    let up = cone_weights(n, order.iter(), &net.pred, wmin);
+    // above[k]: the room of chips k.. ; below[k]: of chips ..=k.
+    let mut above = vec![0i64; c + 1];
+    for k in (0..c).rev() {
+        above[k] = above[k + 1].saturating_add(room[k]);
+    }
+    let mut below = vec![0i64; c];
+    let mut acc = 0i64;
+    for k in 0..c {
+        acc = acc.saturating_add(room[k]);
+        below[k] = acc;
+    }
+    (0..n)
+        .map(|u| {
+            // Rooms grow towards chip 0 (above) and towards the last chip (below).
+            let hi = (0..c).rev().find(|&k| down[u] <= above[k]);
+            let lo = (0..c).find(|&k| up[u] <= below[k]);
+            match (lo, hi) {
+                (Some(lo), Some(hi)) => (lo as u32, hi as u32),
+                _ => (1, 0),
+            }
+        })
+        .collect()
+}
+
+/// Per node, the weight of its cone along `next` (itself included), visited
+/// so that every node comes after the nodes `next` leads to: exact up to
+/// [`EXACT_CONES`] nodes, the heaviest path beyond.
+fn cone_weights<'a>(n: usize, visit: impl Iterator<Item = &'a u32> + Clone, next: &[Vec<u32>], w: &[i64]) -> Vec<i64> {
+    let mut weight = vec![0i64; n];
+    if n <= EXACT_CONES {
+        let words = n.div_ceil(64);
+        let mut cone = vec![0u64; n * words];
+        for &u in visit {
+            let u = u as usize;
+            cone[u * words + u / 64] |= 1 << (u % 64);
+            for &v in &next[u] {
+                for k in 0..words {
+                    cone[u * words + k] |= cone[v as usize * words + k];
+                }
+            }
+            let row = &cone[u * words..(u + 1) * words];
+            weight[u] = bits(row).fold(0i64, |acc, v| acc.saturating_add(w[v as usize]));
+        }
+    } else {
+        for &u in visit {
+            let u = u as usize;
+            let heaviest = next[u].iter().map(|&v| weight[v as usize]).max().unwrap_or(0);
+            weight[u] = w[u].saturating_add(heaviest);
+        }
+    }
+    weight
 }
 
 fn add(cx: &mut Cx, cell: u32, w: i64) {

@@ -265,3 +265,86 @@ fn run_bounds_match_from_scratch() {
     });
     assert!(failed > 0, "some decisions fail");
 }
+
+/// `chip(u) <= chip(v)` for every edge.
+fn upward_edges(g: &Graph) -> GroundConstraint {
+    rule(
+        g.placed_edges()
+            .iter()
+            .map(|e| cmp(CmpOp::Le, Term::Chip(e.src), Term::Chip(e.dst)))
+            .collect(),
+    )
+}
+
+#[test]
+fn a_node_stays_where_its_cones_fit() {
+    // A chain 0 -> 1 -> 2 -> 3 on four chips, two nodes a chip: a node's
+    // descendants (itself included) need a chip for every two above it, its
+    // ancestors likewise below it.
+    let (g, p) = (graph(&[0; 4], &[(0, 1), (1, 2), (2, 3)]), ring(&[9; 4]));
+    let (flow, r) = (upward_edges(&g), rule(counts(4, 4, 2.0)));
+    let mut s = TestSolver::new(&g, &p).upward();
+    s.post(crate::rules::Precedence::build, &flow).unwrap();
+    s.post(build, &r).unwrap();
+    s.propagate().unwrap();
+    s.assert_dom(0, &[0, 1, 2]);
+    s.assert_dom(1, &[0, 1, 2]);
+    s.assert_dom(2, &[1, 2, 3]);
+    s.assert_dom(3, &[1, 2, 3]);
+    // Without the flow rule's promise, nothing is known at the root.
+    let mut t = TestSolver::new(&g, &p);
+    t.post(build, &r).unwrap();
+    t.propagate().unwrap();
+    t.assert_dom(0, &[0, 1, 2, 3]);
+}
+
+/// Against enumeration, under an upward flow rule: the cone bounds remove
+/// no chip of a valid completion, and fail only when none exists.
+#[test]
+fn cone_bounds_keep_every_solution() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(41);
+    let (mut failed, mut pruned) = (0, 0);
+    for case in 0..400 {
+        let (g, p) = random_instance(&mut rng, 7, 5);
+        let n = g.num_placed() as u32;
+        let c = p.num_chips() as u32;
+        let cap = f64::from(rng.random_range(1..=3u32));
+        let rs = [upward_edges(&g), rule(counts(n, c, cap))];
+        let mut doms: Vec<Vec<u32>> = (0..n).map(|_| (0..c).collect()).collect();
+        for _ in 0..rng.random_range(0..=2) {
+            let u = rng.random_range(0..n) as usize;
+            doms[u] = vec![rng.random_range(0..c)];
+        }
+        let valid = completions(&g, &p, &rs, &doms);
+        let run = |up: bool| {
+            let mut s = TestSolver::new(&g, &p);
+            if up {
+                s = s.upward();
+            }
+            s.post(crate::rules::Precedence::build, &rs[0])?;
+            s.post(build, &rs[1])?;
+            for (u, d) in doms.iter().enumerate() {
+                s.set(u as u32, d)?;
+            }
+            s.propagate().map(|_| s.domains())
+        };
+        match run(true) {
+            Err(_) => {
+                failed += 1;
+                assert!(valid.is_empty(), "case {case}: failed with {valid:?} valid");
+            }
+            Ok(d) => {
+                for pl in &valid {
+                    for u in 0..n as usize {
+                        assert!(d[u].contains(&pl[u]), "case {case}: node {u} lost chip {}", pl[u]);
+                    }
+                }
+                pruned += usize::from(run(false).is_ok_and(|plain| plain != d));
+            }
+        }
+    }
+    assert!(
+        failed > 0 && pruned > 0,
+        "failures {failed}, pruned beyond the run bounds {pruned}"
+    );
+}

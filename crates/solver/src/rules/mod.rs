@@ -14,7 +14,7 @@ use crate::propagator::{Cx, Propagator};
 use crate::sat::encode::RuleEncoding;
 use crate::sat::SatOptions;
 use crate::store::Fail;
-use mcm_core::problem::{Formula, GroundConstraint};
+use mcm_core::problem::{Formula, GroundConstraint, Problem};
 
 pub use acyclic_flow::Precedence;
 pub use memory_capacity::Memory;
@@ -56,6 +56,19 @@ pub static NATIVE_RULES: &[NativeRule] = &[
     memory_capacity::RULE,
     triangle_dependency::RULE,
 ];
+
+/// Whether no arc of the chip flow graph can go down: some native rule
+/// states `chip(u) <= chip(v)` for every placed edge (the table says which
+/// rules state such pairs). Then a node's descendants lie on its chip or
+/// above, its ancestors on its chip or below.
+pub fn upward_flow(problem: &Problem) -> bool {
+    let edges = problem.graph.placed_edges().len();
+    problem.constraints.iter().any(|gc| {
+        let upward = gc.native.as_deref().and_then(lookup).and_then(|r| r.upward);
+        upward
+            .is_some_and(|pair| gc.instances.len() == edges && gc.instances.iter().all(|i| pair(&i.formula).is_some()))
+    })
+}
 
 /// The row of a key.
 pub fn position(key: &str) -> Option<usize> {

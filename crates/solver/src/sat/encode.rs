@@ -130,14 +130,7 @@ impl Enc<'_> {
     /// states `chip(u) <= chip(v)` for every placed edge (the table says
     /// which rules state such pairs).
     pub fn upward_flow(&self) -> bool {
-        let edges = self.problem.graph.placed_edges().len();
-        self.opts.native
-            && self.problem.constraints.iter().any(|gc| {
-                let upward = gc.native.as_deref().and_then(rules::lookup).and_then(|r| r.upward);
-                upward.is_some_and(|pair| {
-                    gc.instances.len() == edges && gc.instances.iter().all(|i| pair(&i.formula).is_some())
-                })
-            })
+        self.opts.native && rules::upward_flow(self.problem)
     }
 }
 

@@ -223,7 +223,7 @@ fn partitions_valid_on_the_first_chips_are_valid_on_all() {
 fn sample_reaches_every_valid_partition() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let mut checked = 0;
-    for case in 0..60 {
+    for case in 0..90 {
         let text = instance(&mut rng, 4, 3);
         let p = problem(&text);
         let mut all = BTreeSet::new();

@@ -61,7 +61,7 @@ struct Decision {
 
 pub struct Solver<'p> {
     pub problem: &'p Problem,
-    net: Net<'p>,
+    pub(crate) net: Net<'p>,
     store: Store,
     /// One propagator per constraint, in order: propagator k serves
     /// constraint k, and its changes and failures name k.

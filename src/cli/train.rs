@@ -37,9 +37,12 @@ pub struct TrainArgs {
     /// Updates between checkpoints (each validated).
     #[arg(long, default_value_t = 25, value_parser = counting)]
     pub checkpoint_every: usize,
+    /// Seed of every random choice (weights, rollouts, the order of graphs):
+    /// the same seed gives the same run.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Leave out graphs with more nodes than this (training time grows with size).
+    /// Leave out graphs with more nodes than this (training time grows with
+    /// size); every graph of the split when not given.
     #[arg(long)]
     pub max_nodes: Option<u64>,
     /// How rollouts meet the solver.
@@ -53,10 +56,13 @@ pub struct TrainArgs {
     /// Rollouts per update.
     #[arg(long, default_value_t = 20, value_parser = counting)]
     pub rollouts: usize,
+    /// Minibatches per PPO epoch, each an optimiser step.
     #[arg(long, default_value_t = 4, value_parser = counting)]
     pub minibatches: usize,
+    /// PPO epochs over each update's rollouts.
     #[arg(long, default_value_t = 10, value_parser = counting)]
     pub epochs: usize,
+    /// AdamW's learning rate for the PPO updates.
     #[arg(long, default_value_t = 3e-4, value_parser = positive)]
     pub lr: f64,
     /// Entropy bonus. When most rollouts earn nothing, the bonus alone moves
@@ -66,6 +72,7 @@ pub struct TrainArgs {
     /// GraphSAGE layers.
     #[arg(long, default_value_t = 8)]
     pub layers: usize,
+    /// Width of the network's hidden layers.
     #[arg(long, default_value_t = 128, value_parser = counting)]
     pub hidden: usize,
     /// Refinement iterations.

@@ -168,10 +168,7 @@ pub fn run(out: &Output, args: &TrainArgs) -> Result {
         } if !quiet => eprintln!("  {task}: {gain:.3}x over greedy, {moved} of {nodes} nodes moved"),
         Event::Starting { train, validation } => {
             if !quiet {
-                eprintln!(
-                    "training on {train} problems (validation: {validation}), {} samples, {} rollouts per update",
-                    cfg.samples, cfg.ppo.rollouts
-                );
+                eprint!("{}", starting(args, &train, &validation));
             }
             bar = progress_bar(out, Budget::Samples(cfg.samples));
         }
@@ -232,4 +229,44 @@ pub fn run(out: &Output, args: &TrainArgs) -> Result {
         }
     }
     Ok(Status::Success)
+}
+
+/// What training is about to do, said plainly: the graphs (the split of the
+/// data set, not the graph of the `--package` file), the packages, the
+/// validation graphs and the budget.
+fn starting(args: &TrainArgs, train: &[&str], validation: &[&str]) -> String {
+    let graphs = |n: usize| if n == 1 { "graph" } else { "graphs" };
+    let limit = args
+        .max_nodes
+        .map_or(String::new(), |m| format!(" with at most {m} nodes"));
+    let packages: Vec<String> = args.packages.iter().map(|p| p.display().to_string()).collect();
+    let under = match packages.as_slice() {
+        [one] => format!("each under the package and rules of {one}"),
+        many => format!("each graph under each of {}", many.join(", ")),
+    };
+    let val = if validation.is_empty() {
+        "no validation\n".to_string()
+    } else {
+        format!(
+            "validating on {} {} of the `{}` split: {}\n",
+            validation.len(),
+            graphs(validation.len()),
+            args.val_split,
+            validation.join(", ")
+        )
+    };
+    format!(
+        "training on {} {} of the `{}` split of {}{limit}, {under}: {}\n{val}{} samples, {} rollouts per update\n",
+        train.len(),
+        if packages.len() > 1 {
+            "problems"
+        } else {
+            graphs(train.len())
+        },
+        args.split,
+        args.graphs.display(),
+        train.join(", "),
+        args.samples,
+        args.rollouts
+    )
 }

@@ -141,7 +141,11 @@ fn show_json_is_json_whatever_is_drawn() {
     // A graph: the drawing as a string.
     let o = mcmpart(&["--json", "show", "examples/data/tiny_mlp.json"]);
     let d = json(&o);
-    assert_eq!((d["ok"].clone(), d["format"].clone()), (true.into(), "dot".into()), "{d}");
+    assert_eq!(
+        (d["ok"].clone(), d["format"].clone()),
+        (true.into(), "dot".into()),
+        "{d}"
+    );
     assert!(d["drawing"].as_str().unwrap().starts_with("digraph"), "{d}");
     // A picture written to a file: where, and the package's warnings.
     let dir = common::scratch("show-json-out");

@@ -200,6 +200,11 @@ fn graph_files_with_bad_content_name_the_id_or_line() {
         let out = errors_in(&dir, &format!("let g = graph(\"{f}\")\n"));
         assert_has(&out, &[want, &f]);
     }
+    // The place is said once, and in the words of a person's editor.
+    std::fs::write(dir.join("cut.json"), "{\n").unwrap();
+    let out = errors_in(&dir, "let g = graph(\"cut.json\")\n");
+    assert_has(&out, &["cut.json: line 2, column 1: EOF while parsing an object"]);
+    assert!(!out.contains("at line"), "{out}");
     std::fs::write(dir.join("bad.json.gz"), b"\x1f\x8bnot really gzip").unwrap();
     let out = errors_in(&dir, "let g = graph(\"bad.json.gz\")\n");
     assert_has(&out, &["not valid gzip", "bad.json.gz"]);

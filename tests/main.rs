@@ -8,6 +8,7 @@ mod bounds;
 mod cli;
 mod cli_solve;
 mod compare;
+mod convention;
 mod cost;
 mod dataset;
 mod editors;

@@ -315,6 +315,33 @@ fn one_graph_set(folder: &Path, name: &str, graph: &str) {
     std::fs::write(folder.join("manifest.json"), manifest.to_string()).unwrap();
 }
 
+/// `train --package FILE` trains on the data set's graphs, not on FILE's
+/// graph: it says which, after `--max-nodes`, and which validate.
+#[test]
+fn train_says_which_graphs_it_trains_on() {
+    let (dir, _) = setup("rl-train-says");
+    let mut args = vec!["train", "--out", "run", "--max-nodes", "8"];
+    args.extend(SMALL);
+    let o = mcmpart_in(&dir, &args);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        err.contains(
+            "training on 2 graphs of the `train` split of graphs with at most 8 nodes, \
+             each under the package and rules of ring.mcm: a, b\n"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("validating on 1 graph of the `validation` split: v\n"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("own"),
+        "the package file's own graph is not trained on: {err}"
+    );
+}
+
 #[test]
 fn train_errors_are_clean() {
     let (dir, _) = setup("rl-train-errors");
@@ -450,7 +477,7 @@ fn train_runs_as_a_library_and_reports_its_updates() {
     let (mut updates, mut started) = (Vec::new(), None);
     let report = train::run(&config, &mut |e| match e {
         Event::Updated(log, _) => updates.push((log.update, log.samples, log.task.clone())),
-        Event::Starting { train, validation } => started = Some((train, validation)),
+        Event::Starting { train, validation } => started = Some((train.len(), validation.len())),
         _ => {}
     })
     .unwrap();

@@ -135,3 +135,32 @@ fn the_books_pictures_are_what_show_draws() {
         assert_eq!(svg, committed, "{picture} is stale: run `mcmpart {}`", args.join(" "));
     }
 }
+
+#[test]
+fn show_json_is_json_whatever_is_drawn() {
+    // A graph: the drawing as a string.
+    let o = mcmpart(&["--json", "show", "examples/data/tiny_mlp.json"]);
+    let d = json(&o);
+    assert_eq!(
+        (d["ok"].clone(), d["format"].clone()),
+        (true.into(), "dot".into()),
+        "{d}"
+    );
+    assert!(d["drawing"].as_str().unwrap().starts_with("digraph"), "{d}");
+    // A picture written to a file: where, and the package's warnings.
+    let dir = common::scratch("show-json-out");
+    let dest = dir.join("p.svg");
+    let o = mcmpart(&[
+        "--json",
+        "show",
+        "examples/mesh.mcm",
+        "--format",
+        "svg",
+        "-o",
+        dest.to_str().unwrap(),
+    ]);
+    let d = json(&o);
+    assert_eq!(d["out"], dest.to_str().unwrap(), "{d}");
+    assert_eq!(d["warnings"], serde_json::json!([]), "{d}");
+    assert!(std::fs::read_to_string(&dest).unwrap().starts_with("<svg"));
+}

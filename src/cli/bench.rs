@@ -9,11 +9,16 @@ use crate::solver::Mode;
 use std::path::Path;
 use std::time::Instant;
 
-/// Writes a benchmark's figures as JSON when asked.
-fn save(dest: Option<&Path>, report: &serde_json::Value) -> Result<()> {
-    let Some(d) = dest else { return Ok(()) };
+/// Writes a benchmark's figures as JSON when asked; gives what `--json`
+/// prints: the figures, and `out`, the file written, as every command that
+/// writes names it.
+pub(super) fn save(dest: Option<&Path>, report: &serde_json::Value) -> Result<serde_json::Value> {
+    let Some(d) = dest else { return Ok(report.clone()) };
     std::fs::write(d, serde_json::to_string_pretty(report).unwrap_or_default())
-        .map_err(|e| Error::output(format!("cannot write `{}`: {e}", d.display())))
+        .map_err(|e| Error::output(format!("cannot write `{}`: {e}", d.display())))?;
+    let mut printed = report.clone();
+    printed["out"] = serde_json::json!(d.display().to_string());
+    Ok(printed)
 }
 
 pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> Result {
@@ -49,7 +54,8 @@ pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> Re
             best,
         ));
     }
-    let total: f64 = rows.iter().map(|r| r.2).sum();
+    // From 0.0: a float sum of nothing is -0.0.
+    let total = rows.iter().fold(0.0, |t, r| t + r.2);
     let largest = rows.iter().max_by_key(|r| r.1).cloned();
     let slowest = rows
         .iter()
@@ -66,9 +72,9 @@ pub fn load(out: &Output, dir: &Path, repeats: usize, dest: Option<&Path>) -> Re
         "slowest": slowest.as_ref().map(|r| serde_json::json!({"file": r.0, "nodes": r.1, "seconds": r.2})),
         "per_graph": rows.iter().map(|r| serde_json::json!({"file": r.0, "nodes": r.1, "seconds": r.2})).collect::<Vec<_>>(),
     });
-    save(dest, &report)?;
+    let printed = save(dest, &report)?;
     if out.json {
-        out.print_json(&report);
+        out.print_json(&printed);
     } else {
         println!("loaded {} graphs in {:.3} s (best of {repeats})", rows.len(), total);
         if let Some(r) = largest {
@@ -154,9 +160,9 @@ pub fn solver(out: &Output, file: &Path, args: &SolverArgs, mode: Mode, samples:
             "mean_chips_used": used as f64 / n,
             "seed": args.seed,
         });
-        save(dest, &report)?;
+        let printed = save(dest, &report)?;
         if out.json {
-            out.print_json(&report);
+            out.print_json(&printed);
         } else {
             println!(
                 "{} on {} chips, {:?} mode, {:?} order: {samples} partitions in {timed:.3} s = {:.1} partitions/s (setup {setup:.3} s)",

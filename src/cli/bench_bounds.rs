@@ -18,10 +18,11 @@ pub struct BoundsArgs {
     /// The graph folder, with its manifest.json.
     #[arg(long, default_value = "data/graphs")]
     pub graphs: PathBuf,
-    /// Only the graphs of this split of the manifest.
+    /// Only the graphs of this split of the manifest; every split when not given.
     #[arg(long)]
     pub split: Option<String>,
-    /// Only the graphs of the manifest with at most this many nodes.
+    /// Only the graphs of the manifest with at most this many nodes; no
+    /// limit when not given.
     #[arg(long)]
     pub max_nodes: Option<u64>,
     /// The strategy whose best partition each bound is checked against.
@@ -30,10 +31,11 @@ pub struct BoundsArgs {
     /// Its budget in samples.
     #[arg(long, default_value_t = 1, value_parser = super::args::counting)]
     pub budget: usize,
+    /// Seed of the strategy's random choices.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Write the figures here as JSON.
-    #[arg(long)]
+    #[arg(short, long)]
     pub out: Option<PathBuf>,
 }
 
@@ -77,12 +79,9 @@ pub fn run(out: &Output, args: &BoundsArgs) -> Result {
             "bounds_seconds": r.bounds_seconds, "best_latency_s": r.best_latency_s, "gap": r.gap(),
         })).collect::<Vec<_>>(),
     });
-    if let Some(d) = &args.out {
-        std::fs::write(d, serde_json::to_string_pretty(&report).unwrap_or_default())
-            .map_err(|e| Error::output(format!("cannot write `{}`: {e}", d.display())))?;
-    }
+    let printed = super::bench::save(args.out.as_deref(), &report)?;
     if out.json {
-        out.print_json(&report);
+        out.print_json(&printed);
     } else {
         let tighter = rows
             .iter()

@@ -40,10 +40,12 @@ pub struct CompareArgs {
     /// (package, rules, objective) to its graphs instead of the file's graph.
     #[arg(long)]
     pub graphs: Option<PathBuf>,
-    /// Only the graphs of this split of the manifest (train, validation, test).
+    /// Only the graphs of this split of the manifest (train, validation,
+    /// test); every split when not given.
     #[arg(long, requires = "graphs")]
     pub split: Option<String>,
-    /// Only the graphs of the manifest with at most this many nodes.
+    /// Only the graphs of the manifest with at most this many nodes; no
+    /// limit when not given.
     #[arg(long, requires = "graphs")]
     pub max_nodes: Option<u64>,
     /// The problem, when a file declares several.

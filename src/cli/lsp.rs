@@ -1,8 +1,16 @@
 //! `mcmpart lsp`: the language server, on standard input and output.
 
+use super::output::Output;
 use crate::error::{Error, Result, Status};
 
-pub fn run() -> Result {
+pub fn run(out: &Output) -> Result {
+    if out.json {
+        // The server's messages are JSON-RPC: there is no one JSON answer.
+        return Err(
+            Error::usage("`lsp` speaks JSON-RPC on standard input and output; --json does not apply")
+                .with_help("run `mcmpart lsp` from an editor's language client"),
+        );
+    }
     crate::lsp::run_stdio().map_err(Error::internal)?;
     Ok(Status::Success)
 }

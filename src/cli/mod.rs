@@ -160,7 +160,8 @@ pub enum Command {
         /// dot or svg for a graph (default dot); text, json or svg for a package (default text).
         #[arg(long, value_enum)]
         format: Option<show::Format>,
-        /// The package of an .mcm file: the `let` that names it.
+        /// The package of an .mcm file: the `let` that names it (needed
+        /// when the file names several and has no single problem).
         #[arg(long)]
         package: Option<String>,
         /// The problem whose package to draw, when the file declares several.
@@ -192,6 +193,8 @@ pub enum BenchCommand {
     Solver {
         /// The .mcm file.
         file: PathBuf,
+        /// Which solver mode to time: fix (repair a uniformly random
+        /// proposal) or sample (draw a partition from nothing).
         #[arg(long, value_enum)]
         mode: crate::solver::Mode,
         /// How many partitions to make.
@@ -244,16 +247,42 @@ fn quiet_on_closed_stdout() {
     }));
 }
 
+/// A command line clap refuses: its message, as JSON when `--json` was
+/// asked for (a script reading stdout gets `ok: false`, not usage text);
+/// `--help` and `--version` print as they are.
+fn parse_error(e: &clap::Error) -> i32 {
+    if !e.use_stderr() {
+        let _ = e.print();
+        return 0;
+    }
+    if !std::env::args_os().any(|a| a == "--json") {
+        let _ = e.print();
+        return 2;
+    }
+    // clap's text: the error (maybe over several lines), then tips, the
+    // usage line and where to read more.
+    let rendered = e.render().to_string();
+    let lines: Vec<&str> = rendered.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let end = lines
+        .iter()
+        .position(|l| {
+            ["tip:", "Usage:", "For more information"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .unwrap_or(lines.len());
+    let message = lines[..end].join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    let help = lines[end..].join("\n");
+    Output { json: true }.finish(Err(crate::error::Error::usage(message).with_help(help)))
+}
+
 /// Runs the command line; returns the exit code.
 pub fn main() -> i32 {
     quiet_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return code;
-        }
+        Err(e) => return parse_error(&e),
     };
     // Deep but legal inputs recurse deeply in the front end: give it room,
     // and the threads that search, train and judge.
@@ -329,7 +358,7 @@ pub fn run(cli: Cli) -> i32 {
             out: dest,
         }) => bench::solver(&out, &file, &solver, mode, samples, dest.as_deref()),
         Command::Import { model, out: dest } => import::run(&out, &model, &dest),
-        Command::Lsp => lsp::run(),
+        Command::Lsp => lsp::run(&out),
         Command::Stats { graph, top } => stats::run(&out, &graph, top),
         Command::Bench(BenchCommand::Load {
             dir,

@@ -36,21 +36,45 @@ pub fn run(out: &Output, a: &ShowArgs) -> Result {
     if let Some(d) = a.dest {
         refuse_overwriting(d, &inputs, "`show` reads")?;
     }
-    let text = if a.file.extension().is_some_and(|x| x == "mcm") {
+    let view = if a.file.extension().is_some_and(|x| x == "mcm") {
         package_view(out, a)?
     } else {
         graph_view(a)?
     };
-    match a.dest {
-        None => print!("{text}"),
-        Some(d) => {
-            std::fs::write(d, text).map_err(|e| Error::output(format!("cannot write `{}`: {e}", d.display())))?
-        }
+    if let Some(d) = a.dest {
+        std::fs::write(d, &view.drawing).map_err(|e| Error::output(format!("cannot write `{}`: {e}", d.display())))?;
     }
+    if !out.json {
+        if a.dest.is_none() {
+            print!("{}", view.drawing);
+        }
+        return Ok(Status::Success);
+    }
+    // `--json` answers in JSON whatever is drawn: the package's JSON view
+    // itself, else what was written where, or the drawing as a string.
+    let format = format!("{:?}", view.format).to_lowercase();
+    let mut v = match (&view.json, a.dest) {
+        (_, Some(d)) => serde_json::json!({"out": d.display().to_string(), "format": format}),
+        (Some(v), None) => v.clone(),
+        (None, None) => serde_json::json!({"format": format, "drawing": view.drawing}),
+    };
+    if let Some(w) = &view.warnings {
+        v["warnings"] = serde_json::json!(w);
+    }
+    out.print_json(&v);
     Ok(Status::Success)
 }
 
-fn graph_view(a: &ShowArgs) -> Result<String> {
+/// What `show` drew: the text in its format (and the JSON view when that
+/// is the format), and the warnings about a package (none for a graph).
+struct View {
+    format: Format,
+    drawing: String,
+    json: Option<serde_json::Value>,
+    warnings: Option<Vec<String>>,
+}
+
+fn graph_view(a: &ShowArgs) -> Result<View> {
     if a.package.is_some() || a.problem.is_some() {
         return Err(Error::usage("--package and --problem are for .mcm files"));
     }
@@ -59,7 +83,8 @@ fn graph_view(a: &ShowArgs) -> Result<String> {
         None => None,
         Some(p) => Some(read_any_partition(p, &g).map_err(Error::input)?),
     };
-    Ok(match a.format.unwrap_or(Format::Dot) {
+    let format = a.format.unwrap_or(Format::Dot);
+    let drawing = match format {
         Format::Dot => to_dot(&g, chips.as_deref()),
         Format::Svg => to_svg(&g, chips.as_deref()),
         f => {
@@ -68,10 +93,16 @@ fn graph_view(a: &ShowArgs) -> Result<String> {
                     .with_help("`--format text|json` show the package of an .mcm file"),
             )
         }
+    };
+    Ok(View {
+        format,
+        drawing,
+        json: None,
+        warnings: None,
     })
 }
 
-fn package_view(out: &Output, a: &ShowArgs) -> Result<String> {
+fn package_view(out: &Output, a: &ShowArgs) -> Result<View> {
     let c = compile(a.file)?;
     let (package, loads) = match a.partition {
         Some(part) => {
@@ -98,21 +129,30 @@ fn package_view(out: &Output, a: &ShowArgs) -> Result<String> {
         None if out.json => Format::Json,
         None => Format::Text,
     };
-    Ok(match format {
-        Format::Text => view::to_text(&package, loads.as_deref(), &warnings),
+    let (drawing, json) = match format {
+        Format::Text => (view::to_text(&package, loads.as_deref(), &warnings), None),
         Format::Json => {
-            serde_json::to_string_pretty(&view::to_json(&package, loads.as_deref(), &warnings)).unwrap_or_default()
-                + "\n"
+            let v = view::to_json(&package, loads.as_deref(), &warnings);
+            (serde_json::to_string_pretty(&v).unwrap_or_default() + "\n", Some(v))
         }
         Format::Svg => {
-            for w in &warnings {
-                eprintln!("warning: {w}");
+            // The picture has no room for them; `--json` carries them.
+            if !out.json {
+                for w in &warnings {
+                    eprintln!("warning: {w}");
+                }
             }
-            svg::to_svg(&package, loads.as_deref())
+            (svg::to_svg(&package, loads.as_deref()), None)
         }
         Format::Dot => {
             return Err(Error::usage("a package is shown as text, json or svg, not dot"));
         }
+    };
+    Ok(View {
+        format,
+        drawing,
+        json,
+        warnings: Some(warnings),
     })
 }
 

@@ -37,9 +37,12 @@ pub struct TrainArgs {
     /// Updates between checkpoints (each validated).
     #[arg(long, default_value_t = 25, value_parser = counting)]
     pub checkpoint_every: usize,
+    /// Seed of every random choice (weights, rollouts, the order of graphs):
+    /// the same seed gives the same run.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Leave out graphs with more nodes than this (training time grows with size).
+    /// Leave out graphs with more nodes than this (training time grows with
+    /// size); every graph of the split when not given.
     #[arg(long)]
     pub max_nodes: Option<u64>,
     /// How rollouts meet the solver.
@@ -53,10 +56,13 @@ pub struct TrainArgs {
     /// Rollouts per update.
     #[arg(long, default_value_t = 20, value_parser = counting)]
     pub rollouts: usize,
+    /// Minibatches per PPO epoch, each an optimiser step.
     #[arg(long, default_value_t = 4, value_parser = counting)]
     pub minibatches: usize,
+    /// PPO epochs over each update's rollouts.
     #[arg(long, default_value_t = 10, value_parser = counting)]
     pub epochs: usize,
+    /// AdamW's learning rate for the PPO updates.
     #[arg(long, default_value_t = 3e-4, value_parser = positive)]
     pub lr: f64,
     /// Entropy bonus. When most rollouts earn nothing, the bonus alone moves
@@ -66,6 +72,7 @@ pub struct TrainArgs {
     /// GraphSAGE layers.
     #[arg(long, default_value_t = 8)]
     pub layers: usize,
+    /// Width of the network's hidden layers.
     #[arg(long, default_value_t = 128, value_parser = counting)]
     pub hidden: usize,
     /// Refinement iterations.
@@ -161,10 +168,7 @@ pub fn run(out: &Output, args: &TrainArgs) -> Result {
         } if !quiet => eprintln!("  {task}: {gain:.3}x over greedy, {moved} of {nodes} nodes moved"),
         Event::Starting { train, validation } => {
             if !quiet {
-                eprintln!(
-                    "training on {train} problems (validation: {validation}), {} samples, {} rollouts per update",
-                    cfg.samples, cfg.ppo.rollouts
-                );
+                eprint!("{}", starting(args, &train, &validation));
             }
             bar = progress_bar(out, Budget::Samples(cfg.samples));
         }
@@ -225,4 +229,44 @@ pub fn run(out: &Output, args: &TrainArgs) -> Result {
         }
     }
     Ok(Status::Success)
+}
+
+/// What training is about to do, said plainly: the graphs (the split of the
+/// data set, not the graph of the `--package` file), the packages, the
+/// validation graphs and the budget.
+fn starting(args: &TrainArgs, train: &[&str], validation: &[&str]) -> String {
+    let graphs = |n: usize| if n == 1 { "graph" } else { "graphs" };
+    let limit = args
+        .max_nodes
+        .map_or(String::new(), |m| format!(" with at most {m} nodes"));
+    let packages: Vec<String> = args.packages.iter().map(|p| p.display().to_string()).collect();
+    let under = match packages.as_slice() {
+        [one] => format!("each under the package and rules of {one}"),
+        many => format!("each graph under each of {}", many.join(", ")),
+    };
+    let val = if validation.is_empty() {
+        "no validation\n".to_string()
+    } else {
+        format!(
+            "validating on {} {} of the `{}` split: {}\n",
+            validation.len(),
+            graphs(validation.len()),
+            args.val_split,
+            validation.join(", ")
+        )
+    };
+    format!(
+        "training on {} {} of the `{}` split of {}{limit}, {under}: {}\n{val}{} samples, {} rollouts per update\n",
+        train.len(),
+        if packages.len() > 1 {
+            "problems"
+        } else {
+            graphs(train.len())
+        },
+        args.split,
+        args.graphs.display(),
+        train.join(", "),
+        args.samples,
+        args.rollouts
+    )
 }

@@ -49,10 +49,11 @@ pub enum Event<'a> {
         moved: usize,
         nodes: usize,
     },
-    /// Training starts on these many problems.
+    /// Training starts on these problems (a graph's name, `@package` when
+    /// there are several), validated on those.
     Starting {
-        train: usize,
-        validation: usize,
+        train: Vec<&'a str>,
+        validation: Vec<&'a str>,
     },
     Imitated(&'a ImitateLog),
     /// A PPO update, with its checkpoint's scores when it made one.
@@ -193,8 +194,8 @@ pub fn run(config: &Config, on: &mut dyn FnMut(Event)) -> Result<TrainReport> {
         tasks(config, &config.val_split, on)?
     };
     on(Event::Starting {
-        train: train_tasks.len(),
-        validation: val_tasks.len(),
+        train: train_tasks.iter().map(|t| t.name.as_str()).collect(),
+        validation: val_tasks.iter().map(|t| t.name.as_str()).collect(),
     });
     // The logs grow as training goes, so a run cut short keeps them.
     let (log_path, val_path) = (config.out.join("log.csv"), config.out.join("validation.csv"));

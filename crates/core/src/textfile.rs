@@ -113,6 +113,22 @@ pub(crate) fn gzip(text: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+/// A JSON file's syntax or type error as these files' messages say it:
+/// `line L, column C: what`, the place said once (serde ends its message
+/// with it too) and the values in JSON's words, not serde's ("sequence",
+/// "map").
+pub fn json_error(e: &serde_json::Error) -> String {
+    let place = format!(" at line {} column {}", e.line(), e.column());
+    let what = e.to_string();
+    let what = what
+        .strip_suffix(&place)
+        .unwrap_or(&what)
+        .replace("invalid type: sequence", "found an array")
+        .replace("invalid type: map", "found an object")
+        .replace("invalid type: ", "found ");
+    format!("line {}, column {}: {what}", e.line(), e.column().max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::{decode, gzip, read_bytes, read_text, ReadError, TextError};

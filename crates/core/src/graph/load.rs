@@ -29,8 +29,7 @@ pub fn load_graph_file(path: &Path) -> Result<Graph, GraphError> {
 
 /// Parses the graph format from JSON text.
 pub fn parse_graph_json(text: &str) -> Result<Graph, GraphError> {
-    let v: Value = serde_json::from_str(text)
-        .map_err(|e| GraphError::new(format!("line {}, column {}: {e}", e.line(), e.column())))?;
+    let v: Value = serde_json::from_str(text).map_err(|e| GraphError::new(crate::textfile::json_error(&e)))?;
     let obj = v
         .as_object()
         .ok_or_else(|| GraphError::new("the top level must be an object with `nodes` and `edges`"))?;

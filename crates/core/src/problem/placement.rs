@@ -214,18 +214,7 @@ impl<'de> serde::de::DeserializeSeed<'de> for ChipCount {
 /// A JSON error of a partition or proposal file, its place first (serde_json
 /// ends its message with it).
 fn json_error(e: serde_json::Error, help: &str) -> PartitionError {
-    let place = format!(" at line {} column {}", e.line(), e.column());
-    let what = e.to_string();
-    let what = what.strip_suffix(&place).unwrap_or(&what);
-    // serde's words for JSON values ("sequence", "map") are not JSON's.
-    let what = what
-        .replace("invalid type: sequence", "found an array")
-        .replace("invalid type: map", "found an object")
-        .replace("invalid type: ", "found ");
-    perr(
-        format!("line {}, column {}: {what}", e.line(), e.column().max(1)),
-        Some(help),
-    )
+    perr(crate::textfile::json_error(&e), Some(help))
 }
 
 /// Reads a partition file for `graph` on a package of `num_chips` chips.

@@ -424,3 +424,25 @@ fn fix_with_a_valid_partition_keeps_what_it_can() {
     assert_eq!(s.stats.fallbacks, before, "none of the proposal was kept");
     assert_ne!(fixed.chips, valid_pl.chips);
 }
+
+/// Uniform SAMPLE under a count that spreads BERT-large's chain (at most 400
+/// nodes a chip, where the last chip took 645): deciding the weights after
+/// their consumers, its passes meet no dead end, so no partition comes from
+/// a fresh order or the SAT witness (drawn first, every pass dead-ended).
+#[test]
+fn uniform_sample_under_a_binding_count_needs_no_fallback() {
+    let text = std::fs::read_to_string(common::root().join("examples/rules/per_chip_count.mcm"))
+        .unwrap()
+        .replace("at_most(700)", "at_most(400)");
+    let compiled = common::compile_in(&common::root().join("examples/rules"), &text);
+    let p = compiled.problem(None).expect("compiles").clone();
+    let mut s = Solver::new(&p, Options::default()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for _ in 0..5 {
+        let order = node_order(&s, Order::Random, &mut rng);
+        let pl = sample(&mut s, &order, None, &mut rng).unwrap();
+        assert!(valid(&p, &pl));
+        assert!(pl.chips_used() >= 3, "the count spreads the chain");
+    }
+    assert_eq!((s.stats.restarts, s.stats.sat_calls), (0, 0), "{:?}", s.stats);
+}

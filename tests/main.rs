@@ -16,6 +16,7 @@ mod evaluators;
 mod exact;
 mod fmt;
 mod fuzz;
+mod lns;
 mod lsp;
 mod onnx;
 mod property;

@@ -13,10 +13,13 @@
 //! them only until the deadline (a SAT call cannot be interrupted; an
 //! unfinished one is abandoned). Under a sample budget they take turns, so
 //! a seed gives the same run: `lns` until it finds nothing in a few sweeps,
-//! then `exact`, each call waited for to its end.
+//! then `exact`, each call waited for to its end. A question that finds
+//! nothing costs no sample, so there no question freer than `lns`'s cap is
+//! asked: `exact` only on problems that small (the whole problem within
+//! the cap), as `lns` grows no window past it.
 
 use super::incumbent::{self, Incumbent};
-use super::lns::{seek_any, structural, Learned, Neighbourhood, Question, STALE_SWEEPS};
+use super::lns::{seek_any, structural, Learned, Neighbourhood, Question, FREE_CAP, STALE_SWEEPS};
 use super::sat_worker::{below, Ask, Poll, Worker};
 use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::CostModel;
@@ -46,6 +49,8 @@ struct Portfolio {
     exact_asked: Option<(f64, f64)>,
     /// `lns` has nothing more to ask.
     lns_over: bool,
+    /// `exact` may ask of the whole problem (see the module's comment).
+    exact_on: bool,
 }
 
 /// Exact's next target: the midpoint while the gap is wide, else just below
@@ -93,7 +98,7 @@ impl Portfolio {
     }
 
     fn ask_exact(&mut self) {
-        if self.exact_asked.is_some() || self.optimal() {
+        if !self.exact_on || self.exact_asked.is_some() || self.optimal() {
             return;
         }
         let ub = self.best.latency;
@@ -169,6 +174,9 @@ impl Portfolio {
                 continue;
             }
             self.ask_exact();
+            if self.exact_asked.is_none() {
+                return;
+            }
             let Some(a) = self.exact.answer(search) else { return };
             self.exact_answered(search, a);
         }
@@ -216,6 +224,8 @@ impl Strategy for Auto {
             lns_asked: None,
             exact_asked: None,
             lns_over: false,
+            exact_on: search.timed()
+                || problem.graph.num_placed() * problem.package.num_chips().saturating_sub(1) <= FREE_CAP,
         };
         if search.timed() {
             p.race(search);

@@ -45,7 +45,7 @@ const LEAST_CUT: f64 = 0.002;
 /// Under a sample budget, at most this much freedom (see
 /// [`Question::freedom`]; a window is not grown past it), and sweeps
 /// without a gain before the search ends.
-const FREE_CAP: usize = 4000;
+pub(super) const FREE_CAP: usize = 4000;
 pub(super) const STALE_SWEEPS: usize = 3;
 
 /// Under a time budget, a call slower than this shrinks the cap.

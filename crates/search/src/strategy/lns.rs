@@ -14,13 +14,17 @@
 //! down to "any improvement"), and the window's radius in chips (grown when
 //! even any improvement is refused; back to one chip after a sweep up to
 //! the cap, or after a success). Each window's sides are drawn at random
-//! (the search's seed), so sweeps differ. A window that covers every chip
-//! is the whole problem: "none" there proves the target, as for `exact`.
+//! (the search's seed), so sweeps differ. Half the questions free a band
+//! instead: every node within the radius of its own chip, so a pipeline can
+//! shift or stretch as a whole (onto chips dp left empty). A window that
+//! covers every chip is the whole problem: "none" there proves the target,
+//! as for `exact`.
 //!
-//! Under a sample budget the cap is a number of freed nodes and the search
-//! ends after a few sweeps without a gain, so a seed gives the same run;
-//! under a time budget a slow call (SAT cannot be interrupted) lowers the
-//! cap and the sweeps go on until the time is spent.
+//! Under a sample budget the cap is a fixed freedom (see
+//! [`Question::freedom`]) and the search ends after a few sweeps without a
+//! gain, so a seed gives the same run; under a time budget a slow call (SAT
+//! cannot be interrupted) lowers the cap, a sweep that finds nothing within
+//! it doubles it, and the sweeps go on until the time is spent.
 
 use super::incumbent::{self, Incumbent};
 use super::sat_worker::{below, Ask, Worker};
@@ -192,6 +196,11 @@ impl Neighbourhood {
         if q.freedom >= self.cap || q.radius >= self.model.num_chips() {
             self.radius = 1;
             self.stale += 1;
+            if self.timed {
+                // A sweep found nothing within the cap a slow call set:
+                // the next may go wider (what is left is only there).
+                self.cap = self.cap.saturating_mul(2);
+            }
         } else {
             self.radius = q.radius + (q.radius / 2).max(1);
         }

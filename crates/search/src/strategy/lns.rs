@@ -112,8 +112,12 @@ impl Neighbourhood {
     /// `None` when no target below it stays at or above the bound `lb`.
     pub fn question(&mut self, best: &Incumbent, lb: f64, rng: &mut impl Rng) -> Option<Question> {
         let ub = best.latency;
+        // Nothing is faster than no time (and `below` needs a positive float).
+        if ub.is_nan() || ub <= 0.0 {
+            return None;
+        }
         let least = below(ub);
-        if !(ub > 0.0) || least < lb {
+        if least < lb {
             return None;
         }
         let mut target = (ub * (1.0 - self.cut)).max(lb);

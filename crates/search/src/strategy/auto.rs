@@ -18,8 +18,8 @@
 //! asked: `exact` only on problems that small (the whole problem within
 //! the cap), as `lns` grows no window past it.
 
-use super::incumbent::{self, Incumbent};
-use super::lns::{seek_any, structural, Learned, Neighbourhood, Question, FREE_CAP, STALE_SWEEPS};
+use super::incumbent::{self, structural, Incumbent};
+use super::lns::{seek_any, Learned, Neighbourhood, Question, FREE_CAP, STALE_SWEEPS};
 use super::sat_worker::{below, Ask, Poll, Worker};
 use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::CostModel;

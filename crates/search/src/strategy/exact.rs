@@ -16,7 +16,7 @@
 //! SAT calls run on a worker thread ([`super::sat_worker`]) that the search
 //! waits for while its budget lasts.
 
-use super::incumbent::{self, Incumbent};
+use super::incumbent::{self, structural, Incumbent};
 use super::sat_worker::{below, Ask, Worker};
 use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::CostModel;
@@ -25,9 +25,6 @@ use mcm_solver::{Infeasible, Order};
 /// Bisect while the incumbent is more than this factor above the bound;
 /// past it, ask for any improvement.
 const BISECT_ABOVE: f64 = 1.02;
-
-/// The relative rounding the structural bounds may carry.
-const ROUNDING: f64 = 1e-9;
 
 pub struct Exact;
 
@@ -62,12 +59,11 @@ impl Strategy for Exact {
         let model = cost.core().clone();
         let mut best = Incumbent::none();
         incumbent::first(search, &model, &mut best)?;
+        let mut lb = structural(&cost);
         if search.done() {
+            search.prove(lb);
             return Ok(());
         }
-        // The structural bounds sum flops in other orders than the model:
-        // proven up to rounding, so they start the search a hair lower.
-        let mut lb = cost.bound_latency() * (1.0 - ROUNDING);
         // Each question and its answer (`MCMPART_SAT_TRACE` set, as for the oracle's rounds).
         let trace = std::env::var_os("MCMPART_SAT_TRACE").is_some();
         let sat = Worker::start(problem, model.clone());

@@ -4,8 +4,18 @@
 
 use super::dp::candidates;
 use super::{greedy_start, settle_full, Search};
+use crate::cost::CostModel;
 use mcm_core::latency::LatencyModel;
 use mcm_solver::Infeasible;
+
+/// The relative rounding the structural bounds may carry.
+const ROUNDING: f64 = 1e-9;
+
+/// The proven structural bound, a hair low: the structural bounds sum flops
+/// in other orders than the model, so they are proven up to rounding.
+pub(super) fn structural(cost: &CostModel) -> f64 {
+    cost.bound_latency() * (1.0 - ROUNDING)
+}
 
 /// dp's cuts judged for the first incumbent, best estimate first.
 pub(super) const DP_CUTS: usize = 4;

@@ -26,7 +26,7 @@
 //! cannot be interrupted) lowers the cap, a sweep that finds nothing within
 //! it doubles it, and the sweeps go on until the time is spent.
 
-use super::incumbent::{self, Incumbent};
+use super::incumbent::{self, structural, Incumbent};
 use super::sat_worker::{below, Ask, Worker};
 use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::CostModel;
@@ -35,9 +35,6 @@ use mcm_solver::{Infeasible, Order};
 use rand::Rng;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The structural bounds' relative rounding (see `exact`).
-const ROUNDING: f64 = 1e-9;
 
 /// The first improvement asked, as a share of the incumbent's latency.
 const FIRST_CUT: f64 = 0.02;
@@ -223,11 +220,6 @@ fn merged(mut v: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
         }
     }
     out
-}
-
-/// The structural bound of the model, a hair low (see `exact`).
-pub(super) fn structural(cost: &CostModel) -> f64 {
-    cost.bound_latency() * (1.0 - ROUNDING)
 }
 
 impl Strategy for Lns {

@@ -108,8 +108,9 @@ impl Neighbourhood {
         }
     }
 
-    /// The next question about `best` (a valid partition, finite latency);
-    /// `None` when no target below it stays at or above the bound `lb`.
+    /// The next question about `best` (a valid partition, finite latency),
+    /// its freedom within the cap; `None` when no target below it stays at
+    /// or above the bound `lb`, or when not even a one-chip window fits.
     pub fn question(&mut self, best: &Incumbent, lb: f64, rng: &mut impl Rng) -> Option<Question> {
         let ub = best.latency;
         // Nothing is faster than no time (and `below` needs a positive float).
@@ -120,15 +121,48 @@ impl Neighbourhood {
         if least < lb {
             return None;
         }
-        let mut target = (ub * (1.0 - self.cut)).max(lb);
-        if self.cut < LEAST_CUT || target >= least {
-            target = least;
+        loop {
+            let mut target = (ub * (1.0 - self.cut)).max(lb);
+            if self.cut < LEAST_CUT || target >= least {
+                target = least;
+            }
+            let band = rng.random_bool(0.5);
+            let mut smallest: Option<Question> = None;
+            for kind in [band, !band] {
+                let (decisions, freedom) = self.free(best, target, kind, rng);
+                let q = Question {
+                    target,
+                    decisions,
+                    least: target == least,
+                    freedom,
+                    radius: self.radius,
+                };
+                if freedom <= self.cap {
+                    return Some(q);
+                }
+                if smallest.as_ref().is_none_or(|s| freedom < s.freedom) {
+                    smallest = Some(q);
+                }
+            }
+            // Neither fits the cap: a new sweep from one chip; at one chip,
+            // the smaller one under a time budget (its cap only follows the
+            // clock), none under a sample budget.
+            if self.radius == 1 {
+                return smallest.filter(|_| self.timed);
+            }
+            self.radius = 1;
+            self.stale += 1;
+            self.cut = FIRST_CUT;
         }
+    }
+
+    /// The decisions of a question under `target` (none when it is the
+    /// whole problem) and their freedom: windows around the bottlenecks,
+    /// or with `band` every node within the radius of its own chip (a
+    /// pipeline shifted or stretched as a whole).
+    fn free(&self, best: &Incumbent, target: f64, band: bool, rng: &mut impl Rng) -> (Vec<(u32, Vec<u32>)>, usize) {
         let c = self.model.num_chips();
         let r = self.radius;
-        // Windows around the bottlenecks, or a band: every node within `r`
-        // chips of its own (a pipeline shifted or stretched as a whole).
-        let band = rng.random_bool(0.5);
         let windows = if band {
             vec![(0, c - 1)]
         } else {
@@ -161,13 +195,7 @@ impl Neighbourhood {
         if decisions.iter().all(|(_, dom)| dom.len() == c) {
             decisions.clear();
         }
-        Some(Question {
-            target,
-            decisions,
-            least: target == least,
-            freedom,
-            radius: r,
-        })
+        (decisions, freedom)
     }
 
     /// Learns from the answer to `q`: `found`, a partition under the target

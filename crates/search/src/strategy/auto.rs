@@ -1,5 +1,6 @@
 //! `auto`: the portfolio. A first incumbent from the heuristics (the given
-//! start, greedy's fill, dp's best cuts), then `lns` (windows around the
+//! start, greedy's fill, dp's best cuts: all of them under a sample
+//! budget), then `lns` (windows around the
 //! bottleneck under a target below the incumbent) and `exact` (bisection of
 //! the whole problem between the proven bound and the incumbent) share the
 //! budget, each on its own SAT worker ([`super::sat_worker`]): every
@@ -18,7 +19,7 @@
 //! asked: `exact` only on problems that small (the whole problem within
 //! the cap), as `lns` grows no window past it.
 
-use super::incumbent::{self, structural, Incumbent};
+use super::incumbent::{self, structural, Incumbent, DP_CUTS};
 use super::lns::{seek_any, Learned, Neighbourhood, Question, FREE_CAP, STALE_SWEEPS};
 use super::sat_worker::{below, Ask, Poll, Worker};
 use super::{greedy_start, settle_full, Search, Strategy};
@@ -200,7 +201,11 @@ impl Strategy for Auto {
         };
         let model = cost.core().clone();
         let mut best = Incumbent::none();
-        incumbent::first(search, &model, &mut best)?;
+        // Under a sample budget every dp cut (at most one per chip), so the
+        // portfolio holds dp's whole run; under a time budget the best few,
+        // as settling a cut can take seconds on large graphs.
+        let cuts = if search.timed() { DP_CUTS } else { usize::MAX };
+        incumbent::first(search, &model, &mut best, cuts)?;
         let lb = structural(&cost);
         search.prove(lb);
         let exact = Worker::start(problem, model.clone());

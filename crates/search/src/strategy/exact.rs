@@ -16,7 +16,7 @@
 //! SAT calls run on a worker thread ([`super::sat_worker`]) that the search
 //! waits for while its budget lasts.
 
-use super::incumbent::{self, structural, Incumbent};
+use super::incumbent::{self, structural, Incumbent, DP_CUTS};
 use super::sat_worker::{below, Ask, Worker};
 use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::CostModel;
@@ -58,7 +58,7 @@ impl Strategy for Exact {
         };
         let model = cost.core().clone();
         let mut best = Incumbent::none();
-        incumbent::first(search, &model, &mut best)?;
+        incumbent::first(search, &model, &mut best, DP_CUTS)?;
         let mut lb = structural(&cost);
         if search.done() {
             search.prove(lb);

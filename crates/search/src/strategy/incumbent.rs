@@ -53,10 +53,15 @@ impl Incumbent {
     }
 }
 
-/// The first incumbent: the given start, greedy's fill, dp's best cuts,
-/// each settled under every rule and judged (one sample each) while the
-/// budget lasts. `Err` only when the problem has no valid partition.
-pub(super) fn first(search: &mut Search, model: &LatencyModel, best: &mut Incumbent) -> Result<(), Infeasible> {
+/// The first incumbent: the given start, greedy's fill, dp's `cuts` best
+/// cuts, each settled under every rule and judged (one sample each) while
+/// the budget lasts. `Err` only when the problem has no valid partition.
+pub(super) fn first(
+    search: &mut Search,
+    model: &LatencyModel,
+    best: &mut Incumbent,
+    cuts: usize,
+) -> Result<(), Infeasible> {
     let problem = search.problem;
     if let Some(start) = search.start()? {
         best.offer(search, model, start);
@@ -66,7 +71,7 @@ pub(super) fn first(search: &mut Search, model: &LatencyModel, best: &mut Incumb
         let chips = settle_full(search, &greedy_start(problem, &allowed))?;
         best.offer(search, model, chips);
     }
-    for (_, cut) in candidates(problem, &allowed).into_iter().take(DP_CUTS) {
+    for (_, cut) in candidates(problem, &allowed).into_iter().take(cuts) {
         if search.done() {
             break;
         }

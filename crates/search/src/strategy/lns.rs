@@ -26,7 +26,7 @@
 //! cannot be interrupted) lowers the cap, a sweep that finds nothing within
 //! it doubles it, and the sweeps go on until the time is spent.
 
-use super::incumbent::{self, structural, Incumbent};
+use super::incumbent::{self, structural, Incumbent, DP_CUTS};
 use super::sat_worker::{below, Ask, Worker};
 use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::CostModel;
@@ -270,7 +270,7 @@ impl Strategy for Lns {
         };
         let model = cost.core().clone();
         let mut best = Incumbent::none();
-        incumbent::first(search, &model, &mut best)?;
+        incumbent::first(search, &model, &mut best, DP_CUTS)?;
         let sat = Worker::start(problem, model.clone());
         if !best.found() {
             // The heuristics' partitions all failed at evaluation: any

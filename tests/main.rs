@@ -17,6 +17,7 @@ mod evaluators;
 mod exact;
 mod fmt;
 mod fuzz;
+mod lns;
 mod lsp;
 mod onnx;
 mod property;

@@ -14,18 +14,24 @@ use crate::problem::{partition_json, read_partition, write_partition, Placement,
 use crate::strategy::{self, Budget, Outcome};
 use std::path::{Path, PathBuf};
 
-/// The strategy `solve` runs when none is named: the best the project has
-/// (see the book's comparison table).
+/// The strategy `solve` runs when none is named under a sample budget: the
+/// best the project has at a few samples (see the book's comparison table).
 pub const DEFAULT_STRATEGY: &str = "dp";
+
+/// The strategy `solve` runs when none is named under `--time`: the
+/// portfolio. Not under a sample budget: a SAT question that finds nothing
+/// costs no sample, so samples do not bound its time.
+pub const DEFAULT_TIMED_STRATEGY: &str = "auto";
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct SolveArgs {
     /// The problem, when the file declares several.
     #[arg(long)]
     pub problem: Option<String>,
-    /// greedy, random, anneal, dp, rl, rl-zero-shot, rl-scratch, rl-nosolver or exact.
-    #[arg(long, default_value = DEFAULT_STRATEGY)]
-    pub strategy: String,
+    /// greedy, random, anneal, dp, rl, rl-zero-shot, rl-scratch, rl-nosolver,
+    /// exact, lns or auto (default: auto with `--time`, dp otherwise).
+    #[arg(long)]
+    pub strategy: Option<String>,
     /// Budget in samples (evaluated partitions); 1000 when neither
     /// `--budget` nor `--time` is given.
     #[arg(long, conflicts_with = "time", value_parser = counting)]
@@ -51,6 +57,15 @@ pub struct SolveArgs {
 }
 
 impl SolveArgs {
+    /// The strategy named, else the default for the budget.
+    pub fn strategy(&self) -> &str {
+        match (&self.strategy, self.time) {
+            (Some(s), _) => s,
+            (None, Some(_)) => DEFAULT_TIMED_STRATEGY,
+            (None, None) => DEFAULT_STRATEGY,
+        }
+    }
+
     pub fn budget(&self) -> Budget {
         match (self.budget, self.time) {
             (_, Some(t)) => Budget::Seconds(t.max(0.0)),
@@ -62,9 +77,9 @@ impl SolveArgs {
 
 pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
     watch_ctrl_c();
-    strategy_args::check(&[args.strategy.as_str()], &args.rl)?;
+    strategy_args::check(&[args.strategy()], &args.rl)?;
     // The name is known: what fails now is its checkpoint, an input.
-    let mut strat = strategy_args::build(&args.strategy, &args.rl)?;
+    let mut strat = strategy_args::build(args.strategy(), &args.rl)?;
     let dest = args.out.clone().unwrap_or_else(|| default_out(file));
     with_problem(file, args.problem.as_deref(), Some(&dest), |p, sources| {
         let judge = Judge::new(p, &args.eval.options())?;

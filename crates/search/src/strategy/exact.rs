@@ -13,51 +13,20 @@
 //! check) is excluded and the question asked again, so the bound covers
 //! the partitions valid under the rules and at evaluation.
 //!
-//! SAT cannot be interrupted inside one call, so calls run on a worker
-//! thread that the search waits for while its budget lasts; at the end of a
-//! time budget an unfinished call is abandoned (its thread ends when the
-//! call does, or with the process).
+//! SAT calls run on a worker thread ([`super::sat_worker`]) that the search
+//! waits for while its budget lasts.
 
-use super::dp::candidates;
+use super::incumbent::{self, structural, Incumbent, DP_CUTS};
+use super::sat_worker::{below, Ask, Worker};
 use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::CostModel;
-use mcm_core::latency::LatencyModel;
-use mcm_core::problem::{Placement, Problem};
-use mcm_solver::sat::{SatAnswer, SatOracle};
-use mcm_solver::{Infeasible, Order, Target};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::sync::Arc;
-use std::time::Duration;
+use mcm_solver::{Infeasible, Order};
 
 /// Bisect while the incumbent is more than this factor above the bound;
 /// past it, ask for any improvement.
 const BISECT_ABOVE: f64 = 1.02;
 
-/// The relative rounding the structural bounds may carry.
-const ROUNDING: f64 = 1e-9;
-
-/// dp's cuts judged for the first incumbent, best estimate first.
-const DP_CUTS: usize = 4;
-
 pub struct Exact;
-
-/// What the search asks the SAT worker.
-enum Ask {
-    /// Start the search from this partition.
-    Hint(Vec<u32>),
-    /// Never hand this partition out again (the judge refused it).
-    Exclude(Vec<u32>),
-    /// A valid partition of latency at most this, if any.
-    Solve(f64),
-}
-
-/// A valid partition under the target, or `None`: there is none.
-type Answer = Option<Vec<u32>>;
-
-/// The largest float below `x` (for `x > 0`): "faster than `x`".
-fn below(x: f64) -> f64 {
-    f64::from_bits(x.to_bits() - 1)
-}
 
 /// The next target: the midpoint while the gap is wide, else just below
 /// the incumbent.
@@ -88,45 +57,26 @@ impl Strategy for Exact {
             return Ok(());
         };
         let model = cost.core().clone();
-        let mut ub = f64::INFINITY;
-        let mut best: Option<Vec<u32>> = None;
-        let judge = |search: &mut Search, chips: Vec<u32>, ub: &mut f64, best: &mut Option<Vec<u32>>| -> bool {
-            let lat = model.latency(&chips).unwrap_or(f64::INFINITY);
-            let valid = search.submit_one(chips.clone()).and_then(|v| v.throughput()).is_some();
-            if valid && lat < *ub {
-                *ub = lat;
-                *best = Some(chips);
-            }
-            valid
-        };
-        // Incumbents: the start, greedy, dp's best cuts.
-        if let Some(start) = search.start()? {
-            judge(search, start, &mut ub, &mut best);
+        let mut best = Incumbent::none();
+        incumbent::first(search, &model, &mut best, DP_CUTS)?;
+        let mut lb = structural(&cost);
+        if search.done() {
+            search.prove(lb);
+            return Ok(());
         }
-        let allowed = search.allowed();
-        if !search.done() {
-            let chips = settle_full(search, &greedy_start(problem, &allowed))?;
-            judge(search, chips, &mut ub, &mut best);
-        }
-        for (_, cut) in candidates(problem, &allowed).into_iter().take(DP_CUTS) {
-            if search.done() {
-                return Ok(());
-            }
-            let chips = settle_full(search, &cut)?;
-            judge(search, chips, &mut ub, &mut best);
-        }
-        // The structural bounds sum flops in other orders than the model:
-        // proven up to rounding, so they start the search a hair lower.
-        let mut lb = cost.bound_latency() * (1.0 - ROUNDING);
         // Each question and its answer (`MCMPART_SAT_TRACE` set, as for the oracle's rounds).
         let trace = std::env::var_os("MCMPART_SAT_TRACE").is_some();
         let sat = Worker::start(problem, model.clone());
-        if let Some(b) = &best {
-            sat.ask(Ask::Hint(b.clone()));
+        if best.found() {
+            sat.ask(Ask::Hint(best.chips.clone()));
         }
-        while !search.done() && ub > lb && ub > 0.0 {
+        while !search.done() && best.latency > lb && best.latency > 0.0 {
+            let ub = best.latency;
             let t = next_target(lb, ub);
-            sat.ask(Ask::Solve(t));
+            sat.ask(Ask::Solve {
+                target: t,
+                decisions: Vec::new(),
+            });
             let asked = std::time::Instant::now();
             let Some(answer) = sat.answer(search) else { break };
             if trace {
@@ -138,7 +88,7 @@ impl Strategy for Exact {
             }
             match answer {
                 Some(chips) => {
-                    if !judge(search, chips.clone(), &mut ub, &mut best) {
+                    if !best.offer(search, &model, chips.clone()) {
                         sat.ask(Ask::Exclude(chips));
                     }
                 }
@@ -152,66 +102,6 @@ impl Strategy for Exact {
         }
         search.prove(lb);
         Ok(())
-    }
-}
-
-/// The SAT oracle on its own thread (see the module's comment).
-struct Worker {
-    asks: Sender<Ask>,
-    answers: Receiver<Answer>,
-}
-
-impl Worker {
-    fn start(problem: &Problem, model: Arc<LatencyModel>) -> Worker {
-        let (asks, inbox) = channel::<Ask>();
-        let (outbox, answers) = channel::<Answer>();
-        let problem = problem.clone();
-        std::thread::Builder::new()
-            .name("mcmpart-exact".into())
-            .stack_size(mcm_core::WORKER_STACK)
-            .spawn(move || serve(&problem, model, inbox, outbox))
-            .expect("a thread for the SAT worker");
-        Worker { asks, answers }
-    }
-
-    fn ask(&self, a: Ask) {
-        // A worker that is gone answers nothing; `answer` says so.
-        let _ = self.asks.send(a);
-    }
-
-    /// The answer to the last `Solve`, waiting while the search's budget
-    /// lasts; `None` when it ran out (or a stop was requested) first.
-    fn answer(&self, search: &Search) -> Option<Answer> {
-        loop {
-            match self.answers.recv_timeout(Duration::from_millis(50)) {
-                Ok(a) => return Some(a),
-                Err(RecvTimeoutError::Timeout) if !search.done() => {}
-                Err(_) => return None,
-            }
-        }
-    }
-}
-
-fn serve(problem: &Problem, model: Arc<LatencyModel>, inbox: Receiver<Ask>, outbox: Sender<Answer>) {
-    let mut oracle = SatOracle::new(problem, true);
-    for ask in inbox {
-        match ask {
-            Ask::Hint(chips) => oracle.suggest(problem, &Placement::new(chips)),
-            Ask::Exclude(chips) => oracle.exclude(&Placement::new(chips)),
-            Ask::Solve(t) => {
-                oracle.set_target(Some(Target {
-                    model: model.clone(),
-                    latency_s: t,
-                }));
-                let a = match oracle.solve(problem, &[]) {
-                    SatAnswer::Sat(p) => Some(p.chips),
-                    SatAnswer::Unsat(_) => None,
-                };
-                if outbox.send(a).is_err() {
-                    return;
-                }
-            }
-        }
     }
 }
 

@@ -4,17 +4,23 @@
 //! strategy records the best throughput so far after each sample.
 
 mod anneal;
+mod auto;
 mod dp;
 mod exact;
 mod greedy;
+mod incumbent;
+mod lns;
 mod random;
 mod rl;
+mod sat_worker;
 mod start;
 
 pub use anneal::Anneal;
+pub use auto::Auto;
 pub use dp::{cuts_within, pipeline_cuts, Dp};
 pub use exact::Exact;
 pub use greedy::{greedy_proposal, greedy_start, greedy_within, Greedy};
+pub use lns::Lns;
 pub use random::Random;
 pub use rl::{load_stem, Rl, RlOptions, SHIPPED};
 pub use start::{moved, settle, settle_full, Allowed, Relief};
@@ -207,6 +213,8 @@ pub const NAMES: &[&str] = &[
     "rl-scratch",
     "rl-nosolver",
     "exact",
+    "lns",
+    "auto",
 ];
 
 /// A strategy by name, with its default settings and, for the `rl`
@@ -221,6 +229,8 @@ pub fn by_name(name: &str, rl: &RlOptions) -> Result<Option<Box<dyn Strategy>>, 
         "anneal" => Box::new(Anneal::default()),
         "dp" => Box::new(Dp),
         "exact" => Box::new(Exact),
+        "lns" => Box::new(Lns),
+        "auto" => Box::new(Auto),
         "rl" => return learned(rl.clone()),
         "rl-zero-shot" => {
             return learned(RlOptions {
@@ -373,6 +383,12 @@ impl<'p> Search<'p> {
             Budget::Seconds(t) if self.elapsed() < t => usize::MAX,
             Budget::Seconds(_) => 0,
         }
+    }
+
+    /// Whether the budget is a number of seconds (a run's path may then
+    /// depend on the clock).
+    pub fn timed(&self) -> bool {
+        matches!(self.budget, Budget::Seconds(_))
     }
 
     pub fn done(&self) -> bool {

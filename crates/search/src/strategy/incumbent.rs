@@ -1,0 +1,82 @@
+//! The incumbent of the searches that work under a latency target (`exact`,
+//! `lns`, `auto`): the fastest partition judged valid so far, by the
+//! analytical model's latency, and the heuristics' partitions it starts from.
+
+use super::dp::candidates;
+use super::{greedy_start, settle_full, Search};
+use crate::cost::CostModel;
+use mcm_core::latency::LatencyModel;
+use mcm_solver::Infeasible;
+
+/// The relative rounding the structural bounds may carry.
+const ROUNDING: f64 = 1e-9;
+
+/// The proven structural bound, a hair low: the structural bounds sum flops
+/// in other orders than the model, so they are proven up to rounding.
+pub(super) fn structural(cost: &CostModel) -> f64 {
+    cost.bound_latency() * (1.0 - ROUNDING)
+}
+
+/// dp's cuts judged for the first incumbent, best estimate first.
+pub(super) const DP_CUTS: usize = 4;
+
+/// The fastest valid partition so far (`chips` empty and `latency` infinite
+/// before the first).
+pub(super) struct Incumbent {
+    pub chips: Vec<u32>,
+    pub latency: f64,
+}
+
+impl Incumbent {
+    pub fn none() -> Incumbent {
+        Incumbent {
+            chips: Vec::new(),
+            latency: f64::INFINITY,
+        }
+    }
+
+    pub fn found(&self) -> bool {
+        self.latency.is_finite()
+    }
+
+    /// Judges `chips` as one sample and keeps it when it is valid and
+    /// faster; says whether the judge found it valid (`false` also when the
+    /// budget had no sample left).
+    pub fn offer(&mut self, search: &mut Search, model: &LatencyModel, chips: Vec<u32>) -> bool {
+        let lat = model.latency(&chips).unwrap_or(f64::INFINITY);
+        let valid = search.submit_one(chips.clone()).and_then(|v| v.throughput()).is_some();
+        if valid && lat < self.latency {
+            self.latency = lat;
+            self.chips = chips;
+        }
+        valid
+    }
+}
+
+/// The first incumbent: the given start, greedy's fill, dp's `cuts` best
+/// cuts, each settled under every rule and judged (one sample each) while
+/// the budget lasts. `Err` only when the problem has no valid partition.
+pub(super) fn first(
+    search: &mut Search,
+    model: &LatencyModel,
+    best: &mut Incumbent,
+    cuts: usize,
+) -> Result<(), Infeasible> {
+    let problem = search.problem;
+    if let Some(start) = search.start()? {
+        best.offer(search, model, start);
+    }
+    let allowed = search.allowed();
+    if !search.done() {
+        let chips = settle_full(search, &greedy_start(problem, &allowed))?;
+        best.offer(search, model, chips);
+    }
+    for (_, cut) in candidates(problem, &allowed).into_iter().take(cuts) {
+        if search.done() {
+            break;
+        }
+        let chips = settle_full(search, &cut)?;
+        best.offer(search, model, chips);
+    }
+    Ok(())
+}

@@ -1,0 +1,195 @@
+//! `lns` and the `auto` portfolio against exhaustive search on tiny random
+//! problems (those of tests/bounds.rs): every partition they hand the judge
+//! passes the checker; lns never ends worse than the start it is given and
+//! mostly reaches the optimum; the bound auto claims is never above the
+//! optimum, under a sample budget (turns) and a time budget (both workers
+//! at once); and `solve` reports them end to end.
+
+use crate::bounds::{instance, problem};
+use crate::common;
+use mcmpart::cost::{Analytical, CostModel, Evaluate, Judge, Verdict};
+use mcmpart::problem::{Placement, Problem};
+use mcmpart::solver::{check, exhaustive};
+use mcmpart::strategy::{self, Auto, Budget, Lns, Outcome, Strategy};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::sync::{Arc, Mutex};
+
+/// The analytical judge (dynamic check on), failing every partition the
+/// checker refuses and keeping the others.
+struct Checked {
+    inner: Analytical,
+    problem: Problem,
+    seen: Arc<Mutex<Vec<Vec<u32>>>>,
+}
+
+impl Evaluate for Checked {
+    fn evaluate(&self, chips: &[u32]) -> Verdict {
+        let p = &self.problem;
+        let broken = check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.to_vec()));
+        assert!(broken.is_empty(), "handed out {chips:?}: {}", broken[0].describe());
+        self.seen.lock().unwrap().push(chips.to_vec());
+        self.inner.evaluate(chips)
+    }
+}
+
+fn checked_judge(p: &Problem) -> (Judge, Arc<Mutex<Vec<Vec<u32>>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let inner = Checked {
+        inner: Analytical::new(p).expect("costable"),
+        problem: p.clone(),
+        seen: seen.clone(),
+    };
+    (Judge::with(Box::new(inner), "checked".into(), 1), seen)
+}
+
+/// Every partition valid under the rules and at evaluation, with its latency.
+fn judged(p: &Problem, model: &CostModel) -> Vec<(Vec<u32>, f64)> {
+    let judge = Judge::with(Box::new(Analytical::new(p).unwrap()), "analytical".into(), 1);
+    let mut out = Vec::new();
+    exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
+        if judge.evaluate(&pl.chips).throughput().is_some() {
+            out.push((pl.chips.clone(), model.latency(&pl.chips).unwrap()));
+        }
+        true
+    })
+    .expect("small enough to enumerate");
+    out
+}
+
+fn run(p: &Problem, judge: &Judge, s: &mut dyn Strategy, budget: Budget, init: Option<&[u32]>) -> Outcome {
+    strategy::run_from(p, judge, s, budget, 7, None, init)
+        .expect("feasible")
+        .0
+}
+
+#[test]
+fn lns_never_ends_worse_than_its_start_and_hands_out_valid_partitions() {
+    let mut rng = ChaCha8Rng::seed_from_u64(2025);
+    let (mut cases, mut optimal) = (0, 0);
+    for case in 0..120 {
+        let text = instance(&mut rng);
+        let p = problem(&text);
+        let model = CostModel::new(&p).unwrap();
+        let all = judged(&p, &model);
+        let Some(optimum) = all.iter().map(|x| x.1).reduce(f64::min) else {
+            continue;
+        };
+        // Any valid partition as the start, the worst more often than not.
+        let start = match rng.random_bool(0.5) {
+            true => all.iter().max_by(|a, b| a.1.total_cmp(&b.1)).unwrap(),
+            false => &all[rng.random_range(0..all.len())],
+        };
+        let (judge, seen) = checked_judge(&p);
+        let o = run(&p, &judge, &mut Lns, Budget::Samples(40), Some(&start.0));
+        let best = o
+            .best
+            .as_ref()
+            .unwrap_or_else(|| panic!("case {case}: no best\n{text}"));
+        let found = model.latency(&best.chips).unwrap();
+        assert!(
+            found <= start.1,
+            "case {case}: {found} worse than the start {}\n{text}",
+            start.1
+        );
+        assert!(found >= optimum, "case {case}\n{text}");
+        assert!(!seen.lock().unwrap().is_empty());
+        if let Some(b) = o.proven_bound_s {
+            assert!(
+                b <= optimum,
+                "case {case}: bound {b} above the optimum {optimum}\n{text}"
+            );
+        }
+        cases += 1;
+        optimal += usize::from(1.0 / found == 1.0 / optimum);
+    }
+    assert!(cases >= 60, "{cases} cases");
+    assert!(
+        optimal * 10 >= cases * 9,
+        "lns reached the optimum in {optimal} of {cases} cases"
+    );
+}
+
+#[test]
+fn auto_claims_no_bound_above_the_optimum() {
+    let mut rng = ChaCha8Rng::seed_from_u64(77);
+    let (mut cases, mut proved) = (0, 0);
+    for case in 0..100 {
+        let text = instance(&mut rng);
+        let p = problem(&text);
+        let model = CostModel::new(&p).unwrap();
+        let all = judged(&p, &model);
+        let Some(optimum) = all.iter().map(|x| x.1).reduce(f64::min) else {
+            continue;
+        };
+        // Both paths: turns under samples, the race under a (short) time.
+        let budget = match case % 4 {
+            0 => Budget::Seconds(0.3),
+            _ => Budget::Samples(60),
+        };
+        let (judge, _) = checked_judge(&p);
+        let o = run(&p, &judge, &mut Auto, budget, None);
+        let best = o
+            .best
+            .as_ref()
+            .unwrap_or_else(|| panic!("case {case}: no best\n{text}"));
+        let found = model.latency(&best.chips).unwrap();
+        assert!(found >= optimum, "case {case}\n{text}");
+        let bound = o.proven_bound_s.expect("at least the structural bound");
+        assert!(
+            bound <= optimum,
+            "case {case}: bound {bound} above the optimum {optimum}\n{text}"
+        );
+        cases += 1;
+        proved += usize::from(bound == found);
+    }
+    assert!(cases >= 50, "{cases} cases");
+    assert!(proved * 10 >= cases * 8, "auto proved {proved} of {cases} optima");
+}
+
+#[test]
+fn solve_reports_the_portfolio_with_its_proven_bound() {
+    let dir = common::scratch("cli-solve-auto");
+    let out = dir.join("p.json");
+    let o = common::mcmpart(&[
+        "solve",
+        "examples/quickstart.mcm",
+        "--time",
+        "3",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = common::text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    let v = common::json(&o);
+    // The portfolio is the default under a time budget.
+    assert_eq!(v["strategy"], "auto");
+    let latency = v["latency_s"].as_f64().expect("latency_s");
+    let bound = v["proven_bound_latency_s"].as_f64().expect("proven_bound_latency_s");
+    assert!(bound > 0.0 && bound <= latency * (1.0 + 1e-9), "{bound} {latency}");
+    assert_eq!(
+        v["proven_optimal"].as_bool(),
+        Some((latency - bound).abs() <= 1e-9 * latency)
+    );
+    assert!((v["throughput"].as_f64().unwrap() * latency - 1.0).abs() < 1e-9);
+    // What it wrote passes verify.
+    let verify = common::mcmpart(&[
+        "verify",
+        "examples/quickstart.mcm",
+        "--partition",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(verify.status.code(), Some(0), "{:?}", common::text(&verify));
+    // Without --time, dp stays the default.
+    let o = common::mcmpart(&[
+        "solve",
+        "examples/quickstart.mcm",
+        "--budget",
+        "5",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(common::json(&o)["strategy"], "dp");
+}

@@ -1,6 +1,7 @@
 //! `auto`: the portfolio. A first incumbent from the heuristics (the given
 //! start, greedy's fill, dp's best cuts: all of them under a sample
-//! budget), then `lns` (windows around the
+//! budget) and the shipped learned policy (zero-shot proposals around it,
+//! [`super::rl::policy_offers`]), then `lns` (windows around the
 //! bottleneck under a target below the incumbent) and `exact` (bisection of
 //! the whole problem between the proven bound and the incumbent) share the
 //! budget, each on its own SAT worker ([`super::sat_worker`]): every
@@ -34,6 +35,10 @@ use std::time::{Duration, Instant};
 const BISECT_ABOVE: f64 = 1.02;
 
 pub struct Auto;
+
+/// The learned policy's proposals around the first incumbent (its likeliest
+/// placement, then draws of moves), before `lns` and `exact` take over.
+const POLICY_DRAWS: usize = 8;
 
 /// The shared incumbent and bound, and what each worker was asked.
 struct Portfolio {
@@ -206,6 +211,9 @@ impl Strategy for Auto {
         // as settling a cut can take seconds on large graphs.
         let cuts = if search.timed() { DP_CUTS } else { usize::MAX };
         incumbent::first(search, &model, &mut best, cuts)?;
+        if best.found() {
+            super::rl::policy_offers(search, &model, &mut best, POLICY_DRAWS)?;
+        }
         let lb = structural(&cost);
         search.prove(lb);
         let exact = Worker::start(problem, model.clone());

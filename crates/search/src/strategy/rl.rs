@@ -349,6 +349,55 @@ impl Strategy for Rl {
     }
 }
 
+/// The shipped policy's turn in a portfolio (`auto`): its likeliest
+/// placement and `draws - 1` draws of moves around the incumbent, each made
+/// valid by FIX and judged (one sample each), a faster one becoming the
+/// incumbent. Zero-shot: no update. Without a loadable checkpoint (a source
+/// tree without `models/`) the portfolio goes on without it.
+pub(super) fn policy_offers(
+    search: &mut Search,
+    model: &mcm_core::latency::LatencyModel,
+    best: &mut super::incumbent::Incumbent,
+    draws: usize,
+) -> Result<(), Infeasible> {
+    let Ok(policy) = load_stem(Path::new(SHIPPED), &Device::Cpu) else {
+        return Ok(());
+    };
+    let p = search.problem;
+    let anchor = best.chips.clone();
+    let Ok(probs) = policy
+        .features(&p.graph, &p.package)
+        .and_then(|f| policy.act(&f, Some(&anchor)))
+    else {
+        return Ok(());
+    };
+    let style = Style {
+        mode: Correction::Fix,
+        draw: Draw::Moves(DEFAULT_MOVES),
+    };
+    for i in 0..draws {
+        if search.done() {
+            break;
+        }
+        let prop = if i == 0 {
+            propose_likeliest(
+                &probs.0,
+                Correction::Fix,
+                &mut search.solver,
+                &mut search.rng,
+                Some(&anchor),
+            )?
+        } else {
+            propose(&probs.0, style, &mut search.solver, &mut search.rng, Some(&anchor))?
+        };
+        // A draw FIX gave up on is the anchor merged: nothing new to judge.
+        if !prop.fell_back {
+            best.offer(search, model, prop.chips);
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Rl, RlOptions, Score};

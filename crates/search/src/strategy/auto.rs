@@ -23,10 +23,9 @@
 use super::incumbent::{self, structural, Incumbent, DP_CUTS};
 use super::lns::{seek_any, Learned, Neighbourhood, Question, FREE_CAP, STALE_SWEEPS};
 use super::sat_worker::{below, Ask, Poll, Worker};
-use super::{greedy_start, settle_full, Search, Strategy};
-use crate::cost::CostModel;
+use super::{Search, Strategy};
 use mcm_core::latency::LatencyModel;
-use mcm_solver::{Infeasible, Order};
+use mcm_solver::Infeasible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -195,15 +194,10 @@ impl Strategy for Auto {
     }
 
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
-        search.order = Order::Topological;
-        let problem = search.problem;
-        let Ok(cost) = CostModel::new(problem) else {
-            // Without the analytical model there is no target to ask for.
-            let allowed = search.allowed();
-            let chips = settle_full(search, &greedy_start(problem, &allowed))?;
-            search.submit_one(chips);
+        let Some(cost) = incumbent::model_or_greedy(search)? else {
             return Ok(());
         };
+        let problem = search.problem;
         let model = cost.core().clone();
         let mut best = Incumbent::none();
         // Under a sample budget every dp cut (at most one per chip), so the

@@ -53,6 +53,24 @@ impl Incumbent {
     }
 }
 
+/// What the target-driven searches start from: the analytical model, after
+/// setting FIX's order to topological (their partitions are the solver's
+/// answers, not draws). Without the model there is no target to ask for:
+/// greedy's partition, judged, is all there is, and `None` says so.
+pub(super) fn model_or_greedy(search: &mut Search) -> Result<Option<CostModel>, Infeasible> {
+    search.order = mcm_solver::Order::Topological;
+    let problem = search.problem;
+    match CostModel::new(problem) {
+        Ok(cost) => Ok(Some(cost)),
+        Err(_) => {
+            let allowed = search.allowed();
+            let chips = settle_full(search, &greedy_start(problem, &allowed))?;
+            search.submit_one(chips);
+            Ok(None)
+        }
+    }
+}
+
 /// The first incumbent: the given start, greedy's fill, dp's `cuts` best
 /// cuts, each settled under every rule and judged (one sample each) while
 /// the budget lasts. `Err` only when the problem has no valid partition.

@@ -28,10 +28,9 @@
 
 use super::incumbent::{self, structural, Incumbent, DP_CUTS};
 use super::sat_worker::{below, Ask, Worker};
-use super::{greedy_start, settle_full, Search, Strategy};
-use crate::cost::CostModel;
+use super::{Search, Strategy};
 use mcm_core::latency::LatencyModel;
-use mcm_solver::{Infeasible, Order};
+use mcm_solver::Infeasible;
 use rand::Rng;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -259,15 +258,10 @@ impl Strategy for Lns {
     }
 
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
-        search.order = Order::Topological;
-        let problem = search.problem;
-        let Ok(cost) = CostModel::new(problem) else {
-            // Without the analytical model there is no target to ask for.
-            let allowed = search.allowed();
-            let chips = settle_full(search, &greedy_start(problem, &allowed))?;
-            search.submit_one(chips);
+        let Some(cost) = incumbent::model_or_greedy(search)? else {
             return Ok(());
         };
+        let problem = search.problem;
         let model = cost.core().clone();
         let mut best = Incumbent::none();
         incumbent::first(search, &model, &mut best, DP_CUTS)?;

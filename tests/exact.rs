@@ -14,7 +14,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 /// Every partition valid under the rules and at evaluation, with its latency.
-fn judged(p: &Problem, judge: &Judge, model: &CostModel) -> Vec<(Vec<u32>, f64)> {
+pub(crate) fn judged(p: &Problem, judge: &Judge, model: &CostModel) -> Vec<(Vec<u32>, f64)> {
     let mut out = Vec::new();
     exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
         if judge.evaluate(&pl.chips).throughput().is_some() {

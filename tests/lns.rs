@@ -9,7 +9,7 @@ use crate::bounds::{instance, problem};
 use crate::common;
 use mcmpart::cost::{Analytical, CostModel, Evaluate, Judge, Verdict};
 use mcmpart::problem::{Placement, Problem};
-use mcmpart::solver::{check, exhaustive};
+use mcmpart::solver::check;
 use mcmpart::strategy::{self, Auto, Budget, Lns, Outcome, Strategy};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -43,18 +43,11 @@ fn checked_judge(p: &Problem) -> (Judge, Arc<Mutex<Vec<Vec<u32>>>>) {
     (Judge::with(Box::new(inner), "checked".into(), 1), seen)
 }
 
-/// Every partition valid under the rules and at evaluation, with its latency.
+/// Every partition valid under the rules and at evaluation (the analytical
+/// judge), with its latency.
 fn judged(p: &Problem, model: &CostModel) -> Vec<(Vec<u32>, f64)> {
     let judge = Judge::with(Box::new(Analytical::new(p).unwrap()), "analytical".into(), 1);
-    let mut out = Vec::new();
-    exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
-        if judge.evaluate(&pl.chips).throughput().is_some() {
-            out.push((pl.chips.clone(), model.latency(&pl.chips).unwrap()));
-        }
-        true
-    })
-    .expect("small enough to enumerate");
-    out
+    crate::exact::judged(p, &judge, model)
 }
 
 fn run(p: &Problem, judge: &Judge, s: &mut dyn Strategy, budget: Budget, init: Option<&[u32]>) -> Outcome {

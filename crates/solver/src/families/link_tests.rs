@@ -227,11 +227,7 @@ fn link_sums_agree_with_enumeration_and_the_generic_path() {
         };
         let rs = [r];
         let c = p.num_chips() as u32;
-        let mut doms: Vec<Vec<u32>> = (0..n).map(|_| (0..c).collect()).collect();
-        for _ in 0..rng.random_range(0..=n) {
-            let u = rng.random_range(0..n) as usize;
-            doms[u] = vec![rng.random_range(0..c)];
-        }
+        let doms = super::tests::some_fixed(&mut rng, n, c, n);
         let valid = completions(&g, &p, &rs, &doms);
         let run = |b: crate::rules::Build| {
             let mut s = TestSolver::new(&g, &p);

@@ -136,6 +136,16 @@ fn incremental_propagation_matches_from_scratch() {
     assert!(failed > 0, "some decisions fail");
 }
 
+/// Full domains on `c` chips with up to `most` random nodes fixed.
+pub(super) fn some_fixed(rng: &mut impl Rng, n: u32, c: u32, most: u32) -> Vec<Vec<u32>> {
+    let mut doms: Vec<Vec<u32>> = (0..n).map(|_| (0..c).collect()).collect();
+    for _ in 0..rng.random_range(0..=most) {
+        let u = rng.random_range(0..n) as usize;
+        doms[u] = vec![rng.random_range(0..c)];
+    }
+    doms
+}
+
 /// Every valid completion of the decisions, by enumeration.
 pub(super) fn completions(
     g: &Graph,
@@ -199,11 +209,7 @@ fn families_agree_with_enumeration_and_the_generic_path() {
         // A count on its own constraint gets run bounds as well.
         let rs = [mixed(&g), rule(counts(n, 6, 2.0))];
         let c = p.num_chips() as u32;
-        let mut doms: Vec<Vec<u32>> = (0..n).map(|_| (0..c).collect()).collect();
-        for _ in 0..rng.random_range(0..=n) {
-            let u = rng.random_range(0..n) as usize;
-            doms[u] = vec![rng.random_range(0..c)];
-        }
+        let doms = some_fixed(&mut rng, n, c, n);
         let valid = completions(&g, &p, &rs, &doms);
         let run = |b: crate::rules::Build| {
             let mut s = TestSolver::new(&g, &p);
@@ -320,11 +326,7 @@ fn cone_bounds_keep_every_solution() {
         let c = p.num_chips() as u32;
         let cap = f64::from(rng.random_range(1..=3u32));
         let rs = [upward_edges(&g), rule(counts(n, c, cap))];
-        let mut doms: Vec<Vec<u32>> = (0..n).map(|_| (0..c).collect()).collect();
-        for _ in 0..rng.random_range(0..=2) {
-            let u = rng.random_range(0..n) as usize;
-            doms[u] = vec![rng.random_range(0..c)];
-        }
+        let doms = some_fixed(&mut rng, n, c, 2);
         let valid = completions(&g, &p, &rs, &doms);
         let run = |up: bool| {
             let mut s = TestSolver::new(&g, &p);

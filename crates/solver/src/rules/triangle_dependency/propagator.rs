@@ -55,6 +55,64 @@ fn or_into(acc: &mut [u64], other: &[u64]) {
     }
 }
 
+/// A set of nodes without the trail, for a propagator to visit a few
+/// instead of all: every open node with some property is in it (others may
+/// be); `stale` after a backtrack, when it must be rebuilt from the store.
+struct NodeList {
+    nodes: Vec<u32>,
+    member: Vec<bool>,
+    stale: bool,
+}
+
+impl NodeList {
+    fn new(n: usize) -> NodeList {
+        NodeList {
+            nodes: Vec::new(),
+            member: vec![false; n],
+            stale: true,
+        }
+    }
+
+    fn add(&mut self, v: u32) {
+        if !self.member[v as usize] {
+            self.member[v as usize] = true;
+            self.nodes.push(v);
+        }
+    }
+
+    /// The open neighbours of `x`.
+    fn add_open_neighbours(&mut self, x: u32, s: &Cx) {
+        let net = s.net();
+        for &v in net.pred[x as usize].iter().chain(&net.succ[x as usize]) {
+            if !s.is_fixed(v) {
+                self.add(v);
+            }
+        }
+    }
+
+    /// Fixed nodes leave: only a backtrack reopens them, and it rebuilds.
+    fn drop_fixed(&mut self, s: &Cx) {
+        let member = &mut self.member;
+        self.nodes.retain(|&v| {
+            let keep = !s.is_fixed(v);
+            member[v as usize] = keep;
+            keep
+        });
+    }
+
+    /// Exactly the open nodes with property `has`.
+    fn rebuild(&mut self, s: &Cx, has: impl Fn(u32) -> bool) {
+        self.nodes.iter().for_each(|&v| self.member[v as usize] = false);
+        self.nodes.clear();
+        for v in 0..s.n() as u32 {
+            if !s.is_fixed(v) && has(v) {
+                self.add(v);
+            }
+        }
+        self.stale = false;
+    }
+}
+
 /// No index, in `dense`.
 const NONE: u32 = u32::MAX;
 
@@ -98,8 +156,15 @@ pub struct Triangle {
     rows: Vec<u64>,
     /// The tails of arcs into b, at `cols[b * W..]`.
     cols: Vec<u64>,
-    /// Nodes whose ancestor (forward) or descendant set just gained a chip.
-    touched_back: Vec<u32>,
+    /// Open nodes whose ancestor and descendant sets are both non-empty
+    /// (the only ones `between` can confine), a superset kept without the
+    /// trail: nodes join as `spread` gives them their second set, and leave
+    /// once fixed; rebuilt from the cells after a backtrack, which can
+    /// reopen a node.
+    both: NodeList,
+    /// Open nodes next to a fixed one, kept the same way: the neighbours of
+    /// each node counted, and of each node this rule fixes.
+    front: NodeList,
     /// Cached: chips c that may head a new arc a -> c (row a), or tail a new
     /// arc c -> b (row b), under the current arcs; built on demand.
     heads_ok: std::cell::RefCell<RowCache>,
@@ -109,7 +174,6 @@ pub struct Triangle {
     anc: Vec<u32>,
     desc: Vec<u32>,
     stack: Vec<u32>,
-    touched: Vec<u32>,
     /// Scratch lists kept between calls: the arcs a change adds, the nodes
     /// it confines, and `extend`'s chips reaching / reached.
     fresh_arcs: Vec<(u32, u32)>,
@@ -148,14 +212,14 @@ impl Triangle {
             pairs: Vec::new(),
             rows: vec![0; c * s.words()],
             cols: vec![0; c * s.words()],
-            touched_back: Vec::new(),
+            both: NodeList::new(s.n()),
+            front: NodeList::new(s.n()),
             heads_ok: std::cell::RefCell::new(RowCache::new(c, s.words())),
             tails_ok: std::cell::RefCell::new(RowCache::new(c, s.words())),
             w: s.words(),
             anc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
             desc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
             stack: Vec::new(),
-            touched: Vec::new(),
             fresh_arcs: Vec::new(),
             look: Vec::new(),
             ext_from: Vec::new(),
@@ -175,30 +239,45 @@ impl Triangle {
     }
 
     /// Adds chip `c` to the ancestor (forward) or descendant (backward) sets
-    /// reachable from `x`, stopping where it is already known.
+    /// reachable from `x`, stopping where it is already known. An open node
+    /// that gains `c` and has a set on the other side joins `both`, and
+    /// `look` when that side holds `c` or a chip an arc joins to `c` (the
+    /// head of an arc from `c` forward, the tail of one into it backward):
+    /// only then can its confinement change.
     fn spread(&mut self, x: u32, c: u32, forward: bool, s: &mut Cx) {
-        let (word, bit) = ((c / 64) as usize, 1u64 << (c % 64));
+        let (w, word, bit) = (self.w, (c / 64) as usize, 1u64 << (c % 64));
         let net = s.net();
-        let next = if forward { &net.succ } else { &net.pred };
+        let (next, mine, other, arcs) = if forward {
+            (&net.succ, &self.anc, &self.desc, &self.rows)
+        } else {
+            (&net.pred, &self.desc, &self.anc, &self.cols)
+        };
+        let row = &arcs[c as usize * w..(c as usize + 1) * w];
         self.stack.clear();
         self.stack.extend(next[x as usize].iter().copied());
         while let Some(v) = self.stack.pop() {
-            let cell = if forward {
-                self.anc[v as usize * self.w + word]
-            } else {
-                self.desc[v as usize * self.w + word]
-            };
+            let cell = mine[v as usize * w + word];
             let cur = s.cell(cell) as u64;
             if cur & bit != 0 {
                 continue;
             }
             s.set_cell(cell, (cur | bit) as i64);
-            if forward {
-                self.touched.push(v);
-            } else {
-                self.touched_back.push(v);
-            }
             self.stack.extend(next[v as usize].iter().copied());
+            if s.is_fixed(v) {
+                continue;
+            }
+            let (mut any, mut meets) = (0u64, false);
+            for (k, &r) in row.iter().enumerate() {
+                let o = s.cell(other[v as usize * w + k]) as u64;
+                any |= o;
+                meets |= o & (r | if k == word { bit } else { 0 }) != 0;
+            }
+            if any != 0 {
+                self.both.add(v);
+                if meets {
+                    self.look.push(v);
+                }
+            }
         }
     }
 
@@ -458,6 +537,9 @@ impl Triangle {
         let r = self.prune_with(v, &mut pc, &mut sc, s);
         self.pc = pc;
         self.sc = sc;
+        if s.is_fixed(v) {
+            self.front.add_open_neighbours(v, s);
+        }
         r
     }
 
@@ -506,18 +588,26 @@ impl Triangle {
         Ok(())
     }
 
-    /// Prunes every open node next to a fixed one.
+    /// Prunes every open node next to a fixed one, in node order.
     fn prune_next_to_fixed(&mut self, s: &mut Cx) -> Result<(), Fail> {
         let net = s.net();
-        for v in 0..s.n() as u32 {
-            if !s.is_fixed(v)
-                && (net.pred[v as usize].iter().any(|&p| s.is_fixed(p))
-                    || net.succ[v as usize].iter().any(|&w| s.is_fixed(w)))
-            {
-                self.prune(v, s)?;
-            }
+        if self.front.stale {
+            self.front.rebuild(s, |v| {
+                net.pred[v as usize].iter().any(|&p| s.is_fixed(p))
+                    || net.succ[v as usize].iter().any(|&w| s.is_fixed(w))
+            });
         }
-        Ok(())
+        self.front.drop_fixed(s);
+        let mut front = std::mem::take(&mut self.front.nodes);
+        front.sort_unstable();
+        let r = front.iter().try_for_each(|&v| match s.is_fixed(v) {
+            true => Ok(()),
+            false => self.prune(v, s),
+        });
+        // Nodes `prune` fixed joined `front` meanwhile.
+        let joined = std::mem::replace(&mut self.front.nodes, front);
+        self.front.nodes.extend(joined);
+        r
     }
 
     /// Intersects `allowed` with the chips c for which an arc a -> c is
@@ -619,43 +709,30 @@ impl Propagator for Triangle {
             self.fresh = false;
         }
         self.refresh(s);
-        self.touched.clear();
-        self.touched_back.clear();
+        self.front.add_open_neighbours(x, s);
+        self.look.clear();
         self.spread(x, cx, true, s);
         self.spread(x, cx, false, s);
-        let has = |cells: &[u32], v: u32, chip: u32| -> bool {
-            let cell = cells[v as usize * self.w + (chip / 64) as usize];
-            (s.cell(cell) as u64) >> (chip % 64) & 1 == 1
-        };
-        // A node whose ancestors gained cx needs a look only if one of its
-        // descendant chips is cx or the head of an arc from cx (and the
-        // mirror image for descendants).
-        let meets = |cells: &[u32], v: u32, row: &[u64], chip: u32| -> bool {
-            has(cells, v, chip) || (0..self.w).any(|k| s.cell(cells[v as usize * self.w + k]) as u64 & row[k] != 0)
-        };
-        let cxu = cx as usize;
         let mut look = std::mem::take(&mut self.look);
-        look.clear();
-        look.extend(
-            self.touched
-                .iter()
-                .copied()
-                .filter(|&v| meets(&self.desc, v, &self.rows[cxu * self.w..(cxu + 1) * self.w], cx))
-                .chain(
-                    self.touched_back
-                        .iter()
-                        .copied()
-                        .filter(|&v| meets(&self.anc, v, &self.cols[cxu * self.w..(cxu + 1) * self.w], cx)),
-                ),
-        );
         if new_arc {
             // Every node between the ends of a new arc may be affected.
-            look.extend((0..s.n() as u32).filter(|&v| {
-                !s.is_fixed(v)
-                    && fresh_arcs
-                        .iter()
-                        .any(|&(a, b)| has(&self.anc, v, a) && has(&self.desc, v, b))
+            let has = |cells: &[u32], v: u32, chip: u32| -> bool {
+                let cell = cells[v as usize * self.w + (chip / 64) as usize];
+                (s.cell(cell) as u64) >> (chip % 64) & 1 == 1
+            };
+            if self.both.stale {
+                let (anc, desc, w) = (&self.anc, &self.desc, self.w);
+                let set = |cells: &[u32], v: u32| (0..w).any(|k| s.cell(cells[v as usize * w + k]) != 0);
+                self.both.rebuild(s, |v| set(anc, v) && set(desc, v));
+            }
+            self.both.drop_fixed(s);
+            let from = look.len();
+            look.extend(self.both.nodes.iter().copied().filter(|&v| {
+                fresh_arcs
+                    .iter()
+                    .any(|&(a, b)| has(&self.anc, v, a) && has(&self.desc, v, b))
             }));
+            look[from..].sort_unstable();
         }
         let confined = look.iter().try_for_each(|&v| self.between(v, s));
         self.look = look;
@@ -706,8 +783,9 @@ impl Propagator for Triangle {
                 self.spread(x, cx, false, s);
             }
         }
-        self.touched.clear();
-        self.touched_back.clear();
+        self.look.clear();
+        self.both.stale = true;
+        self.front.stale = true;
         self.fresh = false;
         self.refresh(s);
         self.check_all(s)?;
@@ -724,5 +802,7 @@ impl Propagator for Triangle {
     fn on_backtrack(&mut self) {
         self.fresh = false;
         self.arcs_stale = true;
+        self.both.stale = true;
+        self.front.stale = true;
     }
 }

@@ -45,6 +45,30 @@ fn a_shortcut_fails_when_it_is_made() {
     assert!(s.propagate().is_err());
 }
 
+#[test]
+fn a_node_far_from_a_new_arc_is_confined_by_it() {
+    // x1 -> x2; p -> u -> v -> w -> q; r -> t.
+    let g = graph(&[0; 9], &[(0, 1), (2, 3), (3, 4), (4, 5), (5, 6), (7, 8)]);
+    let p = ring(&[9; 4]);
+    let rule = native("triangle_dependency");
+    let mut s = TestSolver::new(&g, &p);
+    s.post(Triangle::build, &rule).unwrap();
+    // A first arc, 0 -> 1, then v between chips 0 and 2 with no arc
+    // between them: v may go anywhere.
+    for (x, chip) in [(0, 0), (1, 1), (2, 0), (6, 2)] {
+        s.set(x, &[chip]).unwrap();
+        s.propagate().unwrap();
+    }
+    s.assert_dom(4, &[0, 1, 2, 3]);
+    // The arc 0 -> 2 appears elsewhere: v, next to no fixed node, may
+    // only join one of its ends.
+    for (x, chip) in [(7, 0), (8, 2)] {
+        s.set(x, &[chip]).unwrap();
+        s.propagate().unwrap();
+    }
+    s.assert_dom(4, &[0, 2]);
+}
+
 /// Weights w1 and w2 feed s and t, and s feeds t.
 fn two_weights() -> mcm_core::graph::Graph {
     graph(&[1, 1, 0, 0], &[(0, 2), (1, 3), (2, 3)])

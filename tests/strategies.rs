@@ -864,6 +864,63 @@ fn dp_finds_a_valid_partition_under_a_unary_restriction() {
     }
 }
 
+/// A count a chip that spreads a chain with a weight per operation: the
+/// cone bounds let every weight start at chip 0, and the domain-aware order
+/// sorted all of them first, so that dp gave chips to weights alone. A
+/// weight now sorts with its consumer, and dp reaches the optimum
+/// exhaustive search finds.
+#[test]
+fn dp_keeps_weights_with_their_consumers_under_a_count() {
+    let mut nodes = String::from("  x { flops = 1 MFLOP, output_bytes = 1 KiB }\n");
+    let mut edges = String::from("  x -> c1\n");
+    for i in 1..=4 {
+        nodes += &format!("  w{i} {{ params = 1 KiB, output_bytes = 1 KiB }}\n");
+        nodes += &format!("  c{i} {{ flops = {} MFLOP, output_bytes = 1 KiB }}\n", 10 + i);
+        edges += &format!("  w{i} -> c{i}\n");
+        if i < 4 {
+            edges += &format!("  c{i} -> c{}\n", i + 1);
+        }
+    }
+    let text = format!(
+        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
+         use std::topologies::ring\n\
+         let t = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{\n{nodes}{edges}}}\n\
+         constraint at_most(k: int) {{ forall d in chips: count(u in nodes where chip(u) == d) <= k }}\n\
+         partition g onto t {{\n  require acyclic_flow, no_skip, triangle_dependency, memory_capacity, at_most(4)\n  maximize throughput\n}}\n"
+    );
+    let compiled = common::compile(&text);
+    assert!(
+        compiled.ok(),
+        "{}",
+        mcmpart::diag::render_text(&compiled.program.sources, &compiled.diags)
+    );
+    let p = compiled.problem(None).unwrap().clone();
+    let name = |u: u32| p.graph.placed_node(u).id.clone();
+    let mut solver = mcmpart::solver::Solver::new(&p, mcmpart::solver::Options::default()).unwrap();
+    let order: Vec<String> = strategy::Allowed::of(&mut solver)
+        .pipeline_order(&p)
+        .into_iter()
+        .map(name)
+        .collect();
+    let at = |n: &str| order.iter().position(|o| o == n).unwrap();
+    for i in 2..=4 {
+        assert!(at(&format!("w{i}")) > at(&format!("c{}", i - 1)), "{order:?}");
+    }
+    let j = judge(&p);
+    let mut best = 0.0f64;
+    mcmpart::solver::exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
+        if let Some(t) = j.evaluate(&pl.chips).throughput() {
+            best = best.max(t);
+        }
+        true
+    })
+    .expect("small enough to enumerate");
+    let o = run(&p, &j, "dp", Budget::Samples(20), 0).expect("feasible");
+    let found = o.best.expect("a valid partition").throughput;
+    assert!(found >= best * (1.0 - 1e-9), "dp {found} against the optimum {best}");
+}
+
 /// A package whose fast chip comes after three slow ones, under `no_skip`:
 /// contiguous stages put a convolution on a slow die; dp also cuts with a
 /// weight alone on each slow die and the whole chain on the fast one, and

@@ -72,10 +72,36 @@ impl Allowed {
     /// may take, so that a contiguous cut can give each chip what it allows:
     /// under `acyclic_flow` propagation keeps that chip non-decreasing along
     /// edges, so the order stays topological; with every chip allowed it is
-    /// the pipeline order itself.
+    /// the pipeline order itself. A weight (a node with parameters and no
+    /// inputs) is sorted by its first consumer's first chip instead, within
+    /// its own domain: bounds that spread the graph (a count a chip under
+    /// `acyclic_flow`) let every weight start at the lowest chips, and sorted
+    /// there they all came first, so that dp's cuts gave whole chips to
+    /// weights and piled the operations on a few (BERT-large under
+    /// `all_user_rules.mcm`: one cut, of 3 ms). Sorting a source no later
+    /// than its consumers keeps the order topological.
     pub fn pipeline_order(&self, problem: &Problem) -> Vec<u32> {
-        let mut order = problem.graph.pipeline_order();
-        order.sort_by_cached_key(|&u| self.next_from(u, 0).unwrap_or(self.chips));
+        let g = &problem.graph;
+        let first = |u: u32| self.next_from(u, 0).unwrap_or(self.chips);
+        let mut key: Vec<usize> = (0..g.num_placed() as u32).map(first).collect();
+        let mut consumers: Vec<Option<usize>> = vec![None; key.len()];
+        let mut has_input = vec![false; key.len()];
+        for e in g.placed_edges() {
+            has_input[e.dst as usize] = true;
+            let k = &mut consumers[e.src as usize];
+            *k = Some(k.map_or(key[e.dst as usize], |k| k.min(key[e.dst as usize])));
+        }
+        for u in 0..key.len() {
+            if let (false, true, Some(k)) = (has_input[u], g.placed_node(u as u32).params > 0, consumers[u]) {
+                let last = (0..self.chips)
+                    .rev()
+                    .find(|&d| self.allows(u as u32, d))
+                    .unwrap_or(key[u]);
+                key[u] = k.clamp(key[u], last.max(key[u]));
+            }
+        }
+        let mut order = g.pipeline_order();
+        order.sort_by_key(|&u| key[u as usize]);
         order
     }
 

@@ -248,6 +248,7 @@ fn agrees_with_exhaustive_search_on_random_tiny_instances() {
                     &SatOptions {
                         memory_pairs: 0,
                         memory_counters: 0,
+                        count_counters: 0,
                         chip_flows: false,
                         ..SatOptions::default()
                     },
@@ -418,6 +419,36 @@ fn a_fractional_budget_is_counted_not_only_cut() {
     let st = o.stats();
     // Without the counter: 50 solves and 672 cuts.
     assert!(st.cuts == 0 && st.solves <= 2, "{st:?}");
+}
+
+#[test]
+fn a_count_is_counted_not_only_cut() {
+    // 16 nodes, at most 4 a chip on 4 chips: any 5 on a chip overflow, a
+    // cut each when left to lazy cuts; the count's own counter (its budget
+    // apart from memory's) leaves none to cut.
+    let nodes: String = (0..16).map(|i| format!("  n{i}\n")).collect();
+    let p = compile(&format!(
+        "{}constraint at_most(k: int) {{ forall d in chips: count(u in nodes where chip(u) == d) <= k }}\n\
+         let t = ring(n = 4, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{\n{nodes}}}\n\
+         partition g onto t {{ require at_most(4) }}\n",
+        common::HEADER
+    ));
+    let stats = |opts: &SatOptions| {
+        let mut o = SatOracle::with_options(&p, opts);
+        let SatAnswer::Sat(pl) = o.solve(&p, &[]) else {
+            panic!("four a chip fit")
+        };
+        assert!(mcmpart::solver::check(&p.graph, &p.package, &p.constraints, &pl).is_empty());
+        o.stats()
+    };
+    let counted = stats(&SatOptions::default());
+    assert!(counted.cuts == 0 && counted.solves <= 2, "{counted:?}");
+    let cut = stats(&SatOptions {
+        count_counters: 0,
+        ..SatOptions::default()
+    });
+    assert!(cut.cuts > 0, "{cut:?}");
 }
 
 #[test]

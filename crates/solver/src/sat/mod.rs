@@ -83,6 +83,11 @@ pub struct SatOptions {
     pub memory_pairs: usize,
     /// At most this many clauses and variables for the eager memory counters in all.
     pub memory_counters: usize,
+    /// The same for counts (sums whose items all weigh the same, such as
+    /// `count(u in nodes where chip(u) == d) <= k`), counted apart: their
+    /// counter is exact and O(items x k), and lazy cuts alone cannot settle
+    /// them (any k + 1 nodes overflow a chip, each set a cut of its own).
+    pub count_counters: usize,
     /// Chip-level arc and walk variables for `triangle_dependency`; without
     /// them its violations are excluded by lazy cuts only.
     pub chip_flows: bool,
@@ -103,6 +108,7 @@ impl Default for SatOptions {
             table_limit: 4096,
             memory_pairs: 100_000,
             memory_counters: 1_000_000,
+            count_counters: 6_000_000,
             chip_flows: true,
             arc_budget: 3_000_000,
             greedy_start: true,

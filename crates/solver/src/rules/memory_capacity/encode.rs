@@ -16,8 +16,9 @@ pub(crate) struct MemoryEncoding {
     mem: Vec<MemInst>,
     /// Eager pair clauses left.
     pair_budget: usize,
-    /// Clauses and variables spent on counters so far.
+    /// Clauses and variables spent on counters so far (counts apart).
     counter_used: usize,
+    count_used: usize,
 }
 
 impl MemoryEncoding {
@@ -26,6 +27,7 @@ impl MemoryEncoding {
             mem: Vec::new(),
             pair_budget: opts.memory_pairs,
             counter_used: 0,
+            count_used: 0,
         })
     }
 }
@@ -37,9 +39,12 @@ impl RuleEncoding for MemoryEncoding {
             return false;
         };
         memory_eager(enc.m, enc.solver, &mi, &mut self.pair_budget);
-        let share = enc.opts.memory_counters / c.max(1);
-        let left = enc.opts.memory_counters - self.counter_used;
-        self.counter_used += memory_counter(enc.m, enc.solver, &mi, share.min(left));
+        let (total, used) = match mi.items.first() {
+            Some(&(_, _, w)) if mi.items.iter().all(|it| it.2 == w) => (enc.opts.count_counters, &mut self.count_used),
+            _ => (enc.opts.memory_counters, &mut self.counter_used),
+        };
+        let share = total / c.max(1);
+        *used += memory_counter(enc.m, enc.solver, &mi, share.min(total - *used));
         self.mem.push(mi);
         true
     }

@@ -864,6 +864,19 @@ fn dp_finds_a_valid_partition_under_a_unary_restriction() {
     }
 }
 
+/// The highest throughput of any valid partition, by enumeration.
+fn best_by_enumeration(p: &Problem, j: &Judge) -> f64 {
+    let mut best = 0.0f64;
+    mcmpart::solver::exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
+        if let Some(t) = j.evaluate(&pl.chips).throughput() {
+            best = best.max(t);
+        }
+        true
+    })
+    .expect("small enough to enumerate");
+    best
+}
+
 /// A count a chip that spreads a chain with a weight per operation: the
 /// cone bounds let every weight start at chip 0, and the domain-aware order
 /// sorted all of them first, so that dp gave chips to weights alone. A
@@ -908,14 +921,7 @@ fn dp_keeps_weights_with_their_consumers_under_a_count() {
         assert!(at(&format!("w{i}")) > at(&format!("c{}", i - 1)), "{order:?}");
     }
     let j = judge(&p);
-    let mut best = 0.0f64;
-    mcmpart::solver::exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
-        if let Some(t) = j.evaluate(&pl.chips).throughput() {
-            best = best.max(t);
-        }
-        true
-    })
-    .expect("small enough to enumerate");
+    let best = best_by_enumeration(&p, &j);
     let o = run(&p, &j, "dp", Budget::Samples(20), 0).expect("feasible");
     let found = o.best.expect("a valid partition").throughput;
     assert!(found >= best * (1.0 - 1e-9), "dp {found} against the optimum {best}");
@@ -952,14 +958,7 @@ fn dp_uses_a_fast_chip_that_comes_last() {
     );
     let p = compiled.problem(None).unwrap().clone();
     let j = judge(&p);
-    let mut best = 0.0f64;
-    mcmpart::solver::exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
-        if let Some(t) = j.evaluate(&pl.chips).throughput() {
-            best = best.max(t);
-        }
-        true
-    })
-    .expect("small enough to enumerate");
+    let best = best_by_enumeration(&p, &j);
     // The stdlib-shaped cuts alone stay far below it.
     let plain = strategy::pipeline_cuts(&p, &p.graph.pipeline_order());
     let plain_best = plain

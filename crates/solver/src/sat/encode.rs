@@ -69,6 +69,30 @@ impl Model {
         solver.add_clause(clause);
     }
 
+    /// One item of a weighted sequential counter: given `prev[j - 1]`
+    /// ("the items before weigh at least j units", for j up to `prev.len()`),
+    /// the same register with item `x` of `w` units added, capped at `cap`
+    /// units. Only that direction is stated, which is what an upper bound
+    /// on the total needs. Shared by the resource counters and the latency
+    /// target's.
+    pub(crate) fn counter_step(&mut self, solver: &mut Solver, prev: &[Lit], x: Lit, w: usize, cap: usize) -> Vec<Lit> {
+        let top = (prev.len() + w).min(cap);
+        let mut next = Vec::with_capacity(top);
+        for j in 1..=top {
+            let r = self.new_lit(solver);
+            if j <= prev.len() {
+                self.add(solver, &[!prev[j - 1], r]);
+            }
+            if j <= w {
+                self.add(solver, &[!x, r]);
+            } else if j - w <= prev.len() {
+                self.add(solver, &[!x, !prev[j - w - 1], r]);
+            }
+            next.push(r);
+        }
+        next
+    }
+
     /// Adds a clause that no constraint guards (definitions of auxiliary variables).
     pub fn add_plain(&mut self, solver: &mut Solver, clause: &[Lit]) {
         self.add(solver, clause);

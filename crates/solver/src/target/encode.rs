@@ -477,21 +477,7 @@ fn counter_cost(items: &[(Lit, usize)], cap: usize) -> usize {
 fn sequential(m: &mut Model, solver: &mut Solver<'static>, items: Vec<(Lit, usize)>, cap: usize) -> Vec<Lit> {
     let mut prev: Vec<Lit> = Vec::new();
     for (x, w) in items {
-        let top = (prev.len() + w).min(cap);
-        let mut next = Vec::with_capacity(top);
-        for j in 1..=top {
-            let r = m.new_lit(solver);
-            if j <= prev.len() {
-                m.add(solver, &[!prev[j - 1], r]);
-            }
-            if j <= w {
-                m.add(solver, &[!x, r]);
-            } else if j - w <= prev.len() {
-                m.add(solver, &[!x, !prev[j - w - 1], r]);
-            }
-            next.push(r);
-        }
-        prev = next;
+        prev = m.counter_step(solver, &prev, x, w, cap);
     }
     prev
 }

@@ -249,21 +249,7 @@ fn memory_counter(m: &mut Model, solver: &mut Solver, mi: &MemInst, budget: usiz
             if i + 1 == items.len() {
                 break;
             }
-            let top = (prev.len() + w).min(k);
-            let mut next: Vec<Lit> = Vec::with_capacity(top);
-            for j in 1..=top {
-                let r = m.new_lit(solver);
-                if j <= prev.len() {
-                    m.add(solver, &[!prev[j - 1], r]);
-                }
-                if j <= w {
-                    m.add(solver, &[!x, r]);
-                } else if j - w <= prev.len() {
-                    m.add(solver, &[!x, !prev[j - w - 1], r]);
-                }
-                next.push(r);
-            }
-            prev = next;
+            prev = m.counter_step(solver, &prev, x, w, k);
         }
         return cost;
     }

@@ -12,6 +12,11 @@
 //! go to a or b: anywhere else the walk a ~> v ~> b is a second, longer path
 //! (or a cycle when a == b). This stops random-order search from filling
 //! the inside of a residual block with chips that doom it.
+//!
+//! A change visits few nodes: the ones a spread reaches are judged as it
+//! goes, and two lists without the trail ([`NodeList`]: open nodes with both
+//! sets, open nodes next to a fixed one) stand for the scans of every node
+//! that each new arc used to make (a third of FIX on GPT-2 XL, 256 chips).
 
 use super::shared_tail::SharedTails;
 use crate::domain::{bits, set_bit};

@@ -168,7 +168,11 @@ pub struct Triangle {
     /// reopen a node.
     both: NodeList,
     /// Open nodes next to a fixed one, kept the same way: the neighbours of
-    /// each node counted, and of each node this rule fixes.
+    /// each node counted, and of each node `prune` fixes. A node fixed
+    /// elsewhere (by `between`, another rule or a decision) adds its
+    /// neighbours when its own event comes, so pruning next to it may come
+    /// a little later than a scan of every node would: the same fixpoint,
+    /// and a failure sometimes blamed on another rule.
     front: NodeList,
     /// Cached: chips c that may head a new arc a -> c (row a), or tail a new
     /// arc c -> b (row b), under the current arcs; built on demand.

@@ -20,7 +20,7 @@
 //! asked: `exact` only on problems that small (the whole problem within
 //! the cap), as `lns` grows no window past it.
 
-use super::incumbent::{self, structural, Incumbent, DP_CUTS};
+use super::incumbent::{self, Incumbent, Start, DP_CUTS};
 use super::lns::{seek_any, Learned, Neighbourhood, Question, FREE_CAP, STALE_SWEEPS};
 use super::sat_worker::{below, Ask, Poll, Worker};
 use super::{Search, Strategy};
@@ -194,21 +194,17 @@ impl Strategy for Auto {
     }
 
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
-        let Some(cost) = incumbent::model_or_greedy(search)? else {
-            return Ok(());
-        };
-        let problem = search.problem;
-        let model = cost.core().clone();
-        let mut best = Incumbent::none();
         // Under a sample budget every dp cut (at most one per chip), so the
         // portfolio holds dp's whole run; under a time budget the best few,
         // as settling a cut can take seconds on large graphs.
         let cuts = if search.timed() { DP_CUTS } else { usize::MAX };
-        incumbent::first(search, &model, &mut best, cuts)?;
+        let Some(Start { model, mut best, lb }) = incumbent::start(search, cuts)? else {
+            return Ok(());
+        };
+        let problem = search.problem;
         if best.found() {
             super::rl::policy_offers(search, &model, &mut best, POLICY_DRAWS)?;
         }
-        let lb = structural(&cost);
         search.prove(lb);
         let exact = Worker::start(problem, model.clone());
         if !best.found() {

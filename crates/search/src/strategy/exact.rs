@@ -16,7 +16,7 @@
 //! SAT calls run on a worker thread ([`super::sat_worker`]) that the search
 //! waits for while its budget lasts.
 
-use super::incumbent::{self, structural, Incumbent, DP_CUTS};
+use super::incumbent::{self, Start, DP_CUTS};
 use super::sat_worker::{below, Ask, Worker};
 use super::{Search, Strategy};
 use mcm_solver::Infeasible;
@@ -45,14 +45,15 @@ impl Strategy for Exact {
     }
 
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
-        let Some(cost) = incumbent::model_or_greedy(search)? else {
+        let Some(Start {
+            model,
+            mut best,
+            mut lb,
+        }) = incumbent::start(search, DP_CUTS)?
+        else {
             return Ok(());
         };
         let problem = search.problem;
-        let model = cost.core().clone();
-        let mut best = Incumbent::none();
-        incumbent::first(search, &model, &mut best, DP_CUTS)?;
-        let mut lb = structural(&cost);
         if search.done() {
             search.prove(lb);
             return Ok(());

@@ -7,13 +7,14 @@ use super::{greedy_start, settle_full, Search};
 use crate::cost::CostModel;
 use mcm_core::latency::LatencyModel;
 use mcm_solver::Infeasible;
+use std::sync::Arc;
 
 /// The relative rounding the structural bounds may carry.
 const ROUNDING: f64 = 1e-9;
 
 /// The proven structural bound, a hair low: the structural bounds sum flops
 /// in other orders than the model, so they are proven up to rounding.
-pub(super) fn structural(cost: &CostModel) -> f64 {
+fn structural(cost: &CostModel) -> f64 {
     cost.bound_latency() * (1.0 - ROUNDING)
 }
 
@@ -57,7 +58,7 @@ impl Incumbent {
 /// setting FIX's order to topological (their partitions are the solver's
 /// answers, not draws). Without the model there is no target to ask for:
 /// greedy's partition, judged, is all there is, and `None` says so.
-pub(super) fn model_or_greedy(search: &mut Search) -> Result<Option<CostModel>, Infeasible> {
+fn model_or_greedy(search: &mut Search) -> Result<Option<CostModel>, Infeasible> {
     search.order = mcm_solver::Order::Topological;
     let problem = search.problem;
     match CostModel::new(problem) {
@@ -71,15 +72,33 @@ pub(super) fn model_or_greedy(search: &mut Search) -> Result<Option<CostModel>, 
     }
 }
 
+/// Where the target-driven searches begin: the analytical model, the first
+/// incumbent ([`first`], with dp's `cuts` best cuts) and the proven
+/// structural bound; `None` when there is no model ([`model_or_greedy`]).
+pub(super) struct Start {
+    pub model: Arc<LatencyModel>,
+    pub best: Incumbent,
+    pub lb: f64,
+}
+
+pub(super) fn start(search: &mut Search, cuts: usize) -> Result<Option<Start>, Infeasible> {
+    let Some(cost) = model_or_greedy(search)? else {
+        return Ok(None);
+    };
+    let model = cost.core().clone();
+    let mut best = Incumbent::none();
+    first(search, &model, &mut best, cuts)?;
+    Ok(Some(Start {
+        lb: structural(&cost),
+        model,
+        best,
+    }))
+}
+
 /// The first incumbent: the given start, greedy's fill, dp's `cuts` best
 /// cuts, each settled under every rule and judged (one sample each) while
 /// the budget lasts. `Err` only when the problem has no valid partition.
-pub(super) fn first(
-    search: &mut Search,
-    model: &LatencyModel,
-    best: &mut Incumbent,
-    cuts: usize,
-) -> Result<(), Infeasible> {
+fn first(search: &mut Search, model: &LatencyModel, best: &mut Incumbent, cuts: usize) -> Result<(), Infeasible> {
     let problem = search.problem;
     if let Some(start) = search.start()? {
         best.offer(search, model, start);

@@ -26,7 +26,7 @@
 //! cannot be interrupted) lowers the cap, a sweep that finds nothing within
 //! it doubles it, and the sweeps go on until the time is spent.
 
-use super::incumbent::{self, structural, Incumbent, DP_CUTS};
+use super::incumbent::{self, Incumbent, Start, DP_CUTS};
 use super::sat_worker::{below, Ask, Worker};
 use super::{Search, Strategy};
 use mcm_core::latency::LatencyModel;
@@ -258,13 +258,15 @@ impl Strategy for Lns {
     }
 
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
-        let Some(cost) = incumbent::model_or_greedy(search)? else {
+        let Some(Start {
+            model,
+            mut best,
+            mut lb,
+        }) = incumbent::start(search, DP_CUTS)?
+        else {
             return Ok(());
         };
         let problem = search.problem;
-        let model = cost.core().clone();
-        let mut best = Incumbent::none();
-        incumbent::first(search, &model, &mut best, DP_CUTS)?;
         let sat = Worker::start(problem, model.clone());
         if !best.found() {
             // The heuristics' partitions all failed at evaluation: any
@@ -274,7 +276,6 @@ impl Strategy for Lns {
         if best.found() {
             sat.ask(Ask::Hint(best.chips.clone()));
         }
-        let mut lb = structural(&cost);
         let mut hood = Neighbourhood::new(model.clone(), search.timed());
         let trace = std::env::var_os("MCMPART_SAT_TRACE").is_some();
         while !search.done() && best.found() {

@@ -50,6 +50,32 @@ fn judged(p: &Problem, model: &CostModel) -> Vec<(Vec<u32>, f64)> {
     crate::exact::judged(p, &judge, model)
 }
 
+/// A tiny random problem (tests/bounds.rs's), every partition valid under
+/// its rules and at evaluation with its latency, and the optimum.
+struct Case {
+    text: String,
+    p: Problem,
+    model: CostModel,
+    all: Vec<(Vec<u32>, f64)>,
+    optimum: f64,
+}
+
+/// `None` when no partition of the drawn problem is valid.
+fn draw_case(rng: &mut ChaCha8Rng) -> Option<Case> {
+    let text = instance(rng);
+    let p = problem(&text);
+    let model = CostModel::new(&p).unwrap();
+    let all = judged(&p, &model);
+    let optimum = all.iter().map(|x| x.1).reduce(f64::min)?;
+    Some(Case {
+        text,
+        p,
+        model,
+        all,
+        optimum,
+    })
+}
+
 fn run(p: &Problem, judge: &Judge, s: &mut dyn Strategy, budget: Budget, init: Option<&[u32]>) -> Outcome {
     strategy::run_from(p, judge, s, budget, 7, None, init)
         .expect("feasible")
@@ -61,11 +87,14 @@ fn lns_never_ends_worse_than_its_start_and_hands_out_valid_partitions() {
     let mut rng = ChaCha8Rng::seed_from_u64(2025);
     let (mut cases, mut optimal) = (0, 0);
     for case in 0..120 {
-        let text = instance(&mut rng);
-        let p = problem(&text);
-        let model = CostModel::new(&p).unwrap();
-        let all = judged(&p, &model);
-        let Some(optimum) = all.iter().map(|x| x.1).reduce(f64::min) else {
+        let Some(Case {
+            text,
+            p,
+            model,
+            all,
+            optimum,
+        }) = draw_case(&mut rng)
+        else {
             continue;
         };
         // Any valid partition as the start, the worst more often than not.
@@ -108,11 +137,14 @@ fn auto_claims_no_bound_above_the_optimum() {
     let mut rng = ChaCha8Rng::seed_from_u64(77);
     let (mut cases, mut proved) = (0, 0);
     for case in 0..100 {
-        let text = instance(&mut rng);
-        let p = problem(&text);
-        let model = CostModel::new(&p).unwrap();
-        let all = judged(&p, &model);
-        let Some(optimum) = all.iter().map(|x| x.1).reduce(f64::min) else {
+        let Some(Case {
+            text,
+            p,
+            model,
+            optimum,
+            ..
+        }) = draw_case(&mut rng)
+        else {
             continue;
         };
         // Both paths: turns under samples, the race under a (short) time.

@@ -352,12 +352,7 @@ fn shipped_graph_problem(graph: &str, ring: &str) -> Problem {
          let g = graph(\"data/graphs/{graph}.json.gz\")\n\
          partition g onto t {{\n    require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n    maximize throughput\n}}\n"
     );
-    let compiled = common::compile(&text);
-    assert!(
-        compiled.ok(),
-        "{}",
-        mcmpart::diag::render_text(&compiled.program.sources, &compiled.diags)
-    );
+    let compiled = common::compile_ok(&text);
     compiled.problem(None).unwrap().clone()
 }
 
@@ -844,12 +839,7 @@ fn dp_finds_a_valid_partition_under_a_unary_restriction() {
                   out { flops = 5 MFLOP, output_bytes = 1 KiB }\n  x -> l1 -> l2 -> out\n}\n\
                 constraint no_weights_on_0() {\n  forall u in nodes where u.params > 0 B: chip(u) != 0\n}\n\
                 partition g onto t {\n  require acyclic_flow, no_weights_on_0\n  maximize throughput\n}\n";
-    let compiled = common::compile(text);
-    assert!(
-        compiled.ok(),
-        "{}",
-        mcmpart::diag::render_text(&compiled.program.sources, &compiled.diags)
-    );
+    let compiled = common::compile_ok(text);
     let p = compiled.problem(None).unwrap().clone();
     // The stdlib-shaped cuts all put `l1` on chip 0.
     let order = p.graph.pipeline_order();
@@ -902,12 +892,7 @@ fn dp_keeps_weights_with_their_consumers_under_a_count() {
          constraint at_most(k: int) {{ forall d in chips: count(u in nodes where chip(u) == d) <= k }}\n\
          partition g onto t {{\n  require acyclic_flow, no_skip, triangle_dependency, memory_capacity, at_most(4)\n  maximize throughput\n}}\n"
     );
-    let compiled = common::compile(&text);
-    assert!(
-        compiled.ok(),
-        "{}",
-        mcmpart::diag::render_text(&compiled.program.sources, &compiled.diags)
-    );
+    let compiled = common::compile_ok(&text);
     let p = compiled.problem(None).unwrap().clone();
     let name = |u: u32| p.graph.placed_node(u).id.clone();
     let mut solver = mcmpart::solver::Solver::new(&p, mcmpart::solver::Options::default()).unwrap();
@@ -950,12 +935,7 @@ fn dp_uses_a_fast_chip_that_comes_last() {
                   c3 { flops = 8 GFLOP, output_bytes = 1 MB }\n\
                   w1 -> c1 -> c2 -> c3\n  w2 -> c2\n  w3 -> c3\n}\n\
                 partition g onto t {\n  require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n  maximize throughput\n}\n";
-    let compiled = common::compile(text);
-    assert!(
-        compiled.ok(),
-        "{}",
-        mcmpart::diag::render_text(&compiled.program.sources, &compiled.diags)
-    );
+    let compiled = common::compile_ok(text);
     let p = compiled.problem(None).unwrap().clone();
     let j = judge(&p);
     let best = best_by_enumeration(&p, &j);

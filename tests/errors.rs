@@ -412,9 +412,10 @@ fn source_files_that_are_not_plain_utf8_text() {
     let (code, msg) = check("huge.mcm");
     assert_eq!(code, Some(1), "{msg}");
     assert_has(&msg, &["`huge.mcm` holds more than 256 MiB, the most this tool reads"]);
+    // A device is no source file (it would be read until the cap).
     let (code, msg) = check("/dev/zero");
     assert_eq!(code, Some(1), "{msg}");
-    assert_has(&msg, &["`/dev/zero` holds more than 256 MiB"]);
+    assert_has(&msg, &["`/dev/zero` is not a regular file"]);
 }
 
 /// Grounding counts each instance of a `forall` against the step limit, as
@@ -626,8 +627,9 @@ fn negative_capacities_and_rates_are_refused_at_the_package() {
 }
 
 /// Graph and partition files over the size limit are refused before they
-/// are read whole: a sparse file of a terabyte at once, `/dev/zero` after
-/// the limit (it used to be read until memory ran out).
+/// are read whole: a sparse file of a terabyte at once; a device such as
+/// `/dev/zero` is not read at all (it used to be read until memory ran
+/// out, and `/dev/stdin` made the language server read its own input).
 #[test]
 fn files_past_the_size_limit_are_refused_with_the_limit() {
     let dir = scratch("huge-files");
@@ -645,8 +647,17 @@ fn files_past_the_size_limit_are_refused_with_the_limit() {
             "test.mcm:1:9",
         ],
     );
-    let out = errors_in(&dir, "let g = graph(\"/dev/zero\")\n");
-    assert_has(&out, &["graph file `/dev/zero` holds more than 256 MiB"]);
+    for dev in ["/dev/zero", "/dev/stdin"] {
+        let out = errors_in(&dir, &format!("let g = graph(\"{dev}\")\n"));
+        assert_has(
+            &out,
+            &[
+                &format!("graph file `{dev}` is not a regular file"),
+                "test.mcm:1:9",
+                "devices and pipes are not read",
+            ],
+        );
+    }
     std::fs::write(dir.join("p.mcm"), format!("{HEADER}let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\npartition graph {{ a -> b }} onto t\n")).unwrap();
     for cmd in ["verify", "eval"] {
         let o = common::mcmpart_in(&dir, &[cmd, "p.mcm", "--partition", "huge.json"]);

@@ -4,88 +4,114 @@
 use crate::common;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
-struct Client {
+/// The longest the server may take to answer one request: a server that
+/// hangs fails the test instead of stalling it.
+pub(crate) const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+
+pub(crate) struct Client {
     child: Child,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    /// The server's messages, read on a thread (so that waiting for one can
+    /// time out); closed when the server closes its output.
+    messages: Receiver<Value>,
     next_id: i64,
 }
 
 impl Client {
-    fn start() -> Client {
+    /// The server, initialized with these client capabilities.
+    pub(crate) fn start_with(capabilities: Value) -> (Client, Value) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcmpart"))
             .arg("lsp")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::null())
             .spawn()
             .expect("start mcmpart lsp");
         let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, messages) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            while let Some(m) = read_message(&mut stdout) {
+                if tx.send(m).is_err() {
+                    break;
+                }
+            }
+        });
         let mut c = Client {
             child,
             stdin,
-            stdout,
+            messages,
             next_id: 1,
         };
         let init = c.request(
             "initialize",
-            json!({"processId": null, "rootUri": null, "capabilities": {}}),
+            json!({"processId": null, "rootUri": null, "capabilities": capabilities}),
         );
-        assert_eq!(init["capabilities"]["hoverProvider"], true, "{init}");
         c.notify("initialized", json!({}));
+        (c, init)
+    }
+
+    pub(crate) fn start() -> Client {
+        let (c, init) = Client::start_with(json!({}));
+        assert_eq!(init["capabilities"]["hoverProvider"], true, "{init}");
         c
     }
 
-    fn send(&mut self, msg: Value) {
-        let body = msg.to_string();
-        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+    /// Writes raw bytes, a frame or not.
+    pub(crate) fn send_raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
         self.stdin.flush().unwrap();
     }
 
-    fn receive(&mut self) -> Value {
-        let mut len = 0;
-        loop {
-            let mut line = String::new();
-            assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
-                "the server closed its output"
-            );
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            if let Some(n) = line.strip_prefix("Content-Length: ") {
-                len = n.parse().unwrap();
-            }
-        }
-        let mut body = vec![0; len];
-        self.stdout.read_exact(&mut body).unwrap();
-        serde_json::from_slice(&body).unwrap()
+    pub(crate) fn send(&mut self, msg: Value) {
+        let body = msg.to_string();
+        self.send_raw(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
     }
 
-    fn notify(&mut self, method: &str, params: Value) {
+    /// The server's next message, within [`ANSWER_WITHIN`].
+    pub(crate) fn receive(&mut self) -> Value {
+        match self.messages.recv_timeout(ANSWER_WITHIN) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => panic!("no message from the server within {ANSWER_WITHIN:?}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("the server closed its output"),
+        }
+    }
+
+    pub(crate) fn notify(&mut self, method: &str, params: Value) {
         self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
     }
 
-    /// Sends a request and returns its result, skipping notifications.
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    /// Sends a request and returns its answer (a result or an error),
+    /// skipping the messages before it; it must come within
+    /// [`ANSWER_WITHIN`].
+    pub(crate) fn answer(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
+        let sent = Instant::now();
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
             let m = self.receive();
+            assert!(sent.elapsed() < ANSWER_WITHIN, "`{method}` took {:?}", sent.elapsed());
             if m["id"] == id {
-                assert!(m.get("error").is_none(), "{m}");
-                return m["result"].clone();
+                assert!(m.get("result").is_some() != m.get("error").is_some(), "{m}");
+                return m;
             }
         }
     }
 
+    /// Sends a request and returns its result, which must not be an error.
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
+        let m = self.answer(method, params);
+        assert!(m.get("error").is_none(), "{m}");
+        m["result"].clone()
+    }
+
     /// The next diagnostics published for `uri`.
-    fn diagnostics(&mut self, uri: &str) -> Vec<Value> {
+    pub(crate) fn diagnostics(&mut self, uri: &str) -> Vec<Value> {
         loop {
             let m = self.receive();
             if m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri {
@@ -94,7 +120,7 @@ impl Client {
         }
     }
 
-    fn open(&mut self, uri: &str, text: &str) -> Vec<Value> {
+    pub(crate) fn open(&mut self, uri: &str, text: &str) -> Vec<Value> {
         self.notify(
             "textDocument/didOpen",
             json!({"textDocument": {"uri": uri, "languageId": "mcm", "version": 1, "text": text}}),
@@ -102,19 +128,60 @@ impl Client {
         self.diagnostics(uri)
     }
 
-    fn at(&mut self, method: &str, uri: &str, line: u32, character: u32) -> Value {
+    pub(crate) fn at(&mut self, method: &str, uri: &str, line: u32, character: u32) -> Value {
         self.request(
             method,
             json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": character}}),
         )
     }
 
-    fn stop(mut self) {
+    /// Shuts the server down; it must exit with status 0.
+    pub(crate) fn stop(mut self) {
         self.request("shutdown", Value::Null);
         self.notify("exit", Value::Null);
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "{status}");
+        assert_eq!(self.wait(), Some(0));
     }
+
+    /// The server's exit status; it must exit within [`ANSWER_WITHIN`].
+    pub(crate) fn wait(&mut self) -> Option<i32> {
+        let asked = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            assert!(asked.elapsed() < ANSWER_WITHIN, "the server did not exit");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        // A failed test leaves no server behind.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One message of the server's output; `None` at its end.
+fn read_message(out: &mut impl BufRead) -> Option<Value> {
+    let mut len = 0;
+    loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(n) = line.strip_prefix("Content-Length: ") {
+            len = n.parse().ok()?;
+        }
+    }
+    let mut body = vec![0; len];
+    out.read_exact(&mut body).ok()?;
+    Some(serde_json::from_slice(&body).expect("the server writes JSON"))
 }
 
 const PROGRAM: &str = "use std::placement::{acyclic_flow, no_skip}
@@ -249,4 +316,40 @@ fn definitions_reach_imported_files() {
         "{text}"
     );
     c.stop();
+}
+
+/// A document that names a device or a pipe as its graph is answered with
+/// an error at the call: the server once read its own input as the graph,
+/// and every later request hung.
+#[test]
+fn devices_and_pipes_named_as_graphs_are_not_read() {
+    let dir = common::scratch("lsp-devices");
+    let fifo = dir.join("pipe.json");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let uri = format!("file://{}", dir.join("d.mcm").display());
+    let mut c = Client::start();
+    for (name, shown) in [("/dev/stdin", "/dev/stdin"), ("pipe.json", "pipe.json")] {
+        let text = format!("let g = graph(\"{name}\")\n");
+        let diags = c.open(&uri, &text);
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        let message = diags[0]["message"].as_str().unwrap();
+        assert!(
+            message.contains(shown) && message.contains("is not a regular file"),
+            "{message}"
+        );
+        assert_eq!(diags[0]["range"]["start"], json!({"line": 0, "character": 8}));
+        // The server still answers.
+        assert_eq!(c.at("textDocument/hover", &uri, 0, 4)["range"]["start"]["character"], 4);
+    }
+    c.stop();
+}
+
+/// `exit` without `shutdown` ends the server with status 1, as the
+/// protocol says.
+#[test]
+fn exit_without_shutdown_is_status_1() {
+    let mut c = Client::start();
+    c.notify("exit", Value::Null);
+    assert_eq!(c.wait(), Some(1));
 }

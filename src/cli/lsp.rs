@@ -11,6 +11,8 @@ pub fn run(out: &Output) -> Result {
                 .with_help("run `mcmpart lsp` from an editor's language client"),
         );
     }
-    crate::lsp::run_stdio().map_err(Error::internal)?;
-    Ok(Status::Success)
+    // The protocol's exit status: 0 when the client shut the server down
+    // before `exit`, 1 when it exited (or closed the input) without.
+    let shut_down = crate::lsp::run_stdio().map_err(Error::internal)?;
+    Ok(Status::of(shut_down))
 }

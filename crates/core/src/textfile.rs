@@ -1,8 +1,11 @@
 //! Text files that may be gzipped (graph files, `compare`'s run files):
 //! told by their first bytes, never by their name, and capped in what they
 //! expand to, since a few kilobytes of gzip can expand to gigabytes. Files
-//! are capped in size too, before they are read whole: `/dev/zero` or a
-//! sparse file of terabytes would otherwise be read until memory runs out.
+//! are capped in size too, before they are read whole: a sparse file of
+//! terabytes would otherwise be read until memory runs out. Only regular
+//! files are read: a device (`/dev/zero`, `/dev/stdin`) or a pipe named in
+//! a program would be read forever or block (the language server would
+//! read its own protocol stream).
 
 use std::io::Read;
 use std::path::Path;
@@ -27,31 +30,57 @@ pub enum TextError {
 pub enum ReadError {
     /// Opening or reading failed (missing, a folder, no permission).
     Io(std::io::Error),
-    /// The file itself holds more than the cap, in bytes (found from its
-    /// size where it has one, by reading one byte past the cap otherwise).
+    /// The file itself holds more than the cap, in bytes.
     FileTooLarge(u64),
+    /// Not a regular file: a device, a pipe or a socket.
+    NotAFile,
     /// Its bytes are not text.
     Text(TextError),
 }
 
-/// A file's bytes, at most `max` of them: refused from its size when it is
-/// a regular file, and never read past `max + 1` bytes (devices, pipes).
+/// A regular file's bytes, at most `max` of them: refused from its size,
+/// and never read past `max + 1` bytes (it may grow while it is read).
 pub fn read_bytes(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
-    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    let kind = |meta: &std::fs::Metadata| {
+        if meta.is_dir() {
+            // Reading a folder fails with a less clear "Is a directory".
+            Err(ReadError::Io(std::io::Error::other("it is a folder")))
+        } else if !meta.is_file() {
+            Err(ReadError::NotAFile)
+        } else {
+            Ok(())
+        }
+    };
+    // Told before opening, since opening a FIFO blocks until it has a
+    // writer; and again after (opened without blocking), in case the path
+    // was replaced in between.
+    kind(&std::fs::metadata(path).map_err(ReadError::Io)?)?;
+    let file = open_nonblocking(path).map_err(ReadError::Io)?;
     let meta = file.metadata().map_err(ReadError::Io)?;
-    if meta.is_dir() {
-        // Reading a folder fails with a less clear "Is a directory".
-        return Err(ReadError::Io(std::io::Error::other("it is a folder")));
-    }
-    if meta.is_file() && meta.len() > max {
+    kind(&meta)?;
+    if meta.len() > max {
         return Err(ReadError::FileTooLarge(max));
     }
-    let mut bytes = Vec::with_capacity(if meta.is_file() { meta.len() as usize } else { 0 });
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(max + 1).read_to_end(&mut bytes).map_err(ReadError::Io)?;
     if bytes.len() as u64 > max {
         return Err(ReadError::FileTooLarge(max));
     }
     Ok(bytes)
+}
+
+#[cfg(unix)]
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
 }
 
 /// A file's text, gzipped or not, at most `max` bytes of file and of text.
@@ -69,6 +98,9 @@ impl ReadError {
                     "{what} `{shown}` holds more than {} MiB, the most this tool reads",
                     max >> 20
                 )
+            }
+            ReadError::NotAFile => {
+                format!("{what} `{shown}` is not a regular file (a device, a pipe or a socket), which this tool does not read")
             }
             ReadError::Text(TextError::Gzip(e)) => format!("{what} `{shown}` is not valid gzip: {e}"),
             ReadError::Text(TextError::TooLarge(max)) => {
@@ -142,11 +174,6 @@ mod tests {
         let sparse = dir.join("sparse.json");
         std::fs::File::create(&sparse).unwrap().set_len(1 << 40).unwrap();
         assert!(matches!(read_bytes(&sparse, 1 << 20), Err(ReadError::FileTooLarge(m)) if m == 1 << 20));
-        // A device without a size: read one byte past the cap, then refused.
-        assert!(matches!(
-            read_bytes(Path::new("/dev/zero"), 1000),
-            Err(ReadError::FileTooLarge(1000))
-        ));
         let small = dir.join("small.json");
         std::fs::write(&small, "{}").unwrap();
         assert_eq!(read_text(&small, 2).unwrap(), "{}");
@@ -154,6 +181,32 @@ mod tests {
         assert!(matches!(read_text(&dir, 10), Err(ReadError::Io(_))));
         let e = read_text(&sparse, 1 << 20).unwrap_err().message("graph file", "s.json");
         assert_eq!(e, "graph file `s.json` holds more than 1 MiB, the most this tool reads");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_and_pipes_are_refused_without_reading_or_blocking() {
+        // A device: `/dev/zero` would be read until the cap.
+        for dev in ["/dev/zero", "/dev/null"] {
+            let r = read_bytes(Path::new(dev), 1000);
+            assert!(matches!(r, Err(ReadError::NotAFile)), "{dev}: {r:?}");
+        }
+        // A FIFO without a writer: opening it to read would block.
+        let dir = std::env::temp_dir().join(format!("mcmpart-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("graph.json");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let e = read_text(&fifo, 1000).unwrap_err();
+        assert!(matches!(e, ReadError::NotAFile), "{e:?}");
+        assert_eq!(
+            e.message("graph file", "graph.json"),
+            "graph file `graph.json` is not a regular file (a device, a pipe or a socket), which this tool does not read"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

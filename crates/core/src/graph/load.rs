@@ -14,6 +14,7 @@ pub fn load_graph_file(path: &Path) -> Result<Graph, GraphError> {
     let text = read_text(path, MAX_GRAPH_TEXT).map_err(|e| {
         let help = match e {
             ReadError::Io(_) => "check the path; relative paths are resolved against the .mcm file's folder",
+            ReadError::NotAFile => "name a graph file; devices and pipes are not read",
             ReadError::FileTooLarge(_) | ReadError::Text(TextError::TooLarge(_)) => {
                 "a graph file of this tool is at most a few megabytes; this one may be damaged, or no graph file"
             }

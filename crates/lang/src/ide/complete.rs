@@ -77,9 +77,12 @@ pub fn completions(c: Option<&Compiled>, text: &str, at: usize) -> Vec<Completio
         at -= 1;
     }
     let before = &text[..at];
+    // Past the last character that is not part of a word (which may take
+    // more than one byte: `é`, a zero-width space).
     let word_start = before
-        .rfind(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_' || ch == '/'))
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rfind(|&(_, ch)| !(ch.is_ascii_alphanumeric() || ch == '_' || ch == '/'))
+        .map_or(0, |(i, ch)| i + ch.len_utf8());
     let prefix = &before[word_start..];
     let ahead = before[..word_start].trim_end_matches([' ', '\t']);
     let line = before[..word_start].rsplit('\n').next().unwrap_or("").trim_start();

@@ -110,3 +110,27 @@ fn the_outline_lists_the_items() {
         ]
     );
 }
+
+/// Every question at every byte of a text with characters of several bytes
+/// (`é`, `∑`, a zero-width space, a byte-order mark, an emoji) is answered
+/// without a panic: a completion after `é` sliced inside it.
+#[test]
+fn every_offset_of_non_ascii_text_is_answered() {
+    let completed = |text: &str, at: usize| completions(None, text, at);
+    assert!(completed("// é", 4).iter().any(|c| c.label == "let"));
+    assert!(completed("// é", 5).iter().any(|c| c.label == "let"));
+    let odd = "// é ∑\u{200B}\u{FEFF}😀\nlet x\u{200B}é = 1 MiB // ∑😀\nlet y = x.é\u{200B}\n";
+    let src = format!("{odd}{SRC}");
+    let c = crate::compile_str("t.mcm", &src, Path::new("."));
+    for at in 0..=src.len() + 2 {
+        completions(Some(&c), &src, at);
+        hover(&c, at);
+        definition(&c, at);
+    }
+    symbols(&c);
+    let c = compiled();
+    let text = format!("{SRC}é∑\u{200B}");
+    for at in 0..=text.len() {
+        completions(Some(&c), &text, at);
+    }
+}

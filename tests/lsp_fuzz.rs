@@ -228,7 +228,7 @@ fn fuzz(seed: u64, steps: usize) {
 
 #[test]
 fn the_server_survives_random_edits_requests_and_frames() {
-    for seed in 0..4 {
-        fuzz(seed, 150);
+    for seed in 0..8 {
+        fuzz(seed, 300);
     }
 }

@@ -83,9 +83,12 @@ impl<R: Read> FrameReader<R> {
             if name.eq_ignore_ascii_case("Content-Length") {
                 let value = value.trim();
                 match value.parse::<u64>() {
-                    Ok(n) if n > MAX_BODY => return Ok(Some(self.bad(format!(
-                        "Content-Length {n} is more than the {MAX_BODY} bytes a message may hold; the frame is refused"
-                    )))),
+                    Ok(n) if n > MAX_BODY => {
+                        return Ok(Some(self.bad(format!(
+                            "Content-Length {n} is more than the {} MiB a message may hold; the frame is refused",
+                            MAX_BODY >> 20
+                        ))))
+                    }
                     Ok(n) => length = Some(n as usize),
                     Err(_) => {
                         return Ok(Some(

@@ -186,10 +186,11 @@ const BINARY_RATE: Units = &[
 /// Formats a quantity with a readable unit (`128 MiB`, `25 GB/s`, `3.2 ms`).
 ///
 /// Bytes and rates come in a binary (`MiB`) and a decimal (`MB`) series;
-/// a quantity is shown in the series in which it is the rounder number,
-/// so that it reads as it was written: `128 GB` stays `128 GB` and
-/// `128 MiB` stays `128 MiB`. Where neither is round (a sum of weights),
-/// bytes are binary and rates decimal.
+/// a quantity is shown in the other series than the usual one (binary
+/// for bytes, decimal for rates) when it is a round number there and not in
+/// the usual one, so that it reads as it was written: `128 GB` stays
+/// `128 GB` and `128 MiB` stays `128 MiB`. Round is at most four
+/// significant digits, exact: a sum of weights (17412 B) stays `17.004 KiB`.
 pub fn format_quantity(v: f64, d: Dim) -> String {
     let (usual, other): (Units, Units) = match d {
         x if x == Dim::BYTES => (BINARY_BYTES, DECIMAL_BYTES),
@@ -199,21 +200,19 @@ pub fn format_quantity(v: f64, d: Dim) -> String {
         x if x == Dim::TIME => (&[("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)], &[]),
         _ => return format!("{} {}", trim_float(v), d.base_unit()),
     };
-    let a = in_units(v, usual);
-    if other.is_empty() {
-        return a.0;
+    let (shown, round) = in_units(v, usual);
+    if other.is_empty() || round {
+        return shown;
     }
-    let b = in_units(v, other);
-    if b.1 < a.1 {
-        b.0
-    } else {
-        a.0
+    match in_units(v, other) {
+        (there, true) => there,
+        _ => shown,
     }
 }
 
-/// `v` in the largest of `units` it reaches, and how far from round that
-/// reads: (not exact to the digits shown, number of characters).
-fn in_units(v: f64, units: Units) -> (String, (bool, usize)) {
+/// `v` in the largest of `units` it reaches, and whether that is a round
+/// number: exact to the digits shown, with at most four significant ones.
+fn in_units(v: f64, units: Units) -> (String, bool) {
     let (name, f) = units
         .iter()
         .find(|(_, f)| v.abs() >= *f)
@@ -221,9 +220,13 @@ fn in_units(v: f64, units: Units) -> (String, (bool, usize)) {
     let x = v / f;
     let shown = trim_float(x);
     let milli = x * 1000.0;
-    let inexact = (milli - milli.round()).abs() > 1e-6 * milli.abs().max(1.0);
-    let roundness = (inexact, shown.len());
-    (format!("{shown} {name}"), roundness)
+    let exact = (milli - milli.round()).abs() <= 1e-6 * milli.abs().max(1.0);
+    let digits = shown
+        .trim_start_matches(['-', '0', '.'])
+        .chars()
+        .filter(char::is_ascii_digit)
+        .count();
+    (format!("{shown} {name}"), exact && digits <= 4)
 }
 
 fn trim_float(v: f64) -> String {
@@ -280,5 +283,7 @@ mod tests {
         assert_eq!(format_quantity(123_456_789.0, Dim::BYTES), "117.738 MiB");
         assert_eq!(format_quantity(123_456_789.0, Dim::RATE), "123.457 MB/s");
         assert_eq!(format_quantity(0.0, Dim::BYTES), "0 B");
+        // Exact in KB but not round: the usual series.
+        assert_eq!(format_quantity(17412.0, Dim::BYTES), "17.004 KiB");
     }
 }

@@ -191,11 +191,19 @@ fn test_runs_every_block_and_fails_on_a_failure() {
         "{out}"
     );
     assert!(out.contains("0 passed, 2 failed"), "{out}");
+    // A failure points at its `expect` line, not at the `test` header.
+    let path = f.display();
+    assert!(out.contains(&format!("FAIL {path}:7: \"wrong expectation\"")), "{out}");
+    assert!(out.contains(&format!("FAIL {path}:13: \"unsat that is not\"")), "{out}");
 
     let o = mcmpart(&["test", f.to_str().unwrap(), "--json"]);
     let v = json(&o);
     assert_eq!(v["failed"], 2);
     assert_eq!(v["tests"][0]["result"]["status"], "fail");
+    assert_eq!(
+        (v["tests"][0]["line"].as_u64(), v["tests"][0]["expect_line"].as_u64()),
+        (Some(3), Some(7))
+    );
 }
 
 #[test]

@@ -44,7 +44,23 @@ fn the_vscode_extension_is_well_formed_and_knows_the_grammar() {
     let js = read("book/src/mcm-highlight.js");
     let keywords = rule_words("keyword");
     assert!(keywords.len() >= 10, "{keywords:?}");
-    for k in keywords.iter().chain(&rule_words("objective_sense")) {
+    // The words that begin statements (`w_let`, `w_include`, ...) too.
+    let grammar = read("grammar/mcm.pest");
+    let statement_words: Vec<String> = grammar
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("w_")?
+                .split_once(' ')
+                .map(|(name, _)| format!("w_{name}"))
+        })
+        .flat_map(|rule| rule_words(&rule))
+        .collect();
+    assert!(statement_words.iter().any(|w| w == "include"), "{statement_words:?}");
+    for k in keywords
+        .iter()
+        .chain(&rule_words("objective_sense"))
+        .chain(&statement_words)
+    {
         assert!(alternative(&tm, k), "the TextMate grammar lacks `{k}`");
         assert!(js.contains(k.as_str()), "the book's highlighting lacks `{k}`");
     }

@@ -164,3 +164,37 @@ fn show_json_is_json_whatever_is_drawn() {
     assert_eq!(d["warnings"], serde_json::json!([]), "{d}");
     assert!(std::fs::read_to_string(&dest).unwrap().starts_with("<svg"));
 }
+
+#[test]
+fn custom_attributes_and_latency_are_shown_in_text_and_json() {
+    let dir = scratch_file(
+        "show-custom",
+        "topology pair() {\n    chips die[2] { memory = 128 GB, compute = 1 TFLOP/s, kind = \"hbm\" }\n    \
+         set die[1] { kind = \"sram\", banks = 4 }\n    \
+         link die[0] -> die[1] { bandwidth = 100 GB/s, latency = 2 us, lanes = 8 }\n}\nlet p = pair()\n",
+    );
+    let d = json(&mcmpart_in(&dir, &["show", "p.mcm", "--format", "json"]));
+    assert_eq!(d["chips"][0]["attrs"], serde_json::json!({"kind": "hbm"}), "{d}");
+    assert_eq!(
+        d["chips"][1]["attrs"],
+        serde_json::json!({"kind": "sram", "banks": 4}),
+        "{d}"
+    );
+    assert_eq!(
+        d["links"][0]["attrs"],
+        serde_json::json!({"latency": 2e-6, "lanes": 8}),
+        "{d}"
+    );
+    let (table, _) = text(&mcmpart_in(&dir, &["show", "p.mcm"]));
+    for line in [
+        "other attributes:",
+        "  die[0]               kind = \"hbm\"",
+        "  die[1]               banks = 4, kind = \"sram\"",
+        "  link 0 -> 1          lanes = 8, latency = 2 us",
+    ] {
+        assert!(table.contains(line), "{line:?} not in\n{table}");
+    }
+    // Quantities read in the units they were written in.
+    assert!(table.contains("   128 GB "), "{table}");
+    assert!(table.contains("1 (100 GB/s)"), "{table}");
+}

@@ -10,7 +10,7 @@
       name: "mcm",
       keywords: {
         keyword:
-          "use let topology constraint partition test chips link for in if else forall exists where " +
+          "use let topology constraint partition test chips include set link for in if else forall exists where " +
           "and or not onto as require maximize minimize evaluate with place expect valid violates " +
           "satisfiable unsatisfiable graph native",
         literal: "true false",

@@ -39,6 +39,7 @@ pub fn run(out: &Output, files: &[PathBuf]) -> Result {
         for t in &c.tests {
             let r = testing::run(t);
             let (line, _) = c.program.sources.line_col(t.span);
+            let (expect_line, _) = c.program.sources.line_col(t.expect_span);
             if r.status == Status::Pass {
                 passed += 1;
             } else {
@@ -49,14 +50,18 @@ pub fn run(out: &Output, files: &[PathBuf]) -> Result {
                     Status::Pass => "PASS",
                     Status::Fail => "FAIL",
                 };
-                println!("{tag} {}:{line}: \"{}\": {}", f.display(), r.name, r.message);
+                // A failure points at the `expect` that failed, a pass at the test.
+                let at = if r.status == Status::Pass { line } else { expect_line };
+                println!("{tag} {}:{at}: \"{}\": {}", f.display(), r.name, r.message);
                 if r.status != Status::Pass || r.violations.len() <= 3 {
                     for v in r.violations.iter().take(5) {
                         println!("    {v}");
                     }
                 }
             }
-            all.push(serde_json::json!({"file": f.display().to_string(), "line": line, "result": r}));
+            all.push(serde_json::json!({
+                "file": f.display().to_string(), "line": line, "expect_line": expect_line, "result": r,
+            }));
         }
     }
     if out.json {

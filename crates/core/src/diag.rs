@@ -81,6 +81,27 @@ pub fn suggest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Opti
     best.map(|(_, k)| k.to_string())
 }
 
+/// The known name that `name` is a slip of the keyboard away from (one
+/// edit for short names, two for longer ones; a swap of neighbours is one),
+/// when `name` is not itself known: `bandwith`, `latncy`, `Memory`. Unlike
+/// [`suggest`], which finds the nearest of names that must be one of them,
+/// this tells a typo from a name of the user's own (`mem`, `power`).
+pub fn misspelt<'a>(name: &str, known: impl IntoIterator<Item = &'a str> + Clone) -> Option<&'a str> {
+    if known.clone().into_iter().any(|k| k == name) {
+        return None;
+    }
+    let most = if name.chars().count() <= 4 { 1 } else { 2 };
+    // Lengths further apart than the edits allowed cannot match: a long
+    // name costs nothing (the distance takes time quadratic in the lengths).
+    known
+        .into_iter()
+        .filter(|k| name.len().abs_diff(k.len()) <= most)
+        .map(|k| (strsim::damerau_levenshtein(name, k), k))
+        .filter(|(d, _)| *d <= most)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
 /// The help line for an unknown name: the nearest known one, or the list.
 pub fn unknown_help<'a>(name: &str, what: &str, known: impl IntoIterator<Item = &'a str> + Clone) -> String {
     match suggest(name, known.clone()) {

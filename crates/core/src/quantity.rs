@@ -171,23 +171,62 @@ impl fmt::Display for Scalar {
     }
 }
 
+type Units = &'static [(&'static str, f64)];
+
+const BINARY_BYTES: Units = &[("GiB", 1073741824.0), ("MiB", 1048576.0), ("KiB", 1024.0), ("B", 1.0)];
+const DECIMAL_BYTES: Units = &[("GB", 1e9), ("MB", 1e6), ("KB", 1e3), ("B", 1.0)];
+const DECIMAL_RATE: Units = &[("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3), ("B/s", 1.0)];
+const BINARY_RATE: Units = &[
+    ("GiB/s", 1073741824.0),
+    ("MiB/s", 1048576.0),
+    ("KiB/s", 1024.0),
+    ("B/s", 1.0),
+];
+
 /// Formats a quantity with a readable unit (`128 MiB`, `25 GB/s`, `3.2 ms`).
+///
+/// Bytes and rates come in a binary (`MiB`) and a decimal (`MB`) series;
+/// a quantity is shown in the other series than the usual one (binary
+/// for bytes, decimal for rates) when it is a round number there and not in
+/// the usual one, so that it reads as it was written: `128 GB` stays
+/// `128 GB` and `128 MiB` stays `128 MiB`. Round is at most four
+/// significant digits, exact: a sum of weights (17412 B) stays `17.004 KiB`.
 pub fn format_quantity(v: f64, d: Dim) -> String {
-    let pick: &[(&str, f64)] = match d {
-        x if x == Dim::BYTES => &[("GiB", 1073741824.0), ("MiB", 1048576.0), ("KiB", 1024.0), ("B", 1.0)],
-        x if x == Dim::RATE => &[("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3), ("B/s", 1.0)],
-        x if x == Dim::FLOP => &[("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("FLOP", 1.0)],
-        x if x == Dim::FLOP_RATE => &[("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("FLOP/s", 1.0)],
-        x if x == Dim::TIME => &[("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)],
+    let (usual, other): (Units, Units) = match d {
+        x if x == Dim::BYTES => (BINARY_BYTES, DECIMAL_BYTES),
+        x if x == Dim::RATE => (DECIMAL_RATE, BINARY_RATE),
+        x if x == Dim::FLOP => (&[("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("FLOP", 1.0)], &[]),
+        x if x == Dim::FLOP_RATE => (&[("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("FLOP/s", 1.0)], &[]),
+        x if x == Dim::TIME => (&[("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)], &[]),
         _ => return format!("{} {}", trim_float(v), d.base_unit()),
     };
-    for (name, f) in pick {
-        if v.abs() >= *f {
-            return format!("{} {name}", trim_float(v / f));
-        }
+    let (shown, round) = in_units(v, usual);
+    if other.is_empty() || round {
+        return shown;
     }
-    let (name, f) = pick[pick.len() - 1];
-    format!("{} {name}", trim_float(v / f))
+    match in_units(v, other) {
+        (there, true) => there,
+        _ => shown,
+    }
+}
+
+/// `v` in the largest of `units` it reaches, and whether that is a round
+/// number: exact to the digits shown, with at most four significant ones.
+fn in_units(v: f64, units: Units) -> (String, bool) {
+    let (name, f) = units
+        .iter()
+        .find(|(_, f)| v.abs() >= *f)
+        .unwrap_or(&units[units.len() - 1]);
+    let x = v / f;
+    let shown = trim_float(x);
+    let milli = x * 1000.0;
+    let exact = (milli - milli.round()).abs() <= 1e-6 * milli.abs().max(1.0);
+    let digits = shown
+        .trim_start_matches(['-', '0', '.'])
+        .chars()
+        .filter(char::is_ascii_digit)
+        .count();
+    (format!("{shown} {name}"), exact && digits <= 4)
 }
 
 fn trim_float(v: f64) -> String {
@@ -220,5 +259,31 @@ mod tests {
         assert_eq!(format_quantity(25e9, Dim::RATE), "25 GB/s");
         assert_eq!(format_quantity(0.0032, Dim::TIME), "3.2 ms");
         assert_eq!((Dim::BYTES / Dim::FLOP).to_string(), "quantity in B/FLOP");
+    }
+
+    #[test]
+    fn quantities_read_in_the_series_they_were_written_in() {
+        let written = |x: f64, u: &str| {
+            let (f, d) = unit(u).unwrap();
+            format_quantity(x * f, d)
+        };
+        for (x, u) in [
+            (128.0, "GB"),
+            (128.0, "GiB"),
+            (100.0, "GB/s"),
+            (1.5, "GiB/s"),
+            (2.5, "MB"),
+            (3.0, "MiB"),
+            (64.0, "KiB"),
+            (25.0, "GB/s"),
+        ] {
+            assert_eq!(written(x, u), format!("{x} {u}"));
+        }
+        // Neither series round: bytes binary, rates decimal, as before.
+        assert_eq!(format_quantity(123_456_789.0, Dim::BYTES), "117.738 MiB");
+        assert_eq!(format_quantity(123_456_789.0, Dim::RATE), "123.457 MB/s");
+        assert_eq!(format_quantity(0.0, Dim::BYTES), "0 B");
+        // Exact in KB but not round: the usual series.
+        assert_eq!(format_quantity(17412.0, Dim::BYTES), "17.004 KiB");
     }
 }

@@ -80,6 +80,19 @@ pub enum TopoStmt {
         attrs: Vec<Attr>,
         span: Span,
     },
+    /// `include torus(...)`: another topology's chips, groups and links,
+    /// built into this one. `call` is a call of that topology.
+    Include {
+        call: Expr,
+        span: Span,
+    },
+    /// `set tile[i] { memory = 1 GiB }`: attributes of one chip declared
+    /// before, added or replacing the group's.
+    Set {
+        chip: ChipRef,
+        attrs: Vec<Attr>,
+        span: Span,
+    },
     Link {
         src: ChipRef,
         dst: ChipRef,

@@ -173,7 +173,18 @@ pub fn compile_str_with_graph(name: &str, text: &str, dir: &Path, graph: Arc<Gra
     compile(program, diags, Some(graph))
 }
 
-fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) -> Compiled {
+fn compile(program: Program, diags: Vec<Diag>, graph: Option<Arc<Graph>>) -> Compiled {
+    compile_with_step_limit(program, diags, graph, eval::MAX_STEPS)
+}
+
+/// [`compile`] with another step budget for each unit of work (a `let`, a
+/// problem, a test, a required rule): tests reach it in a few steps.
+fn compile_with_step_limit(
+    program: Program,
+    mut diags: Vec<Diag>,
+    graph: Option<Arc<Graph>>,
+    max_steps: u64,
+) -> Compiled {
     let (type_diags, types) = types::check_program(&program);
     diags.extend(type_diags);
     let mut problems = Vec::new();
@@ -181,7 +192,7 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
     let mut graph_files = Vec::new();
     let mut packages = Vec::new();
     if diags.is_empty() && !program.modules.is_empty() {
-        let mut ev = Interpreter::new(&program, &types);
+        let mut ev = Interpreter::with_step_limit(&program, &types, max_steps);
         let mut names: Vec<(String, Span)> = Vec::new();
         let mut test_names: Vec<(&str, Span)> = Vec::new();
         for (i, item) in program.modules[0].ast.items.iter().enumerate() {
@@ -194,21 +205,23 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
                         Err(d) => diags.push(d),
                     }
                 }
-                Item::Partition(p) => match build_problem(&program, &mut ev, p, problems.len(), graph.as_ref()) {
-                    Ok(prob) => {
-                        if let Some((_, first)) = names.iter().find(|(n, _)| *n == prob.name) {
-                            diags.push(
-                                Diag::error("mcm::duplicate", format!("two problems are named `{}`", prob.name))
-                                    .label(p.span, "second problem")
-                                    .label(*first, "first problem")
-                                    .help("name them apart: `partition g onto t as NAME { ... }`"),
-                            );
+                Item::Partition(p) => {
+                    match ev.own_steps(|ev| build_problem(&program, ev, p, problems.len(), graph.as_ref())) {
+                        Ok(prob) => {
+                            if let Some((_, first)) = names.iter().find(|(n, _)| *n == prob.name) {
+                                diags.push(
+                                    Diag::error("mcm::duplicate", format!("two problems are named `{}`", prob.name))
+                                        .label(p.span, "second problem")
+                                        .label(*first, "first problem")
+                                        .help("name them apart: `partition g onto t as NAME { ... }`"),
+                                );
+                            }
+                            names.push((prob.name.clone(), p.span));
+                            problems.push(prob);
                         }
-                        names.push((prob.name.clone(), p.span));
-                        problems.push(prob);
+                        Err(d) => diags.extend(d),
                     }
-                    Err(d) => diags.extend(d),
-                },
+                }
                 Item::Test(t) => {
                     // Results are reported by name: two tests may not share one.
                     if let Some((_, first)) = test_names.iter().find(|(n, _)| *n == t.name) {
@@ -221,7 +234,7 @@ fn compile(program: Program, mut diags: Vec<Diag>, graph: Option<Arc<Graph>>) ->
                         continue;
                     }
                     test_names.push((&t.name, t.name_span));
-                    match build_test(&program, &mut ev, t) {
+                    match ev.own_steps(|ev| build_test(&program, ev, t)) {
                         Ok(tc) => tests.push(tc),
                         Err(d) => diags.extend(d),
                     }

@@ -208,3 +208,63 @@ fn node_counts_out_of_range_say_which_way() {
     let neg = errors("let g = graph { a { flops = -5 } }\n");
     assert!(neg.contains("`flops` is negative (-5)"), "{neg}");
 }
+
+const RING_TOPOLOGY: &str =
+    "topology pair() {\n    chips die[2] { memory = 1 MiB, compute = 1 TFLOP/s }\n    link die[0] -> die[1] { ";
+
+#[test]
+fn a_misspelt_attribute_is_refused_where_it_is_written() {
+    let src = format!("{RING_TOPOLOGY}bandwith = 25 GB/s, latncy = 2 us }}\n}}\nlet p = pair()\n");
+    let c = compile(&src);
+    let out = errors(&src);
+    assert_eq!(c.diags.len(), 2, "{out}");
+    for (name, meant) in [("bandwith", "bandwidth"), ("latncy", "latency")] {
+        assert!(out.contains(&format!("unknown link attribute `{name}`")), "{out}");
+        assert!(out.contains(&format!("did you mean `{meant}`?")), "{out}");
+    }
+    // Each points at the name as written.
+    let at = |name: &str| src.find(name).unwrap() as u32;
+    let starts: Vec<u32> = c
+        .diags
+        .iter()
+        .filter_map(|d| d.primary_span())
+        .map(|s| s.start)
+        .collect();
+    assert_eq!(starts, [at("bandwith"), at("latncy")]);
+    let chip = errors("topology one() {\n    chips die { memroy = 1 MiB, Compute = 1 TFLOP/s }\n}\nlet p = one()\n");
+    assert!(chip.contains("unknown chip attribute `memroy`"), "{chip}");
+    assert!(chip.contains("unknown chip attribute `Compute`"), "{chip}");
+}
+
+#[test]
+fn attributes_far_from_the_known_ones_are_the_programs_own() {
+    let c = compile(&format!(
+        "{RING_TOPOLOGY}bandwidth = 25 GB/s, latency = 2 us, lanes = 8 }}\n}}\n\
+         topology tagged() {{\n    chips die[2] {{ memory = 1 MiB, compute = 1 TFLOP/s, kind = \"hbm\", mem = 3 }}\n}}\n\
+         let p = pair()\nlet q = tagged()\n"
+    ));
+    assert!(c.ok(), "{}", render_text(&c.program.sources, &c.diags));
+    let (p, q) = (&c.packages[0].1, &c.packages[1].1);
+    assert_eq!(p.links[0].attrs.get("lanes"), Some(&mcm_core::quantity::Scalar::Int(8)));
+    assert_eq!(
+        q.chip_attr(1, "kind"),
+        Some(&mcm_core::quantity::Scalar::Str("hbm".into()))
+    );
+    // Completion after `d.` offers them, with their types.
+    let text = "let x = d.";
+    let offered: Vec<(String, String)> = crate::ide::completions(Some(&c), text, text.len())
+        .into_iter()
+        .map(|k| (k.label, k.detail))
+        .collect();
+    for (label, detail) in [
+        ("kind", "chip: str"),
+        ("mem", "chip: int"),
+        ("lanes", "link: int"),
+        ("memory", "chip: bytes"),
+    ] {
+        assert!(
+            offered.iter().any(|(l, d)| l == label && d == detail),
+            "{label} ({detail}) not in {offered:?}"
+        );
+    }
+}

@@ -4,7 +4,8 @@
 use super::Package;
 use crate::graph::Graph;
 use crate::problem::Placement;
-use crate::quantity::{format_quantity, Dim};
+use crate::quantity::{format_quantity, Dim, Scalar};
+use std::collections::BTreeMap;
 
 /// What a partition puts on one chip.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -168,14 +169,69 @@ pub fn to_text(p: &Package, loads: Option<&[ChipLoad]>, warnings: &[String]) -> 
         );
         let _ = writeln!(s, "{}", row.trim_end());
     }
+    let others = other_attrs_text(p);
+    if !others.is_empty() {
+        let _ = writeln!(s, "other attributes:");
+        for (whose, attrs) in others {
+            let _ = writeln!(s, "  {whose:<20} {attrs}");
+        }
+    }
     for w in warnings {
         let _ = writeln!(s, "warning: {w}");
     }
     s
 }
 
+/// The columns of the table: other attributes are listed below it.
+const CHIP_COLUMNS: [&str; 2] = ["memory", "compute"];
+const LINK_COLUMNS: [&str; 1] = ["bandwidth"];
+
+fn others<'a>(
+    attrs: &'a BTreeMap<String, Scalar>,
+    shown: &'static [&'static str],
+) -> impl Iterator<Item = (&'a String, &'a Scalar)> {
+    attrs.iter().filter(move |(k, _)| !shown.contains(&k.as_str()))
+}
+
+/// `("tile[0]", "kind = \"hbm\", power = 3")` for each chip and link with
+/// attributes the table has no column for (a link's latency, the file's own).
+fn other_attrs_text(p: &Package) -> Vec<(String, String)> {
+    let join = |it: &mut dyn Iterator<Item = (&String, &Scalar)>| {
+        it.map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", ")
+    };
+    let chips = p
+        .chips
+        .iter()
+        .map(|c| (c.name.clone(), join(&mut others(&c.attrs, &CHIP_COLUMNS))));
+    let links = p.links.iter().map(|l| {
+        (
+            format!("link {} -> {}", l.src, l.dst),
+            join(&mut others(&l.attrs, &LINK_COLUMNS)),
+        )
+    });
+    chips.chain(links).filter(|(_, a)| !a.is_empty()).collect()
+}
+
+/// Attributes as JSON: numbers in base units, as everywhere in this view.
+fn attrs_json<'a>(attrs: impl Iterator<Item = (&'a String, &'a Scalar)>) -> serde_json::Value {
+    attrs
+        .map(|(k, v)| {
+            let v = match v {
+                Scalar::Int(i) => serde_json::json!(i),
+                Scalar::Num(x, _) => serde_json::json!(x),
+                Scalar::Bool(b) => serde_json::json!(b),
+                Scalar::Str(s) => serde_json::json!(s),
+            };
+            (k.clone(), v)
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 /// The package as JSON: `{"ok", "package", "chips": [...], "links": [...], "warnings"}`,
-/// quantities in base units (bytes as integers, FLOP/s, B/s).
+/// quantities in base units (bytes as integers, FLOP/s, B/s). Each chip and
+/// link has `attrs` with the attributes that have no field of their own
+/// (a link's `latency`, the file's own attributes).
 pub fn to_json(p: &Package, loads: Option<&[ChipLoad]>, warnings: &[String]) -> serde_json::Value {
     use serde_json::json;
     let chips: Vec<_> = p
@@ -188,6 +244,7 @@ pub fn to_json(p: &Package, loads: Option<&[ChipLoad]>, warnings: &[String]) -> 
                 "name": c.name,
                 "memory": p.chip_memory(i as u32).map(|m| m as u64),
                 "compute": p.chip_compute(i as u32),
+                "attrs": attrs_json(others(&c.attrs, &CHIP_COLUMNS)),
             });
             if let Some(l) = loads.and_then(|l| l.get(i)) {
                 v["load"] = json!({"nodes": l.nodes, "flops": l.flops, "params": l.params, "compute_s": l.compute_s});
@@ -199,7 +256,12 @@ pub fn to_json(p: &Package, loads: Option<&[ChipLoad]>, warnings: &[String]) -> 
         .links
         .iter()
         .enumerate()
-        .map(|(k, l)| json!({"src": l.src, "dst": l.dst, "bandwidth": p.link_bandwidth(k)}))
+        .map(|(k, l)| {
+            json!({
+                "src": l.src, "dst": l.dst, "bandwidth": p.link_bandwidth(k),
+                "attrs": attrs_json(others(&l.attrs, &LINK_COLUMNS)),
+            })
+        })
         .collect();
     json!({"ok": true, "package": p.name, "chips": chips, "links": links, "warnings": warnings})
 }

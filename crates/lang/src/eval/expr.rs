@@ -52,6 +52,9 @@ impl Interpreter<'_> {
             },
             ExprKind::Binary(op, a, b) => {
                 let ga = self.eval(a)?;
+                if let Some(decided) = short_circuit(*op, &ga) {
+                    return Ok(G::V(Value::Bool(decided)));
+                }
                 let gb = self.eval(b)?;
                 binary(*op, ga, gb, e.span)?
             }
@@ -216,5 +219,19 @@ impl Interpreter<'_> {
             vals.push((self.eval(&a.value)?, a.value.span));
         }
         builtin.eval(self, &vals, span)
+    }
+}
+
+/// The value of `a op b` when `a` alone decides it (`false and _`, `true or
+/// _`, `false -> _`): the right side is then not evaluated, wherever the
+/// operator stands (a `where` filter included), so a costly or failing right
+/// side costs nothing.
+fn short_circuit(op: BinOp, a: &G) -> Option<bool> {
+    let G::V(Value::Bool(a)) = a else { return None };
+    match (op, *a) {
+        (BinOp::And, false) => Some(false),
+        (BinOp::Or, true) => Some(true),
+        (BinOp::Implies, false) => Some(true),
+        _ => None,
     }
 }

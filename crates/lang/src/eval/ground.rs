@@ -12,8 +12,20 @@ use mcm_core::source::Span;
 use std::sync::Arc;
 
 impl Interpreter<'_> {
-    /// Grounds `require name(args)` over a graph and a package.
+    /// Grounds `require name(args)` over a graph and a package, with a step
+    /// budget of its own.
     pub fn ground(
+        &mut self,
+        module: usize,
+        locals: &[(String, Value)],
+        u: &ConstraintUse,
+        graph: &Arc<Graph>,
+        package: &Arc<Package>,
+    ) -> R<GroundConstraint> {
+        self.own_steps(|ev| ev.ground_rule(module, locals, u, graph, package))
+    }
+
+    fn ground_rule(
         &mut self,
         module: usize,
         locals: &[(String, Value)],

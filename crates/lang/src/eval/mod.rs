@@ -14,6 +14,9 @@ mod quant;
 mod topology;
 mod value;
 
+#[cfg(test)]
+mod tests;
+
 pub use graph::name_graph;
 pub use value::Value;
 pub(crate) use value::{is_int, term, G};
@@ -32,8 +35,11 @@ use std::sync::Arc;
 /// and few enough that the tables of C² entries (fewest hops, the cost
 /// model's routes) stay within memory.
 const MAX_CHIPS: i64 = 4096;
-/// The most evaluation steps (bindings, loop turns, chips and links) per program.
-const MAX_STEPS: u64 = 50_000_000;
+/// The most evaluation steps (bindings, loop turns, chips and links) of one
+/// unit of work: a top-level `let`, a problem or test, and within them each
+/// required rule. Each has a budget of its own, so that a slow rule fails
+/// alone and not the problems after it.
+pub(crate) const MAX_STEPS: u64 = 50_000_000;
 
 /// The most bindings one `forall`, `exists` or aggregate enumerates (and
 /// the longest range): each is held at once, a few hundred bytes, so this
@@ -69,13 +75,24 @@ pub struct Interpreter<'p> {
     lets: HashMap<ItemRef, Option<Value>>,
     graphs: HashMap<PathBuf, Arc<Graph>>,
     world: Option<World>,
+    /// Steps taken by the current unit of work (see [`MAX_STEPS`]).
     steps: u64,
+    max_steps: u64,
     /// Topologies being instantiated, to refuse one that builds itself.
     building: Vec<String>,
 }
 
 impl<'p> Interpreter<'p> {
     pub fn new(prog: &'p Program, types: &'p crate::types::TypeInfo) -> Interpreter<'p> {
+        Self::with_step_limit(prog, types, MAX_STEPS)
+    }
+
+    /// An interpreter whose units of work may take `max_steps` steps each.
+    pub(crate) fn with_step_limit(
+        prog: &'p Program,
+        types: &'p crate::types::TypeInfo,
+        max_steps: u64,
+    ) -> Interpreter<'p> {
         Interpreter {
             prog,
             types,
@@ -85,6 +102,7 @@ impl<'p> Interpreter<'p> {
             graphs: HashMap::new(),
             world: None,
             steps: 0,
+            max_steps,
             building: Vec::new(),
         }
     }
@@ -122,7 +140,7 @@ impl<'p> Interpreter<'p> {
         let Item::Let(l) = self.prog.item(r) else {
             return Err(Diag::error("mcm::eval", "not a value"));
         };
-        match self.value(r.module, &[], &l.value) {
+        match self.own_steps(|ev| ev.value(r.module, &[], &l.value)) {
             Ok(v) => {
                 let v = name_graph(v, &l.value, &l.name.name);
                 self.lets.insert(r, Some(v.clone()));
@@ -141,9 +159,18 @@ impl<'p> Interpreter<'p> {
             .ok_or_else(|| rt(span, "this needs a graph and a package: use it inside a constraint"))
     }
 
+    /// Runs one unit of work with a step budget of its own; the steps of
+    /// the unit around it are where they were afterwards.
+    pub(crate) fn own_steps<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let outer = std::mem::take(&mut self.steps);
+        let r = f(self);
+        self.steps = outer;
+        r
+    }
+
     fn step(&mut self, span: Span) -> R<()> {
         self.steps += 1;
-        if self.steps > MAX_STEPS {
+        if self.steps > self.max_steps {
             return Err(rt(span, "evaluation took too many steps")
                 .help("a topology or formula this large is probably a mistake in its loops"));
         }

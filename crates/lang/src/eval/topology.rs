@@ -26,6 +26,26 @@ impl Interpreter<'_> {
         args: Vec<(String, Value)>,
         call: Span,
     ) -> R<Package> {
+        let mut b = Builder::default();
+        self.build_into(t, module, args.clone(), call, &mut b)?;
+        let shown: Vec<String> = args
+            .iter()
+            .filter_map(|(n, v)| v.to_scalar().map(|s| format!("{n} = {s}")))
+            .collect();
+        let name = format!("{}({})", t.name.name, shown.join(", "));
+        Package::new(name, b.chips, b.links).map_err(|m| rt(call, m))
+    }
+
+    /// Runs a topology's body with its arguments, adding its chips, groups
+    /// and links to `b`: a call's own package, or the one that includes it.
+    fn build_into(
+        &mut self,
+        t: &TopologyDecl,
+        module: usize,
+        args: Vec<(String, Value)>,
+        call: Span,
+        b: &mut Builder,
+    ) -> R<()> {
         if self.building.contains(&t.name.name) {
             return Err(
                 Diag::error("mcm::eval", format!("topology `{}` builds itself", t.name.name))
@@ -34,34 +54,16 @@ impl Interpreter<'_> {
             );
         }
         self.building.push(t.name.name.clone());
-        let r = self.instantiate_body(t, module, args, call);
-        self.building.pop();
-        r
-    }
-
-    fn instantiate_body(
-        &mut self,
-        t: &TopologyDecl,
-        module: usize,
-        args: Vec<(String, Value)>,
-        call: Span,
-    ) -> R<Package> {
         let saved = (
             self.module,
-            std::mem::replace(&mut self.locals, args.clone()),
+            std::mem::replace(&mut self.locals, args),
             self.world.take(),
         );
         self.module = module;
-        let mut b = Builder::default();
-        let r = self.topo_block(&t.body, &mut b);
+        let r = self.topo_block(&t.body, b);
         (self.module, self.locals, self.world) = saved;
-        r.map_err(|d| d.label(call, format!("while building `{}` here", t.name.name)))?;
-        let shown: Vec<String> = args
-            .iter()
-            .filter_map(|(n, v)| v.to_scalar().map(|s| format!("{n} = {s}")))
-            .collect();
-        let name = format!("{}({})", t.name.name, shown.join(", "));
-        Package::new(name, b.chips, b.links).map_err(|m| rt(call, m))
+        self.building.pop();
+        r.map_err(|d| d.label(call, format!("while building `{}` here", t.name.name)))
     }
 
     fn topo_block(&mut self, body: &[TopoStmt], b: &mut Builder) -> R<()> {
@@ -145,6 +147,25 @@ impl Interpreter<'_> {
                     }
                 };
                 b.groups.insert(name.name.clone(), (start, n));
+            }
+            TopoStmt::Include { call, span } => {
+                self.step(*span)?;
+                let ExprKind::Call(f, args) = &call.kind else {
+                    return Err(rt(call.span, "`include` takes a call of a topology"));
+                };
+                let callee = self.prog.lookup(self.module, &f.name);
+                let Some((r, Item::Topology(t))) = callee.map(|r| (r, self.prog.item(r))) else {
+                    return Err(rt(f.span, format!("`{}` is not a topology", f.name)));
+                };
+                let locals = self.locals.clone();
+                let bound = self.bind_args(self.module, &locals, r.module, &t.params, args, call.span)?;
+                self.build_into(t, r.module, bound, call.span, b)?;
+            }
+            TopoStmt::Set { chip, attrs, span } => {
+                self.step(*span)?;
+                let c = self.chip_ref(chip, b)?;
+                let attrs = self.attrs(attrs, false)?;
+                b.chips[c as usize].attrs.extend(attrs);
             }
             TopoStmt::Link {
                 src,

@@ -36,6 +36,8 @@ const KEYWORDS: &[&str] = &[
     "partition",
     "test",
     "chips",
+    "include",
+    "set",
     "link",
     "for",
     "in",
@@ -105,6 +107,14 @@ pub fn completions(c: Option<&Compiled>, text: &str, at: usize) -> Vec<Completio
         ] {
             for (n, t) in table {
                 add(n, CompletionKind::Attribute, format!("{what}: {t}"));
+            }
+        }
+        // The program's own attributes (`kind = "hbm"`), after the built-in ones.
+        if let Some(c) = c {
+            for (what, table) in [("chip", &c.types.chip_attrs), ("link", &c.types.link_attrs)] {
+                for (n, t) in table {
+                    add(n, CompletionKind::Attribute, format!("{what}: {t}"));
+                }
             }
         }
         return out;

@@ -186,6 +186,13 @@ impl Finder {
         }
     }
 
+    fn chip_ref(&mut self, r: &ChipRef) {
+        self.push(r.group.span, Occ::GroupRef(r.group.name.clone()));
+        if let Some(i) = &r.index {
+            self.expr(i);
+        }
+    }
+
     fn topo(&mut self, body: &[TopoStmt]) {
         for s in body {
             match s {
@@ -196,12 +203,14 @@ impl Finder {
                     }
                     self.attrs(attrs);
                 }
+                TopoStmt::Include { call, .. } => self.expr(call),
+                TopoStmt::Set { chip, attrs, .. } => {
+                    self.chip_ref(chip);
+                    self.attrs(attrs);
+                }
                 TopoStmt::Link { src, dst, attrs, .. } => {
                     for r in [src, dst] {
-                        self.push(r.group.span, Occ::GroupRef(r.group.name.clone()));
-                        if let Some(i) = &r.index {
-                            self.expr(i);
-                        }
+                        self.chip_ref(r);
                     }
                     self.attrs(attrs);
                 }

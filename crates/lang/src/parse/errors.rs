@@ -118,12 +118,28 @@ fn rule_name(r: Rule) -> &'static str {
         Rule::add_op | Rule::mul_op | Rule::imp_op => "an operator",
         Rule::kw_and | Rule::kw_or => "an operator",
         Rule::kw_in => "`in`",
+        // The whole-word looks that begin statements stand for them.
+        Rule::w_use | Rule::w_let | Rule::w_topology | Rule::w_constraint | Rule::w_partition | Rule::w_test => {
+            "an item"
+        }
+        Rule::w_include | Rule::w_chips | Rule::w_set | Rule::w_link | Rule::w_for | Rule::w_if => {
+            "a topology statement"
+        }
+        Rule::w_require | Rule::w_sense | Rule::w_evaluate => "a problem statement",
+        Rule::w_place | Rule::w_expect => "a test statement",
+        Rule::w_expectation => "`valid`, `violates`, `satisfiable` or `unsatisfiable`",
+        Rule::w_else => "`else`",
+        Rule::w_onto => "`onto`",
+        Rule::w_as => "`as`",
+        Rule::w_with => "`with`",
         Rule::kw_where => "`where`",
         Rule::attrs => "`{ attribute = value, ... }`",
         Rule::attr => "`attribute = value`",
         Rule::params | Rule::param => "a parameter `name: type`",
         Rule::args | Rule::arg => "an argument",
-        Rule::chips_stmt | Rule::link_stmt | Rule::for_stmt | Rule::if_stmt => "a topology statement",
+        Rule::include_stmt | Rule::chips_stmt | Rule::set_stmt | Rule::link_stmt | Rule::for_stmt | Rule::if_stmt => {
+            "a topology statement"
+        }
         Rule::require_stmt | Rule::objective_stmt | Rule::evaluate_stmt => "a problem statement",
         Rule::place_stmt | Rule::expect_stmt => "a test statement",
         Rule::expect_valid | Rule::expect_violates | Rule::expect_unsat | Rule::expect_sat => {

@@ -150,7 +150,7 @@ impl Builder<'_> {
 
     /// An operand that is no operator sequence: a literal, a name, a call,
     /// a quantified formula, an aggregate or a graph literal.
-    fn primary(&self, p: P) -> R<Expr> {
+    pub(super) fn primary(&self, p: P) -> R<Expr> {
         let span = self.span(&p);
         match p.as_rule() {
             Rule::quantified => {

@@ -114,6 +114,16 @@ impl Builder<'_> {
                     span,
                 }
             }
+            Rule::include_stmt => {
+                let call = self.primary(p.into_inner().next().expect("included call"))?;
+                TopoStmt::Include { call, span }
+            }
+            Rule::set_stmt => {
+                let mut it = p.into_inner();
+                let chip = self.chip_ref(it.next().expect("set target"))?;
+                let attrs = self.attrs(it.next().expect("set attributes"))?;
+                TopoStmt::Set { chip, attrs, span }
+            }
             Rule::link_stmt => {
                 let mut it = p.into_inner();
                 let src = self.chip_ref(it.next().expect("link source"))?;

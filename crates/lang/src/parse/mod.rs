@@ -6,6 +6,8 @@
 mod errors;
 mod expr;
 mod items;
+#[cfg(test)]
+mod tests;
 
 use crate::ast::*;
 use errors::syntax_diag;

@@ -1,9 +1,11 @@
 //! Items: lets, parameters, topologies, constraints, problems and tests.
 
-use super::{article, fits, param_signature, param_type, signature, type_names, Ctx, Ty, TypeChecker};
+use super::{
+    article, fits, param_signature, param_type, signature, type_names, Ctx, Ty, TypeChecker, CHIP_ATTRS, LINK_ATTRS,
+};
 use crate::ast::*;
-use crate::loader::ItemRef;
-use mcm_core::diag::{unknown_help, Diag};
+use crate::loader::{ItemRef, Program};
+use mcm_core::diag::{misspelt, unknown_help, Diag};
 use mcm_core::problem::Metric;
 use mcm_core::source::Span;
 use std::collections::HashMap;
@@ -123,43 +125,31 @@ impl TypeChecker<'_> {
                         self.attribute(a, true);
                     }
                 }
+                TopoStmt::Include { call, .. } => {
+                    let t = self.expr(call);
+                    match (&call.kind, t) {
+                        (ExprKind::Call(f, _), Ty::Package) => {
+                            included_groups(self.prog, self.module, f, groups, 0);
+                        }
+                        (_, Ty::Err) => {}
+                        (_, t) => {
+                            self.err(
+                                Diag::error("mcm::type", format!("`include` takes a topology, not a {t}"))
+                                    .label(call.span, format!("this is a {t}"))
+                                    .help("include a topology's chips and links: `include torus(rows = 4, ...)`"),
+                            );
+                        }
+                    }
+                }
+                TopoStmt::Set { chip, attrs, .. } => {
+                    self.chip_ref(chip, groups, "this `set`");
+                    for a in attrs {
+                        self.attribute(a, true);
+                    }
+                }
                 TopoStmt::Link { src, dst, attrs, .. } => {
                     for r in [src, dst] {
-                        match groups.get(&r.group.name) {
-                            None => {
-                                let known: Vec<String> = groups.keys().cloned().collect();
-                                self.err(
-                                    Diag::error("mcm::name", format!("unknown chip group `{}`", r.group.name))
-                                        .label(r.group.span, "not declared before this link")
-                                        .help(unknown_help(
-                                            &r.group.name,
-                                            "chip group",
-                                            known.iter().map(String::as_str),
-                                        )),
-                                );
-                            }
-                            Some(indexed) => match (&r.index, indexed) {
-                                (Some(i), true) => {
-                                    let t = self.expr(i);
-                                    self.expect_fits(Ty::Int, t, i, "a chip index");
-                                }
-                                (None, false) => {}
-                                (Some(_), false) => {
-                                    self.err(
-                                        Diag::error("mcm::type", format!("`{}` is a single chip", r.group.name))
-                                            .label(r.span, "has no index")
-                                            .help(format!("write `{}` without `[...]`", r.group.name)),
-                                    );
-                                }
-                                (None, true) => {
-                                    self.err(
-                                        Diag::error("mcm::type", format!("`{}` is a group of chips", r.group.name))
-                                            .label(r.span, "needs an index")
-                                            .help(format!("write `{}[i]`", r.group.name)),
-                                    );
-                                }
-                            },
-                        }
+                        self.chip_ref(r, groups, "this link");
                     }
                     for a in attrs {
                         self.attribute(a, false);
@@ -189,8 +179,62 @@ impl TypeChecker<'_> {
         }
     }
 
+    /// Checks a chip reference of a link or `set`: a group declared before,
+    /// indexed when it is a group of several chips.
+    fn chip_ref(&mut self, r: &ChipRef, groups: &HashMap<String, bool>, user: &str) {
+        match groups.get(&r.group.name) {
+            None => {
+                let known: Vec<String> = groups.keys().cloned().collect();
+                self.err(
+                    Diag::error("mcm::name", format!("unknown chip group `{}`", r.group.name))
+                        .label(r.group.span, format!("not declared before {user}"))
+                        .help(unknown_help(
+                            &r.group.name,
+                            "chip group",
+                            known.iter().map(String::as_str),
+                        )),
+                );
+            }
+            Some(indexed) => match (&r.index, indexed) {
+                (Some(i), true) => {
+                    let t = self.expr(i);
+                    self.expect_fits(Ty::Int, t, i, "a chip index");
+                }
+                (None, false) => {}
+                (Some(_), false) => {
+                    self.err(
+                        Diag::error("mcm::type", format!("`{}` is a single chip", r.group.name))
+                            .label(r.span, "has no index")
+                            .help(format!("write `{}` without `[...]`", r.group.name)),
+                    );
+                }
+                (None, true) => {
+                    self.err(
+                        Diag::error("mcm::type", format!("`{}` is a group of chips", r.group.name))
+                            .label(r.span, "needs an index")
+                            .help(format!("write `{}[i]`", r.group.name)),
+                    );
+                }
+            },
+        }
+    }
+
     /// Checks a chip or link attribute and records its type for constraints.
     fn attribute(&mut self, a: &Attr, chip: bool) {
+        let known = if chip { CHIP_ATTRS } else { LINK_ATTRS };
+        if let Some(meant) = misspelt(&a.name.name, known.iter().map(|(n, _)| *n)) {
+            let what = if chip { "chip" } else { "link" };
+            self.err(
+                Diag::error("mcm::name", format!("unknown {what} attribute `{}`", a.name.name))
+                    .label(a.name.span, format!("did you mean `{meant}`?"))
+                    .help(format!(
+                        "the {what} attributes the cost model reads are {}; a name further from them is a custom attribute",
+                        known.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(" and ")
+                    )),
+            );
+            self.expr(&a.value);
+            return;
+        }
         let t = self.expr(&a.value);
         if t == Ty::Err {
             return;
@@ -529,6 +573,39 @@ impl TypeChecker<'_> {
                 .label(span, format!("takes {} argument(s)", params.len()))
                 .help(signature(callee, params)),
             );
+        }
+    }
+}
+
+/// The chip groups that `include f(...)` in `module` declares (name,
+/// whether indexed) into `groups`, those of the topologies it includes in
+/// turn among them. A topology that includes itself is refused when it is
+/// built; here the depth stops it.
+fn included_groups(prog: &Program, module: usize, f: &Ident, groups: &mut HashMap<String, bool>, depth: usize) {
+    let Some(r) = prog.lookup(module, &f.name) else { return };
+    let Item::Topology(t) = prog.item(r) else { return };
+    if depth <= 32 {
+        body_groups(prog, r.module, &t.body, groups, depth);
+    }
+}
+
+fn body_groups(prog: &Program, module: usize, body: &[TopoStmt], groups: &mut HashMap<String, bool>, depth: usize) {
+    for s in body {
+        match s {
+            TopoStmt::Chips { name, count, .. } => {
+                groups.insert(name.name.clone(), count.is_some());
+            }
+            TopoStmt::For { body, .. } => body_groups(prog, module, body, groups, depth),
+            TopoStmt::If { then, otherwise, .. } => {
+                body_groups(prog, module, then, groups, depth);
+                body_groups(prog, module, otherwise, groups, depth);
+            }
+            TopoStmt::Include { call, .. } => {
+                if let ExprKind::Call(f, _) = &call.kind {
+                    included_groups(prog, module, f, groups, depth + 1);
+                }
+            }
+            TopoStmt::Set { .. } | TopoStmt::Link { .. } | TopoStmt::Let(_) => {}
         }
     }
 }

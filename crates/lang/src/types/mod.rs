@@ -13,7 +13,7 @@ use crate::loader::{ItemRef, Program};
 use mcm_core::diag::Diag;
 use mcm_core::quantity::{Dim, TYPE_NAMES};
 use mcm_core::source::Span;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -144,6 +144,10 @@ pub struct TypeInfo {
     pub units: HashMap<Span, Dim>,
     /// The type of each top-level `let` (for an editor's hover).
     pub lets: HashMap<ItemRef, Ty>,
+    /// Every chip and link attribute the program's topologies set, custom
+    /// ones included, with its type (for an editor's completion).
+    pub chip_attrs: BTreeMap<String, Ty>,
+    pub link_attrs: BTreeMap<String, Ty>,
 }
 
 /// Checks every item of every module; returns the diagnostics.
@@ -190,6 +194,8 @@ pub fn check_program(prog: &Program) -> (Vec<Diag>, TypeInfo) {
         TypeInfo {
             units: c.units,
             lets: c.let_types,
+            chip_attrs: c.chip_attrs.into_iter().collect(),
+            link_attrs: c.link_attrs.into_iter().collect(),
         },
     )
 }

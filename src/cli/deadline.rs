@@ -1,0 +1,122 @@
+//! `--time T` as a deadline for a whole command: the clock starts when the
+//! arguments are parsed, and loading the problem, the search and its
+//! baseline all run under it. The work runs on threads of its own so that
+//! the command can answer at `T` plus [`MARGIN`] even when one step cannot
+//! be interrupted (a varisat call, the evaluation of a huge graph): what
+//! is still running then is abandoned, and ends with the process.
+
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// How long past `T` a command waits for work that did not stop at `T`
+/// before it answers without it: room for the last batch of evaluations,
+/// leaving time to write the answer within `T` + 1 s.
+pub const MARGIN: Duration = Duration::from_millis(500);
+
+/// The clock of a command run with `--time` (or without one: no deadline).
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    start: Instant,
+    limit: Option<Duration>,
+}
+
+impl Clock {
+    /// Starts now; `seconds` is the `--time` given, if any.
+    pub fn start(seconds: Option<f64>) -> Clock {
+        Clock {
+            start: Instant::now(),
+            limit: seconds.and_then(|t| Duration::try_from_secs_f64(t.max(0.0)).ok()),
+        }
+    }
+
+    /// The `--time` given, in seconds.
+    pub fn limit(&self) -> Option<f64> {
+        self.limit.map(|l| l.as_secs_f64())
+    }
+
+    /// Seconds left before the deadline (none past it); `None` without one.
+    pub fn left(&self) -> Option<f64> {
+        self.limit
+            .map(|l| l.saturating_sub(self.start.elapsed()).as_secs_f64())
+    }
+
+    /// When the command stops waiting: the deadline plus [`MARGIN`].
+    pub fn hard(&self) -> Option<Instant> {
+        self.limit
+            .and_then(|l| l.checked_add(MARGIN))
+            .and_then(|l| self.start.checked_add(l))
+    }
+}
+
+/// Work on a thread of its own, whose results come back one by one.
+pub struct Worker<T> {
+    results: Receiver<T>,
+}
+
+impl<T: Send + 'static> Worker<T> {
+    /// Runs `work` on a new thread; it hands results over with `send`
+    /// (say, a search's outcome and then its baseline).
+    pub fn spawn(work: impl FnOnce(&dyn Fn(T)) + Send + 'static) -> std::io::Result<Worker<T>> {
+        let (tx, results) = channel();
+        std::thread::Builder::new()
+            .name("mcmpart-work".into())
+            .stack_size(super::COMMAND_STACK)
+            .spawn(move || {
+                // A result nobody waits for any more is dropped.
+                work(&|r| {
+                    let _ = tx.send(r);
+                })
+            })?;
+        Ok(Worker { results })
+    }
+
+    /// The next result, waiting until `until` (for ever with `None`);
+    /// `None` when it did not come in time, or the work ended without it
+    /// (it panicked: the panic message is already on stderr).
+    pub fn next(&self, until: Option<Instant>) -> Option<T> {
+        match until {
+            None => self.results.recv().ok(),
+            Some(t) => match self.results.recv_timeout(t.saturating_duration_since(Instant::now())) {
+                Ok(r) => Some(r),
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clock_counts_down_to_its_limit() {
+        let c = Clock::start(Some(0.0));
+        assert_eq!(c.left(), Some(0.0));
+        assert!(c.hard().is_some_and(|h| h >= c.start + MARGIN));
+        let free = Clock::start(None);
+        assert_eq!((free.left(), free.hard(), free.limit()), (None, None, None));
+        let long = Clock::start(Some(100.0));
+        assert!(long.left().is_some_and(|l| l > 99.0 && l <= 100.0));
+    }
+
+    /// A worker stuck past the deadline is not waited for; one that
+    /// answers in time is heard, every result in order.
+    #[test]
+    fn a_worker_is_waited_for_until_the_deadline_only() {
+        let (release, stuck) = channel::<()>();
+        let w = Worker::spawn(move |send: &dyn Fn(u32)| {
+            send(1);
+            let _ = stuck.recv();
+            send(2);
+        })
+        .unwrap();
+        let soon = || Some(Instant::now() + Duration::from_millis(50));
+        assert_eq!(w.next(None), Some(1));
+        let asked = Instant::now();
+        assert_eq!(w.next(soon()), None);
+        assert!(asked.elapsed() < Duration::from_secs(5));
+        release.send(()).unwrap();
+        assert_eq!(w.next(Some(Instant::now() + Duration::from_secs(60))), Some(2));
+        assert_eq!(w.next(soon()), None, "the work ended");
+    }
+}

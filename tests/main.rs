@@ -10,6 +10,7 @@ mod cli_solve;
 mod compare;
 mod convention;
 mod cost;
+mod deadline;
 mod dataset;
 mod editors;
 mod errors;

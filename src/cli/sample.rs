@@ -43,7 +43,7 @@ fn sample_now(out: &Output, file: &Path, args: &SolverArgs, dest: &Path, clock: 
     with_problem(file, args.problem.as_deref(), Some(dest), |p, sources| {
         let mut solver = args.solver(p, sources)?;
         if clock.limit().is_some() {
-            solver.set_stop(Some(Arc::new(move || clock.left() == Some(0.0))));
+            solver.set_stop(Some(Arc::new(move || clock.work_left() == Some(0.0))));
         }
         let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
         let order = node_order(&solver, args.order, &mut rng);

@@ -18,6 +18,9 @@ pub const MARGIN: Duration = Duration::from_millis(200);
 /// (BERT-large on a 1,024-chip package).
 pub const WRAP_UP: Duration = Duration::from_millis(300);
 
+/// How often [`Worker::next_unless`] asks whether to give up.
+const POLL: Duration = Duration::from_millis(50);
+
 /// The clock of a command run with `--time` (or without one: no deadline).
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
@@ -79,6 +82,26 @@ impl<T: Send + 'static> Worker<T> {
         Ok(Worker { results })
     }
 
+    /// [`Worker::next`], giving up early too once `give_up` says so
+    /// (checked every [`POLL`]).
+    pub fn next_unless(&self, until: Option<Instant>, give_up: impl Fn() -> bool) -> Option<T> {
+        loop {
+            let slice = Instant::now() + POLL;
+            let wait = until.map_or(slice, |u| u.min(slice));
+            match self
+                .results
+                .recv_timeout(wait.saturating_duration_since(Instant::now()))
+            {
+                Ok(r) => return Some(r),
+                Err(RecvTimeoutError::Disconnected) => return None,
+                Err(RecvTimeoutError::Timeout) if until.is_some_and(|u| Instant::now() >= u) || give_up() => {
+                    return None
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
     /// The next result, waiting until `until` (for ever with `None`);
     /// `None` when it did not come in time, or the work ended without it
     /// (it panicked: the panic message is already on stderr).
@@ -128,5 +151,17 @@ mod tests {
         release.send(()).unwrap();
         assert_eq!(w.next(Some(Instant::now() + Duration::from_secs(60))), Some(2));
         assert_eq!(w.next(soon()), None, "the work ended");
+        let (_hold, never) = channel::<()>();
+        let w = Worker::spawn(move |send: &dyn Fn(u32)| {
+            let _ = never.recv();
+            send(3);
+        })
+        .unwrap();
+        let asked = Instant::now();
+        assert_eq!(
+            w.next_unless(None, || asked.elapsed() > Duration::from_millis(100)),
+            None
+        );
+        assert!(asked.elapsed() < Duration::from_secs(5));
     }
 }

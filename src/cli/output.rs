@@ -34,9 +34,8 @@ impl Output {
     /// An error: in text on stderr, or as JSON on stdout.
     pub fn error(&self, e: &Error) {
         match (&e.report, self.json) {
-            (Report::Plain, true) if e.kind == Kind::Timeout => self.print_json(
-                &serde_json::json!({"ok": false, "timed_out": true, "error": e.message, "help": e.help}),
-            ),
+            (Report::Plain, true) if e.kind == Kind::Timeout => self
+                .print_json(&serde_json::json!({"ok": false, "timed_out": true, "error": e.message, "help": e.help})),
             (Report::Plain, true) => {
                 self.print_json(&serde_json::json!({"ok": false, "error": e.message, "help": e.help}))
             }

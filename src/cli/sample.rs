@@ -33,8 +33,9 @@ pub fn run(out: &Output, file: &Path, args: &SolverArgs, own: &SampleArgs) -> Re
     // On a thread of its own, so that a SAT call that outlives the deadline
     // is abandoned rather than waited for.
     let (json, path, args, dest) = (out.json, file.to_path_buf(), args.clone(), own.out.clone());
-    let worker = Worker::spawn(move |send: &dyn Fn(Result)| send(sample_now(&Output { json }, &path, &args, &dest, clock)))
-        .map_err(|e| Error::internal(format!("cannot start sampling: {e}")))?;
+    let worker =
+        Worker::spawn(move |send: &dyn Fn(Result)| send(sample_now(&Output { json }, &path, &args, &dest, clock)))
+            .map_err(|e| Error::internal(format!("cannot start sampling: {e}")))?;
     let late = || out_of_time(&format!("the problem of `{}`", file.display()), limit);
     worker.next(clock.hard()).unwrap_or_else(|| Err(late()))
 }

@@ -2,7 +2,7 @@
 //! partition, and say how it compares with greedy and with the bound.
 
 use super::args::{counting, seconds};
-use super::deadline::{Clock, Worker};
+use super::deadline::{Clock, Worker, MARGIN};
 use super::eval::secs;
 use super::judge_args::EvalArgs;
 use super::output::{compile, progress_bar, refuse_overwriting, Output};
@@ -16,7 +16,7 @@ use crate::strategy::{self, Best, Budget, Outcome, Progress, SampleRecord};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The strategy `solve` runs when none is named under a sample budget: the
 /// best the project has at a few samples (see the book's comparison table).
@@ -126,21 +126,27 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
     // Greedy's one partition, on the search's judge, not counted in the
     // budget. Under `--time` it runs beside the search, within the same
     // deadline; without, after it (so the search has the machine to itself).
-    let base_budget = match clock.work_left() {
-        Some(t) => Budget::Seconds(t),
-        None => Budget::Samples(1),
-    };
-    let greedy = |loaded: Arc<Loaded>, seed: u64| {
+    let greedy = |loaded: Arc<Loaded>, seed: u64, budget: Budget| {
         Worker::spawn(move |send: &dyn Fn(Baseline)| {
-            send(baseline_within(loaded.problem(), &loaded.judge, seed, base_budget))
+            send(baseline_within(loaded.problem(), &loaded.judge, seed, budget))
         })
         .map_err(|e| Error::internal(format!("cannot start the baseline: {e}")))
     };
-    let beside = match clock.limit() {
-        Some(_) => Some(greedy(loaded.clone(), args.seed)?),
+    let beside = match clock.work_left() {
+        Some(t) => Some(greedy(loaded.clone(), args.seed, Budget::Seconds(t))?),
         None => None,
     };
-    let searched = worker.next(clock.hard());
+    // After Ctrl-C the search is waited for a moment only: a SAT call
+    // cannot be interrupted.
+    let stopped = std::cell::Cell::new(None::<Instant>);
+    let searched = worker.next_unless(clock.hard(), || {
+        strategy::stop_requested() && {
+            let asked = stopped.get().unwrap_or_else(Instant::now);
+            stopped.set(Some(asked));
+            asked.elapsed() >= AFTER_CTRL_C
+        }
+    });
+    let deadline_passed = clock.hard().is_some_and(|h| Instant::now() >= h);
     // The baseline runs even after Ctrl-C.
     strategy::clear_stop();
     if let Some(b) = &bar {
@@ -157,21 +163,30 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
             let (o, moved) = r.map_err(|inf| Error::infeasible(p, &inf, sources))?;
             (o, How { moved, ..how })
         }
-        // A step that cannot be interrupted outlived the deadline: what the
-        // search had found by then is the answer.
+        // A step that cannot be interrupted outlived the deadline or Ctrl-C:
+        // what the search had found by then is the answer.
         None => {
             strategy::request_stop();
-            let o = match live.lock() {
+            let mut o = match live.lock() {
                 Ok(l) => l.outcome(args.strategy(), args.seed, searching.elapsed().as_secs_f64()),
-                Err(e) => e.into_inner().outcome(args.strategy(), args.seed, searching.elapsed().as_secs_f64()),
+                Err(e) => e
+                    .into_inner()
+                    .outcome(args.strategy(), args.seed, searching.elapsed().as_secs_f64()),
             };
+            o.interrupted = !deadline_passed;
             (o, how)
         }
     };
     let base = match beside {
         // Past the deadline, a baseline not ready is not waited for.
         Some(w) => w.next(if how.late { Some(Instant::now()) } else { clock.hard() }),
-        None => greedy(loaded.clone(), args.seed)?.next(None),
+        // After Ctrl-C, greedy gets a moment, not as long as it takes (on
+        // tight rules its first valid partition can take minutes).
+        None if outcome.interrupted => {
+            let budget = Budget::Seconds(AFTER_CTRL_C.as_secs_f64());
+            greedy(loaded.clone(), args.seed, budget)?.next(Some(Instant::now() + AFTER_CTRL_C + MARGIN))
+        }
+        None => greedy(loaded.clone(), args.seed, Budget::Samples(1))?.next(None),
     };
     let done = report(out, p, &loaded.judge, &outcome, base.as_ref(), &dest, &how);
     // The process ends with the command: freeing a large problem would
@@ -179,6 +194,10 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
     std::mem::forget(loaded);
     done
 }
+
+/// How long the search is waited for after Ctrl-C, and how long greedy's
+/// baseline may take then.
+const AFTER_CTRL_C: Duration = Duration::from_secs(1);
 
 /// What the search hands over.
 type Searched = std::result::Result<(Outcome, Option<usize>), crate::solver::Infeasible>;
@@ -441,7 +460,7 @@ fn report(
         );
     }
     if how.late && !out.json {
-        eprintln!("note: a step of the search outlived the deadline: the best partition found by then is written");
+        eprintln!("note: a step of the search did not stop in time: the best partition found by then is written");
     }
     // The bound is the analytical model's: proven of its latency, not of
     // an external evaluator's figure.

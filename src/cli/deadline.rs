@@ -108,10 +108,10 @@ impl<T: Send + 'static> Worker<T> {
     pub fn next(&self, until: Option<Instant>) -> Option<T> {
         match until {
             None => self.results.recv().ok(),
-            Some(t) => match self.results.recv_timeout(t.saturating_duration_since(Instant::now())) {
-                Ok(r) => Some(r),
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-            },
+            Some(t) => self
+                .results
+                .recv_timeout(t.saturating_duration_since(Instant::now()))
+                .ok(),
         }
     }
 }

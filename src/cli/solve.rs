@@ -147,6 +147,7 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
         }
     });
     let deadline_passed = clock.hard().is_some_and(|h| Instant::now() >= h);
+    let ctrl_c = strategy::stop_requested();
     // The baseline runs even after Ctrl-C.
     strategy::clear_stop();
     if let Some(b) = &bar {
@@ -165,6 +166,12 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
         }
         // A step that cannot be interrupted outlived the deadline or Ctrl-C:
         // what the search had found by then is the answer.
+        None if !(deadline_passed || ctrl_c) => {
+            return Err(
+                Error::internal("internal error: the search ended without an answer (its panic is above)")
+                    .with_help("please report this with the .mcm file"),
+            );
+        }
         None => {
             strategy::request_stop();
             let mut o = match live.lock() {
@@ -173,13 +180,16 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
                     .into_inner()
                     .outcome(args.strategy(), args.seed, searching.elapsed().as_secs_f64()),
             };
-            o.interrupted = !deadline_passed;
+            o.interrupted = ctrl_c && !deadline_passed;
             (o, how)
         }
     };
     let base = match beside {
-        // Past the deadline, a baseline not ready is not waited for.
-        Some(w) => w.next(if how.late { Some(Instant::now()) } else { clock.hard() }),
+        // Past the deadline, a baseline not ready is not waited for; after
+        // Ctrl-C, a moment only.
+        Some(w) if how.late => w.next(Some(Instant::now())),
+        Some(w) if outcome.interrupted => w.next(Some(Instant::now() + AFTER_CTRL_C)),
+        Some(w) => w.next(clock.hard()),
         // After Ctrl-C, greedy gets a moment, not as long as it takes (on
         // tight rules its first valid partition can take minutes).
         None if outcome.interrupted => {

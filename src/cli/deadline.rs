@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 /// batch of evaluations, leaving time to write the answer within `T` + 1 s.
 pub const MARGIN: Duration = Duration::from_millis(200);
 
-/// What the work leaves of `T` for the answer: writing it, and the end of
-/// the process, which takes a fraction of a second when it holds gigabytes
-/// (BERT-large on a 1,024-chip package).
+/// What the work leaves of `T` for the answer, at most: writing it, and the
+/// end of the process, which takes a fraction of a second when it holds
+/// gigabytes (BERT-large on a 1,024-chip package). A tenth of `T` when that
+/// is less: a short `T` is a small problem's.
 pub const WRAP_UP: Duration = Duration::from_millis(300);
 
 /// How often [`Worker::next_unless`] asks whether to give up.
@@ -46,7 +47,7 @@ impl Clock {
     /// (none past it); `None` without a deadline.
     pub fn work_left(&self) -> Option<f64> {
         self.limit.map(|l| {
-            l.saturating_sub(WRAP_UP)
+            l.saturating_sub(WRAP_UP.min(l / 10))
                 .saturating_sub(self.start.elapsed())
                 .as_secs_f64()
         })
@@ -130,6 +131,8 @@ mod tests {
         let long = Clock::start(Some(100.0));
         let work = long.work_left().unwrap();
         assert!(work <= 100.0 - WRAP_UP.as_secs_f64() && work > 99.0 - WRAP_UP.as_secs_f64());
+        let short = Clock::start(Some(1.0)).work_left().unwrap();
+        assert!(short <= 0.9 && short > 0.5, "{short}");
     }
 
     /// A worker stuck past the deadline is not waited for; one that

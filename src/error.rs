@@ -28,6 +28,9 @@ pub enum Kind {
     Output,
     /// Stopped by Ctrl-C before anything could be kept.
     Interrupted,
+    /// No valid partition was found within `--time`: not a proof that none
+    /// exists (that is `Infeasible`).
+    Timeout,
     /// A bug of ours (the solver handed out an invalid partition).
     Internal,
 }
@@ -38,6 +41,7 @@ impl Kind {
     pub fn exit_code(self) -> i32 {
         match self {
             Kind::Usage => 2,
+            Kind::Timeout => 3,
             Kind::Interrupted => 130,
             Kind::Input | Kind::Infeasible | Kind::Search | Kind::Output | Kind::Internal => 1,
         }
@@ -258,6 +262,7 @@ mod tests {
             assert_eq!(exit_code(&Err(Error::new(k, "x"))), 1, "{k:?}");
         }
         assert_eq!(exit_code(&Err(Error::new(Kind::Interrupted, "x"))), 130);
+        assert_eq!(exit_code(&Err(Error::new(Kind::Timeout, "x"))), 3);
         assert_eq!(exit_code(&Ok(Status::Success)), 0);
         assert_eq!(exit_code(&Ok(Status::Failure)), 1);
         assert_eq!(exit_code(&Ok(Status::Interrupted)), 130);

@@ -399,8 +399,10 @@ fn solve_with_a_time_budget() {
     let took = start.elapsed().as_secs_f64();
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     let v = json(&o);
+    // The search gets `--time` less what loading took and a tenth kept
+    // for the answer (0.05 s here), and spends it.
     let elapsed = v["elapsed_s"].as_f64().unwrap();
-    assert!((0.5..2.5).contains(&elapsed), "{elapsed}");
+    assert!((0.3..2.5).contains(&elapsed), "{elapsed}");
     assert!(took < 10.0, "{took}");
     let n = v["samples"].as_u64().unwrap();
     assert!(n >= 1);

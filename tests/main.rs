@@ -11,6 +11,7 @@ mod compare;
 mod convention;
 mod cost;
 mod dataset;
+mod deadline;
 mod editors;
 mod errors;
 mod evaluators;

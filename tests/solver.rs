@@ -446,3 +446,27 @@ fn uniform_sample_under_a_binding_count_needs_no_fallback() {
     }
     assert_eq!((s.stats.restarts, s.stats.sat_calls), (0, 0), "{:?}", s.stats);
 }
+
+/// A solver told to stop gives SAMPLE and FIX up at once, and says it was
+/// stopped (its error proves nothing); one whose stop never fires is not
+/// changed by it.
+#[test]
+fn a_stopped_solver_gives_its_passes_up() {
+    let c = mcmpart::lang::compile_file(&common::root().join("examples/bert_ring36.mcm"));
+    let p = c.problem(None).unwrap();
+    let run = |stop: bool| {
+        let mut s = Solver::new(p, Options::default()).unwrap();
+        s.set_stop(Some(std::sync::Arc::new(move || stop)));
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let order = node_order(&s, Order::Random, &mut rng);
+        let sampled = sample(&mut s, &order, None, &mut rng);
+        let proposal = vec![Some(0); s.num_nodes()];
+        let fixed = fix(&mut s, &order, &proposal, None, &mut rng);
+        (sampled, fixed.map(|(pl, _)| pl), s.cut_short())
+    };
+    let (sampled, fixed, cut) = run(true);
+    assert!(sampled.is_err() && fixed.is_err() && cut);
+    let (sampled, fixed, cut) = run(false);
+    assert!(valid(p, &sampled.unwrap()) && valid(p, &fixed.unwrap()));
+    assert!(!cut);
+}

@@ -9,6 +9,7 @@ mod bench;
 mod bench_bounds;
 mod check;
 mod compare;
+mod deadline;
 mod eval;
 mod fmt;
 pub mod import;
@@ -102,9 +103,8 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         solver: SolverArgs,
-        /// Where to write the partition.
-        #[arg(short, long)]
-        out: PathBuf,
+        #[command(flatten)]
+        own: sample::SampleArgs,
     },
     /// Search for a good valid partition within a budget and write the best.
     Solve {
@@ -277,6 +277,10 @@ fn parse_error(e: &clap::Error) -> i32 {
     Output { json: true }.finish(Err(crate::error::Error::usage(message).with_help(help)))
 }
 
+/// The stack of the threads a command runs on: deep but legal inputs
+/// recurse deeply in the front end.
+const COMMAND_STACK: usize = 256 << 20;
+
 /// Runs the command line; returns the exit code.
 pub fn main() -> i32 {
     quiet_on_closed_stdout();
@@ -293,7 +297,7 @@ pub fn main() -> i32 {
         eprintln!("warning: the worker threads keep the default stack: {e}");
     }
     std::thread::Builder::new()
-        .stack_size(256 << 20)
+        .stack_size(COMMAND_STACK)
         .spawn(move || run(cli))
         .ok()
         .and_then(|h| h.join().ok())
@@ -336,11 +340,7 @@ pub fn run(cli: Cli) -> i32 {
                 problem: problem.as_deref(),
             },
         ),
-        Command::Sample {
-            file,
-            solver,
-            out: dest,
-        } => sample::run(&out, &file, &solver, &dest),
+        Command::Sample { file, solver, own } => sample::run(&out, &file, &solver, &own),
         Command::Solve { file, args } => solve::run(&out, &file, &args),
         Command::Compare { files, args } => compare::run(&out, &files, &args),
         Command::Train { args } => train::run(&out, &args),

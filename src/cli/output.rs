@@ -2,7 +2,7 @@
 //! diagnostics on stderr) or one JSON document on stdout (`--json`). The
 //! one place that turns a command's result into output and an exit status.
 
-use crate::error::{exit_code, Error, Report, Result};
+use crate::error::{exit_code, Error, Kind, Report, Result};
 use crate::lang::{compile_file, Compiled};
 use crate::strategy::Budget;
 use std::io::IsTerminal;
@@ -34,6 +34,8 @@ impl Output {
     /// An error: in text on stderr, or as JSON on stdout.
     pub fn error(&self, e: &Error) {
         match (&e.report, self.json) {
+            (Report::Plain, true) if e.kind == Kind::Timeout => self
+                .print_json(&serde_json::json!({"ok": false, "timed_out": true, "error": e.message, "help": e.help})),
             (Report::Plain, true) => {
                 self.print_json(&serde_json::json!({"ok": false, "error": e.message, "help": e.help}))
             }

@@ -2,17 +2,21 @@
 //! partition, and say how it compares with greedy and with the bound.
 
 use super::args::{counting, seconds};
+use super::deadline::{Clock, Worker, MARGIN};
 use super::eval::secs;
 use super::judge_args::EvalArgs;
-use super::output::{progress_bar, Output};
-use super::problem::with_problem;
+use super::output::{compile, progress_bar, refuse_overwriting, Output};
 use super::strategy_args::{self, RlArgs};
-use crate::baseline::{baseline, Baseline};
+use crate::baseline::{baseline_within, Baseline};
 use crate::cost::Judge;
 use crate::error::{Error, Kind, Result, Status};
+use crate::lang::Compiled;
 use crate::problem::{partition_json, read_partition, write_partition, Placement, Problem};
-use crate::strategy::{self, Budget, Outcome};
+use crate::strategy::{self, Best, Budget, Outcome, Progress, SampleRecord};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The strategy `solve` runs when none is named under a sample budget: the
 /// best the project has at a few samples (see the book's comparison table).
@@ -36,7 +40,9 @@ pub struct SolveArgs {
     /// `--budget` nor `--time` is given.
     #[arg(long, conflicts_with = "time", value_parser = counting)]
     pub budget: Option<usize>,
-    /// Budget in seconds, checked before each batch of samples.
+    /// A deadline in seconds for the whole command (loading, search,
+    /// baseline): it answers within about T + 0.2 s with the best valid
+    /// partition found, or exits 3 when none was found in time.
     #[arg(long, value_parser = seconds)]
     pub time: Option<f64>,
     /// Seed of every random choice.
@@ -76,44 +82,236 @@ impl SolveArgs {
 }
 
 pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
+    // `--time` counts from here: loading, the search and the baseline.
+    let clock = Clock::start(args.time);
     watch_ctrl_c();
     strategy_args::check(&[args.strategy()], &args.rl)?;
     // The name is known: what fails now is its checkpoint, an input.
     let mut strat = strategy_args::build(args.strategy(), &args.rl)?;
     let dest = args.out.clone().unwrap_or_else(|| default_out(file));
-    with_problem(file, args.problem.as_deref(), Some(&dest), |p, sources| {
-        let judge = Judge::new(p, &args.eval.options())?;
-        // The reader refuses another graph's file, unknown nodes and chips
-        // past the package, with the place.
-        let init = match &args.init {
-            Some(f) => Some(read_partition(f, &p.graph, p.package.num_chips())?),
-            None => None,
+    let loaded = load(file, args, &dest, &clock)?;
+    let p = loaded.problem();
+    let bar = progress_bar(out, args.budget());
+    let live = Arc::new(Mutex::new(Live::default()));
+    let searching = Instant::now();
+    let worker = Worker::spawn({
+        let (loaded, live, bar, seed) = (loaded.clone(), live.clone(), bar.clone(), args.seed);
+        // The search gets what is left of `--time`.
+        let budget = match clock.work_left() {
+            Some(t) => Budget::Seconds(t),
+            None => args.budget(),
         };
-        let budget = args.budget();
-        let bar = progress_bar(out, budget);
-        let mut tick = |r: &strategy::SampleRecord| {
-            if let Some(b) = &bar {
-                match budget {
-                    Budget::Samples(_) => b.set_position(r.sample as u64),
-                    Budget::Seconds(_) => b.set_position((r.elapsed_s * 10.0) as u64),
+        move |send: &dyn Fn(Searched)| {
+            let p = loaded.problem();
+            let mut tick = |r: &Progress| {
+                if let Some(b) = &bar {
+                    match budget {
+                        Budget::Samples(_) => b.set_position(r.record.sample as u64),
+                        Budget::Seconds(_) => b.set_position((r.record.elapsed_s * 10.0) as u64),
+                    }
+                    if let Some(t) = r.record.best {
+                        b.set_message(format!("best {t:.2}/s"));
+                    }
                 }
-                if let Some(t) = r.best {
-                    b.set_message(format!("best {t:.2}/s"));
+                if let Ok(mut l) = live.lock() {
+                    l.note(r);
                 }
-            }
-        };
-        let start = init.as_ref().map(|pl| pl.chips.as_slice());
-        let result = strategy::run_from(p, &judge, strat.as_mut(), budget, args.seed, Some(&mut tick), start);
-        if let Some(b) = &bar {
-            b.finish_and_clear();
+            };
+            let start = loaded.init.as_ref().map(|pl| pl.chips.as_slice());
+            let result = strategy::run_from(p, &loaded.judge, strat.as_mut(), budget, seed, Some(&mut tick), start);
+            send(result);
         }
-        // The baseline below runs even after Ctrl-C.
-        strategy::clear_stop();
-        let (outcome, moved) = result.map_err(|inf| Error::infeasible(p, &inf, sources))?;
-        // Greedy's one partition, on the search's judge, not counted in the budget.
-        let base = baseline(p, &judge, args.seed);
-        report(out, p, &judge, &outcome, &base, &dest, moved)
     })
+    .map_err(|e| Error::internal(format!("cannot start the search: {e}")))?;
+    // Greedy's one partition, on the search's judge, not counted in the
+    // budget. Under `--time` it runs beside the search, within the same
+    // deadline; without, after it (so the search has the machine to itself).
+    let greedy = |loaded: Arc<Loaded>, seed: u64, budget: Budget| {
+        Worker::spawn(move |send: &dyn Fn(Baseline)| {
+            send(baseline_within(loaded.problem(), &loaded.judge, seed, budget))
+        })
+        .map_err(|e| Error::internal(format!("cannot start the baseline: {e}")))
+    };
+    let beside = match clock.work_left() {
+        Some(t) => Some(greedy(loaded.clone(), args.seed, Budget::Seconds(t))?),
+        None => None,
+    };
+    // After Ctrl-C the search is waited for a moment only: a SAT call
+    // cannot be interrupted.
+    let stopped = std::cell::Cell::new(None::<Instant>);
+    let searched = worker.next_unless(clock.hard(), || {
+        strategy::stop_requested() && {
+            let asked = stopped.get().unwrap_or_else(Instant::now);
+            stopped.set(Some(asked));
+            asked.elapsed() >= AFTER_CTRL_C
+        }
+    });
+    let deadline_passed = clock.hard().is_some_and(|h| Instant::now() >= h);
+    let ctrl_c = strategy::stop_requested();
+    // The baseline runs even after Ctrl-C.
+    strategy::clear_stop();
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let sources = &loaded.compiled.program.sources;
+    let how = How {
+        limit: clock.limit(),
+        late: searched.is_none(),
+        moved: None,
+    };
+    let (outcome, how) = match searched {
+        Some(r) => {
+            let (o, moved) = r.map_err(|inf| Error::infeasible(p, &inf, sources))?;
+            (o, How { moved, ..how })
+        }
+        // A step that cannot be interrupted outlived the deadline or Ctrl-C:
+        // what the search had found by then is the answer.
+        None if !(deadline_passed || ctrl_c) => {
+            return Err(
+                Error::internal("internal error: the search ended without an answer (its panic is above)")
+                    .with_help("please report this with the .mcm file"),
+            );
+        }
+        None => {
+            strategy::request_stop();
+            let mut o = match live.lock() {
+                Ok(l) => l.outcome(args.strategy(), args.seed, searching.elapsed().as_secs_f64()),
+                Err(e) => e
+                    .into_inner()
+                    .outcome(args.strategy(), args.seed, searching.elapsed().as_secs_f64()),
+            };
+            o.interrupted = ctrl_c && !deadline_passed;
+            (o, how)
+        }
+    };
+    let base = match beside {
+        // Past the deadline, a baseline not ready is not waited for; after
+        // Ctrl-C, a moment only.
+        Some(w) if how.late => w.next(Some(Instant::now())),
+        Some(w) if outcome.interrupted => w.next(Some(Instant::now() + AFTER_CTRL_C)),
+        Some(w) => w.next(clock.hard()),
+        // After Ctrl-C, greedy gets a moment, not as long as it takes (on
+        // tight rules its first valid partition can take minutes).
+        None if outcome.interrupted => {
+            let budget = Budget::Seconds(AFTER_CTRL_C.as_secs_f64());
+            greedy(loaded.clone(), args.seed, budget)?.next(Some(Instant::now() + AFTER_CTRL_C + MARGIN))
+        }
+        None => greedy(loaded.clone(), args.seed, Budget::Samples(1))?.next(None),
+    };
+    let done = report(out, p, &loaded.judge, &outcome, base.as_ref(), &dest, &how);
+    // The process ends with the command: freeing a large problem would
+    // only add to the time `--time` bounds.
+    std::mem::forget(loaded);
+    done
+}
+
+/// How long the search is waited for after Ctrl-C, and how long greedy's
+/// baseline may take then.
+const AFTER_CTRL_C: Duration = Duration::from_secs(1);
+
+/// What the search hands over.
+type Searched = std::result::Result<(Outcome, Option<usize>), crate::solver::Infeasible>;
+
+/// The problem, its judge and the starting partition, loaded under the clock.
+struct Loaded {
+    compiled: Compiled,
+    /// Which of `compiled.problems`.
+    index: usize,
+    judge: Judge,
+    init: Option<Placement>,
+}
+
+impl Loaded {
+    fn problem(&self) -> &Problem {
+        &self.compiled.problems[self.index]
+    }
+}
+
+/// Compiles the file, picks the problem, makes its judge and reads `--init`,
+/// on a thread of its own: on a huge graph this alone can outlast `--time`,
+/// and then `solve` says so at the deadline.
+fn load(file: &Path, args: &SolveArgs, dest: &Path, clock: &Clock) -> Result<Arc<Loaded>> {
+    let (file, dest, args) = (file.to_path_buf(), dest.to_path_buf(), args.clone());
+    let worker = Worker::spawn(move |send: &dyn Fn(Result<Loaded>)| {
+        send((|| -> Result<Loaded> {
+            let compiled = compile(&file)?;
+            refuse_overwriting(&dest, &compiled.inputs(), "the problem is read from")?;
+            let p = compiled.problem(args.problem.as_deref()).map_err(Error::input)?;
+            let index = compiled.problems.iter().position(|q| std::ptr::eq(q, p)).unwrap_or(0);
+            let judge = Judge::new(p, &args.eval.options())?;
+            // The reader refuses another graph's file, unknown nodes and chips
+            // past the package, with the place.
+            let init = match &args.init {
+                Some(f) => Some(read_partition(f, &p.graph, p.package.num_chips())?),
+                None => None,
+            };
+            Ok(Loaded {
+                compiled,
+                index,
+                judge,
+                init,
+            })
+        })())
+    })
+    .map_err(|e| Error::internal(format!("cannot start loading: {e}")))?;
+    match worker.next(clock.hard()) {
+        Some(loaded) => loaded.map(Arc::new),
+        None => Err(Error::new(
+            Kind::Timeout,
+            format!(
+                "no valid partition within {}: loading the problem took longer",
+                secs(clock.limit().unwrap_or(0.0))
+            ),
+        )
+        .with_help("give `--time` more seconds; `mcmpart check` shows how long loading takes")),
+    }
+}
+
+/// What the search left so far, kept as it runs: the answer when a step
+/// that cannot be interrupted outlives the deadline.
+#[derive(Default)]
+struct Live {
+    best: Option<Best>,
+    records: Vec<SampleRecord>,
+    invalid: BTreeMap<String, usize>,
+}
+
+impl Live {
+    fn note(&mut self, r: &Progress) {
+        self.records.push(r.record.clone());
+        if let Some(why) = r.invalid {
+            *self.invalid.entry(why.to_string()).or_default() += 1;
+        }
+        if r.best.map(|b| b.sample) != self.best.as_ref().map(|b| b.sample) {
+            self.best = r.best.cloned();
+        }
+    }
+
+    fn outcome(&self, strategy: &str, seed: u64, elapsed_s: f64) -> Outcome {
+        Outcome {
+            strategy: strategy.to_string(),
+            seed,
+            best: self.best.clone(),
+            records: self.records.clone(),
+            invalid: self.invalid.clone(),
+            solver: Default::default(),
+            elapsed_s,
+            failure: None,
+            interrupted: false,
+            proven_bound_s: None,
+        }
+    }
+}
+
+/// How a search ended, besides its outcome.
+#[derive(Clone, Copy, Debug, Default)]
+struct How {
+    /// The `--time` given.
+    limit: Option<f64>,
+    /// The search had not returned at the deadline (plus the margin).
+    late: bool,
+    /// With `--init`, how many of its nodes the repair moved.
+    moved: Option<usize>,
 }
 
 /// Ctrl-C stops the search at its next sample, and `solve` writes the best
@@ -197,17 +395,18 @@ pub fn top_reasons(o: &Outcome, n: usize) -> Vec<Reason> {
     v
 }
 
-/// `moved`: with `--init`, how many of its nodes the repair moved.
+/// `base`: `None` when the baseline was not ready by the deadline.
 fn report(
     out: &Output,
     p: &Problem,
     judge: &Judge,
     o: &Outcome,
-    base: &Baseline,
+    base: Option<&Baseline>,
     dest: &Path,
-    moved: Option<usize>,
+    how: &How,
 ) -> Result {
-    let greedy = base.throughput();
+    let greedy = base.and_then(|b| b.throughput());
+    let moved = how.moved;
     if let Some(why) = &o.failure {
         // A failed run still keeps what it found (checked like any other).
         let kept = match &o.best {
@@ -236,10 +435,16 @@ fn report(
             ));
         }
         let reasons = top_reasons(o, 3);
-        let why = reasons
-            .first()
-            .map(|r| r.to_string())
-            .unwrap_or_else(|| "no sample was taken".into());
+        let why = reasons.first().map(|r| r.to_string());
+        if let Some(t) = how.limit {
+            return Err(out_of_time(p, o, t, why));
+        }
+        let Some(why) = why else {
+            return Err(Error::search(format!(
+                "no valid partition of `{}`: strategy `{}` ended without a sample",
+                p.name, o.strategy
+            )));
+        };
         return Err(Error::search(format!(
             "no valid partition of `{}` in {} sample(s): all {} were invalid at evaluation",
             p.name,
@@ -264,15 +469,17 @@ fn report(
             o.records.len()
         );
     }
+    if how.late && !out.json {
+        eprintln!("note: a step of the search did not stop in time: the best partition found by then is written");
+    }
     // The bound is the analytical model's: proven of its latency, not of
     // an external evaluator's figure.
     let proven = base
-        .bound
-        .as_ref()
+        .and_then(|b| b.bound.as_ref())
         .filter(|_| judge.describe == "analytical")
         .map(|b| crate::cost::bounds::with_proved(b, o.proven_bound_s));
     let proven = proven.as_ref();
-    let bound = base.bound_throughput();
+    let bound = base.and_then(|b| b.bound_throughput());
     let latency = 1.0 / best.throughput;
     let gap = proven.map(|b| latency / b.latency_s);
     let improvement = greedy.map(|g| best.throughput / g);
@@ -291,7 +498,7 @@ fn report(
             "gap": gap, "proven_optimal": gap.is_some_and(proven_optimal),
             "invalid": o.invalid_count(), "invalid_reasons": reasons, "solver": o.solver,
             "curve": o.records, "partition": partition_json(&pl, &p.graph, p.package.num_chips()),
-            "interrupted": o.interrupted, "init_moved": moved,
+            "interrupted": o.interrupted, "init_moved": moved, "stopped_at_deadline": how.late,
         }));
         return Ok(done);
     }
@@ -306,9 +513,12 @@ fn report(
     println!("throughput  {:.4} /s (latency {})", best.throughput, secs(latency));
     match (greedy, improvement) {
         (Some(g), Some(x)) => println!("vs greedy   {x:.3}x (greedy: {g:.4} /s)"),
+        _ if base.is_none_or(|b| b.greedy.as_ref().is_ok_and(|g| g.records.is_empty())) => {
+            println!("vs greedy   greedy's partition was not ready in time")
+        }
         _ => println!("vs greedy   greedy found no valid partition"),
     }
-    match (proven, &base.bound) {
+    match (proven, base.and_then(|b| b.bound.as_ref())) {
         (Some(b), _) => println!("{}", bound_line(b, latency)),
         // Only an external evaluator can report more than the model's bound.
         (None, Some(b)) if latency < b.latency_s => println!(
@@ -332,6 +542,27 @@ fn report(
         println!("  {:>6}  {r}", r.count);
     }
     Ok(done)
+}
+
+/// No valid partition was found within `--time` (`t` seconds): exit 3,
+/// which is neither "infeasible" nor a failed search. `why`: the most
+/// common reason samples were invalid, when some were taken.
+fn out_of_time(p: &Problem, o: &Outcome, t: f64, why: Option<String>) -> Error {
+    let help = match why {
+        None => format!(
+            "the search for a first valid partition was cut short after {}: give it more time (`--time`)",
+            secs(o.elapsed_s)
+        ),
+        Some(why) => format!(
+            "{} sample(s), all invalid at evaluation; the most common reason: {why}",
+            o.records.len()
+        ),
+    };
+    Error::new(
+        Kind::Timeout,
+        format!("no valid partition of `{}` found within {}", p.name, secs(t)),
+    )
+    .with_help(help)
 }
 
 /// Whether a latency equals the proven bound up to rounding: the bound and
@@ -373,12 +604,12 @@ mod tests {
         let dest = dir.join("best.partition.json");
         let out = Output { json: false };
         assert_eq!(
-            report(&out, p, &judge, &o, &base, &dest, None).unwrap(),
+            report(&out, p, &judge, &o, Some(&base), &dest, &How::default()).unwrap(),
             Status::Success
         );
         std::fs::remove_file(&dest).unwrap();
         o.failure = Some("a tensor went missing".into());
-        let e = report(&out, p, &judge, &o, &base, &dest, None).unwrap_err();
+        let e = report(&out, p, &judge, &o, Some(&base), &dest, &How::default()).unwrap_err();
         assert_eq!(e.exit_code(), 1);
         assert!(e.message.contains("a tensor went missing"), "{e}");
         assert!(dest.exists(), "the best partition is kept");

@@ -49,8 +49,15 @@ impl Baseline {
 
 /// Runs greedy once on `judge` with `seed` and computes the bound.
 pub fn baseline(problem: &Problem, judge: &Judge, seed: u64) -> Baseline {
+    baseline_within(problem, judge, seed, Budget::Samples(1))
+}
+
+/// [`baseline`] within `budget`: under a time budget greedy's partition is
+/// judged only if the solver makes it valid in time (else greedy's outcome
+/// has no best partition).
+pub fn baseline_within(problem: &Problem, judge: &Judge, seed: u64, budget: Budget) -> Baseline {
     Baseline {
-        greedy: strategy::run(problem, judge, &mut Greedy, Budget::Samples(1), seed, None),
+        greedy: strategy::run(problem, judge, &mut Greedy, budget, seed, None),
         bound: CostModel::new(problem).ok().map(|m| m.bound().clone()),
     }
 }

@@ -83,8 +83,15 @@ pub struct Solver<'p> {
     /// A latency target the placements must meet too (its propagator is
     /// the last, numbered `problem.constraints.len()`).
     target: Option<crate::target::Target>,
+    /// When the searcher wants its passes given up (a deadline, Ctrl-C).
+    stop: Option<Stop>,
+    /// Set once a pass gave up because `stop` said so.
+    cut_short: bool,
     pub stats: Stats,
 }
+
+/// Says whether the searcher wants the solver's passes given up.
+pub type Stop = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
 
 impl<'p> Solver<'p> {
     /// Builds the propagator network and propagates at the root.
@@ -168,6 +175,8 @@ impl<'p> Solver<'p> {
             backjump_on: options.sat,
             native: options.native,
             target,
+            stop: None,
+            cut_short: false,
             stats: Stats::default(),
         };
         // Wake every propagator once at the root.
@@ -238,6 +247,35 @@ impl<'p> Solver<'p> {
     /// their own when they fail too often turn it off.
     pub fn set_backjump(&mut self, on: bool) {
         self.backjump_on = on && self.use_sat;
+    }
+
+    /// Gives up SAMPLE and FIX passes once `stop` returns true (a search's
+    /// deadline or a stop request): they end with an error and
+    /// [`Solver::cut_short`] set, and no SAT question is asked any more
+    /// (one varisat call cannot be interrupted). Checked once a node.
+    pub fn set_stop(&mut self, stop: Option<Stop>) {
+        self.stop = stop;
+    }
+
+    /// The check given to [`Solver::set_stop`], for solvers built on the side.
+    pub fn stop(&self) -> Option<Stop> {
+        self.stop.clone()
+    }
+
+    /// Whether the searcher wants the passes given up now; remembered for
+    /// [`Solver::cut_short`].
+    pub fn stopping(&mut self) -> bool {
+        if self.cut_short {
+            return true;
+        }
+        self.cut_short = self.stop.as_ref().is_some_and(|s| s());
+        self.cut_short
+    }
+
+    /// Whether a pass was given up at the searcher's request: an error of
+    /// SAMPLE or FIX then means "stopped", not "no valid partition".
+    pub fn cut_short(&self) -> bool {
+        self.cut_short
     }
 
     /// Undoes every decision.
@@ -351,7 +389,9 @@ impl<'p> Solver<'p> {
                         self.declare_infeasible(f);
                         return;
                     }
-                    if self.backjump_on {
+                    // Past the deadline, undo one decision at a time: the
+                    // pass is about to give up, and SAT cannot be interrupted.
+                    if self.backjump_on && !self.stopping() {
                         self.backjump();
                         if self.infeasible.is_some() {
                             return;
@@ -363,11 +403,11 @@ impl<'p> Solver<'p> {
     }
 
     /// A full valid placement from SAT, searched from `hint` (its values are
-    /// preferred where they fit); `None` when SAT is off or no valid
-    /// placement exists (then [`Solver::infeasible`] names the rules that
+    /// preferred where they fit); `None` when SAT is off, the solver is
+    /// stopping ([`Solver::set_stop`]), or no valid placement exists (then [`Solver::infeasible`] names the rules that
     /// conflict). The last resort of FIX: it always ends.
     pub fn witness_near(&mut self, hint: &[u32]) -> Option<Placement> {
-        if !self.use_sat {
+        if !self.use_sat || self.stopping() {
             return None;
         }
         self.stats.sat_calls += 1;

@@ -144,7 +144,8 @@ pub fn draw_near(solver: &Solver, u: u32, y: u32, probs: Probs, rng: &mut impl R
 
 /// Decides every unfixed node of `order` by drawing from its domain;
 /// resumes where backtracking leaves off.
-/// Returns false when more than `budget` failures happened (the pass gave up).
+/// Returns false when more than `budget` failures happened or the solver is
+/// stopping ([`Solver::set_stop`]): the pass gave up.
 /// With `near` (FIX's second pass), a node with a proposal draws among the
 /// chips of its domain nearest to it (see [`draw_near`]).
 fn sample_rest(
@@ -162,7 +163,7 @@ fn sample_rest(
         let mut at: Vec<usize> = Vec::new();
         let mut pos = 0;
         while pos < order.len() {
-            if limit.is_some_and(|l| solver.stats.failures > l) {
+            if limit.is_some_and(|l| solver.stats.failures > l) || solver.stopping() {
                 return Ok(false);
             }
             let u = order[pos];
@@ -258,7 +259,7 @@ pub fn sample_or(
     // A pass that meets a dead end in one order seldom does in another: a
     // few fresh random orders cost less than the fallbacks below.
     for _ in 0..retries(solver) {
-        if !matches!(done, Ok(false)) {
+        if !matches!(done, Ok(false)) || solver.stopping() {
             break;
         }
         solver.stats.restarts += 1;
@@ -271,6 +272,7 @@ pub fn sample_or(
     }
     solver.set_backjump(true);
     if !done? {
+        stopped(solver)?;
         solver.stats.restarts += 1;
         // A proposal drawn from the same distribution, repaired by FIX:
         // nodes whose draw is no longer allowed wait for the second pass
@@ -284,11 +286,24 @@ pub fn sample_or(
         let fixed = fix_pass(solver, &topo, &proposal, probs, rng, Some((order.len() as u64).max(64)));
         solver.set_backjump(true);
         if !fixed? {
+            stopped(solver)?;
             solver.stats.restarts += 1;
             last_resort(solver, &proposal, probs, rng, fallback)?;
         }
     }
     finish(solver)
+}
+
+/// `Err` when the solver is stopping: a pass that gave up then ends its
+/// mode, before any fallback (the last of which may ask SAT for minutes).
+/// The error names no rule, and [`Solver::cut_short`] says it is no proof.
+fn stopped(solver: &mut Solver) -> Result<(), Infeasible> {
+    if solver.stopping() {
+        return Err(Infeasible {
+            constraints: Vec::new(),
+        });
+    }
+    Ok(())
 }
 
 /// The pass that always ends: FIX towards a valid target, which meets no
@@ -338,6 +353,7 @@ fn last_resort(
             if let Some(inf) = solver.infeasible() {
                 return Err(inf.clone());
             }
+            stopped(solver)?;
             fix_pass(solver, &topo, proposal, probs, rng, None)?;
         }
     }
@@ -358,6 +374,7 @@ fn witness_on_fewer_chips(solver: &Solver, rng: &mut impl Rng) -> Option<Vec<u32
     let k = witness_chips(solver)?;
     let small = crate::reduce::first_chips(solver.problem, k)?;
     let mut sub = Solver::new(&small, solver.options()).ok()?;
+    sub.set_stop(solver.stop());
     let order = node_order(&sub, Order::Random, rng);
     sample(&mut sub, &order, None, rng).ok().map(|p| p.chips)
 }
@@ -433,7 +450,7 @@ fn merge_towards(
             continue;
         }
         trials += 1;
-        if trials > MERGE_TRIALS {
+        if trials > MERGE_TRIALS || solver.stopping() {
             break;
         }
         let mut target: Vec<Option<u32>> = base.iter().copied().map(Some).collect();
@@ -513,7 +530,7 @@ pub fn fix_or(
     // in another random topological order, which decides each node close to
     // its inputs; a few such passes cost less than the last resort.
     for _ in 0..retries(solver) {
-        if done || fallback.is_some() {
+        if done || fallback.is_some() || solver.stopping() {
             break;
         }
         solver.stats.restarts += 1;
@@ -522,6 +539,7 @@ pub fn fix_or(
     }
     solver.set_backjump(true);
     if !done {
+        stopped(solver)?;
         solver.stats.restarts += 1;
         last_resort(solver, proposal, probs, rng, fallback)?;
     }
@@ -558,7 +576,7 @@ fn fix_pass(
     solver.reset();
     let limit = budget.map(|b| solver.stats.failures + b);
     for &u in order {
-        if limit.is_some_and(|l| solver.stats.failures > l) {
+        if limit.is_some_and(|l| solver.stats.failures > l) || solver.stopping() {
             return Ok(false);
         }
         if solver.is_fixed(u) {

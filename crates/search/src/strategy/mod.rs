@@ -186,8 +186,10 @@ impl Outcome {
     }
 }
 
-/// A strategy: spends a search's budget asking for partitions.
-pub trait Strategy {
+/// A strategy: spends a search's budget asking for partitions. `Send`, so
+/// that a command can search on a thread of its own and answer at its
+/// deadline whatever the search is doing.
+pub trait Strategy: Send {
     fn name(&self) -> &str;
     /// Runs until `search.done()`, or earlier when it has nothing more to
     /// try; `Err` only when the problem has no valid partition.
@@ -254,8 +256,19 @@ pub fn by_name(name: &str, rl: &RlOptions) -> Result<Option<Box<dyn Strategy>>, 
     }))
 }
 
+/// What the callback of [`Search::on_sample`] sees after each sample: enough
+/// for a caller to keep the best so far while the search runs (`solve`
+/// reports it at its deadline even when a step of the search cannot stop).
+pub struct Progress<'a> {
+    pub record: &'a SampleRecord,
+    /// Why the partition was invalid at evaluation, when it was.
+    pub invalid: Option<&'a str>,
+    /// The best partition so far.
+    pub best: Option<&'a Best>,
+}
+
 /// A callback run after every sample.
-type OnSample<'p> = Box<dyn FnMut(&SampleRecord) + 'p>;
+type OnSample<'p> = Box<dyn FnMut(&Progress) + 'p>;
 
 /// The state one run of a strategy works through.
 pub struct Search<'p> {
@@ -283,17 +296,37 @@ pub struct Search<'p> {
     proven: Option<f64>,
 }
 
+/// When a time budget started at `start` runs out; `None` under a sample
+/// budget (or past what the clock can count).
+fn deadline(start: Instant, budget: Budget) -> Option<Instant> {
+    match budget {
+        Budget::Seconds(t) => std::time::Duration::try_from_secs_f64(t.max(0.0))
+            .ok()
+            .and_then(|d| start.checked_add(d)),
+        Budget::Samples(_) => None,
+    }
+}
+
 impl<'p> Search<'p> {
     pub fn new(problem: &'p Problem, judge: &'p Judge, budget: Budget, seed: u64) -> Result<Search<'p>, Infeasible> {
+        // The budget counts the root propagation too.
+        let start = Instant::now();
+        let mut solver = Solver::new(problem, Options::default())?;
+        // The solver's passes look at the clock too: finding a first valid
+        // partition can take minutes where the rules are tight.
+        let deadline = deadline(start, budget);
+        solver.set_stop(Some(std::sync::Arc::new(move || {
+            stop_requested() || deadline.is_some_and(|d| Instant::now() >= d)
+        })));
         Ok(Search {
             problem,
-            solver: Solver::new(problem, Options::default())?,
+            solver,
             judge,
             budget,
             rng: ChaCha8Rng::seed_from_u64(seed),
             seed,
             order: Order::Random,
-            start: Instant::now(),
+            start,
             records: Vec::new(),
             best: None,
             invalid: BTreeMap::new(),
@@ -360,7 +393,7 @@ impl<'p> Search<'p> {
     }
 
     /// Called after every sample (the command line's progress bar).
-    pub fn on_sample(&mut self, f: impl FnMut(&SampleRecord) + 'p) {
+    pub fn on_sample(&mut self, f: impl FnMut(&Progress) + 'p) {
         self.progress = Some(Box::new(f));
     }
 
@@ -445,6 +478,10 @@ impl<'p> Search<'p> {
         let mut out = Vec::with_capacity(n);
         for (chips, v) in batch.into_iter().zip(verdicts) {
             let t = v.throughput();
+            let invalid = match &v {
+                Verdict::Invalid { reason } => Some(reason.as_str()),
+                Verdict::Valid { .. } => None,
+            };
             match &v {
                 Verdict::Invalid { reason } => *self.invalid.entry(reason.clone()).or_default() += 1,
                 Verdict::Valid { throughput } => {
@@ -464,7 +501,11 @@ impl<'p> Search<'p> {
                 best: self.best.as_ref().map(|b| b.throughput),
             };
             if let Some(f) = self.progress.as_mut() {
-                f(&rec);
+                f(&Progress {
+                    record: &rec,
+                    invalid,
+                    best: self.best.as_ref(),
+                });
             }
             self.records.push(rec);
             out.push(Some(v));
@@ -549,7 +590,7 @@ pub fn run(
     strategy: &mut dyn Strategy,
     budget: Budget,
     seed: u64,
-    progress: Option<&mut dyn FnMut(&SampleRecord)>,
+    progress: Option<&mut dyn FnMut(&Progress)>,
 ) -> Result<Outcome, Infeasible> {
     run_from(problem, judge, strategy, budget, seed, progress, None).map(|(o, _)| o)
 }
@@ -585,7 +626,7 @@ pub fn run_from(
     strategy: &mut dyn Strategy,
     budget: Budget,
     seed: u64,
-    progress: Option<&mut dyn FnMut(&SampleRecord)>,
+    progress: Option<&mut dyn FnMut(&Progress)>,
     init: Option<&[u32]>,
 ) -> Result<(Outcome, Option<usize>), Infeasible> {
     let mut search = Search::new(problem, judge, budget, seed)?;
@@ -596,7 +637,13 @@ pub fn run_from(
     if let Some(f) = progress {
         search.on_sample(f);
     }
-    strategy.run(&mut search)?;
+    match strategy.run(&mut search) {
+        Ok(()) => {}
+        // A pass given up at the deadline (or on a stop request) proves
+        // nothing: the outcome has what was found before it.
+        Err(_) if search.solver.cut_short() => {}
+        Err(inf) => return Err(inf),
+    }
     let moved = search.init_moved;
     let mut out = search.finish(strategy.name(), seed);
     out.failure = strategy.failure();

@@ -125,7 +125,8 @@ fn relief_share(on_chip: usize) -> usize {
 /// pipeline) of each chip out of memory moves to the next chip (the head to the
 /// previous one on the last chip) and FIX runs again, a few rounds at most. A
 /// proposal that passes both is returned as FIX leaves it, so on problems the
-/// heuristics already suit nothing changes.
+/// heuristics already suit nothing changes. Once the search is out of time
+/// no more rounds run: the last partition FIX made is returned.
 pub fn settle(search: &mut Search, proposal: &[Option<u32>]) -> Result<Vec<u32>, Infeasible> {
     let mut chips = search.fix(proposal, None)?;
     let relief = search.relief();
@@ -133,6 +134,10 @@ pub fn settle(search: &mut Search, proposal: &[Option<u32>]) -> Result<Vec<u32>,
         return Ok(chips);
     };
     for _ in 0..RELIEF_ROUNDS {
+        // Out of time, the partition FIX made is judged as it is.
+        if search.solver.stopping() {
+            break;
+        }
         let Err(overflow) = model.peak_memory(&chips) else {
             break;
         };
@@ -167,7 +172,11 @@ pub fn settle(search: &mut Search, proposal: &[Option<u32>]) -> Result<Vec<u32>,
                 next[u] = Some(to as u32);
             }
         }
-        chips = search.fix(&next, None)?;
+        chips = match search.fix(&next, None) {
+            Ok(relieved) => relieved,
+            Err(_) if search.solver.cut_short() => break,
+            Err(inf) => return Err(inf),
+        };
     }
     Ok(chips)
 }

@@ -327,7 +327,9 @@ fn a_time_budget_stops_in_time() {
         let limit = 0.25;
         let o = run(&p, &judge(&p), name, Budget::Seconds(limit), 4).expect("feasible");
         assert!(!o.records.is_empty(), "{name}");
-        assert!(o.elapsed_s < limit + 1.5, "{name}: {} s", o.elapsed_s);
+        // Generous: the test asserts the search stops, not how fast a loaded
+        // machine runs its last sample.
+        assert!(o.elapsed_s < limit + 10.0, "{name}: {} s", o.elapsed_s);
         // One sample at a time: only the last one may end past the limit.
         let (last, rest) = o.records.split_last().unwrap();
         assert!(rest.iter().all(|r| r.elapsed_s < limit), "{name}");

@@ -114,6 +114,7 @@ impl Reader {
         if self.nodes_error.is_some() {
             return;
         }
+        nodes.shrink_to_fit();
         let mut index = HashMap::with_capacity(nodes.len());
         for (i, n) in nodes.iter().enumerate() {
             if index.insert(n.id.clone(), i).is_some() {

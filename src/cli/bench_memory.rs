@@ -102,13 +102,14 @@ fn measure_all(
             let per_node = u.peak_rss as f64 / args.nodes as f64;
             if !out.json {
                 println!(
-                    "{:<6} {:>9} nodes  {:<14} peak {:>8.1} MiB  {:>7.0} B/node  {:>7.2} s{}",
+                    "{:<6} {:>9} nodes  {:<14} peak {:>8.1} MiB  {:>7.0} B/node  {:>7.2} s ({:.2} s of CPU){}",
                     shape.name(),
                     args.nodes,
                     name,
                     u.peak_rss as f64 / (1 << 20) as f64,
                     per_node,
                     u.seconds,
+                    u.cpu_seconds,
                     match u.code {
                         Some(0) => String::new(),
                         Some(c) => format!("  (exit {c})"),
@@ -118,7 +119,7 @@ fn measure_all(
             }
             rows.push(serde_json::json!({
                 "shape": shape.name(), "command": name, "peak_rss": u.peak_rss,
-                "bytes_per_node": per_node, "seconds": u.seconds, "exit": u.code,
+                "bytes_per_node": per_node, "seconds": u.seconds, "cpu_seconds": u.cpu_seconds, "exit": u.code,
             }));
         }
     }

@@ -120,7 +120,11 @@ pub fn write_problem(dir: &Path, shape: Shape, n: usize, seed: u64) -> io::Resul
 pub struct Usage {
     /// Peak resident memory in bytes.
     pub peak_rss: u64,
+    /// Wall-clock seconds.
     pub seconds: f64,
+    /// Processor seconds (user and system), which other work on the
+    /// machine does not stretch.
+    pub cpu_seconds: f64,
     /// Its exit code; `None` when a signal ended it.
     pub code: Option<i32>,
 }
@@ -149,9 +153,11 @@ pub fn measure(cmd: &mut Command) -> io::Result<Usage> {
     let seconds = start.elapsed().as_secs_f64();
     let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
     // ru_maxrss is in KiB on Linux.
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Ok(Usage {
         peak_rss: usage.ru_maxrss as u64 * 1024,
         seconds,
+        cpu_seconds: secs(usage.ru_utime) + secs(usage.ru_stime),
         code,
     })
 }

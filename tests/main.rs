@@ -19,6 +19,7 @@ mod fmt;
 mod fuzz;
 mod lns;
 mod lsp;
+mod memory;
 mod onnx;
 mod property;
 mod rl;

@@ -249,7 +249,7 @@ impl Formula {
             Formula::Or(_) => !conj,
             _ => false,
         };
-        if parts.iter().any(|p| *p == Formula::Const(!conj)) {
+        if parts.contains(&Formula::Const(!conj)) {
             return Formula::Const(!conj);
         }
         if parts.iter().any(same) {

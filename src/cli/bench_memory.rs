@@ -10,8 +10,9 @@ use std::process::Command;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct MemoryArgs {
-    /// Nodes of each generated graph.
-    #[arg(long, default_value_t = 1_000_000, value_parser = super::args::counting)]
+    /// Nodes of each generated graph (the book's figures: 1000000). No
+    /// default: a run takes minutes and gigabytes.
+    #[arg(long, value_parser = super::args::counting)]
     pub nodes: usize,
     /// The shapes to generate (default: both).
     #[arg(long, value_enum)]

@@ -289,6 +289,10 @@ fn collect(f: &Formula) -> (Vec<u32>, Vec<(&Term, &Term)>) {
             chips.push(*d);
             true
         }
+        Node::Formula(Formula::AnyNode(_, _, ds)) => {
+            chips.extend(ds.clone());
+            true
+        }
         Node::Term(Term::LongestPath(a, b)) => {
             paths.push((&**a, &**b));
             true

@@ -21,6 +21,7 @@ mod fuzz;
 mod lns;
 mod lsp;
 mod lsp_fuzz;
+mod memory;
 mod onnx;
 mod property;
 mod rl;

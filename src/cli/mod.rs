@@ -7,6 +7,7 @@
 mod args;
 mod bench;
 mod bench_bounds;
+mod bench_memory;
 mod check;
 mod compare;
 mod deadline;
@@ -209,6 +210,9 @@ pub enum BenchCommand {
     /// The structural lower bounds on every graph of a data set, checked
     /// against a strategy's best partition.
     Bounds(bench_bounds::BoundsArgs),
+    /// Peak memory and time of stats, check, sample and solve (greedy)
+    /// on a generated chain and tree of N nodes.
+    Memory(bench_memory::MemoryArgs),
     /// Time loading every graph file of a folder.
     Load {
         /// The folder of graph files.
@@ -366,6 +370,7 @@ pub fn run(cli: Cli) -> i32 {
             out: dest,
         }) => bench::load(&out, &dir, repeats, dest.as_deref()),
         Command::Bench(BenchCommand::Bounds(args)) => bench_bounds::run(&out, &args),
+        Command::Bench(BenchCommand::Memory(args)) => bench_memory::run(&out, &args),
     };
     out.finish(result)
 }

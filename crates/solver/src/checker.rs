@@ -83,6 +83,7 @@ impl<'a> Checker<'a> {
             Formula::Not(x) => !self.holds(x),
             Formula::And(xs) => xs.iter().all(|x| self.holds(x)),
             Formula::Or(xs) => xs.iter().any(|x| self.holds(x)),
+            Formula::AnyNode(op, k, ds) => ds.clone().any(|d| op.holds(self.chips[d as usize] as f64, *k)),
             Formula::Implies(a, b) => !self.holds(a) || self.holds(b),
             Formula::Iff(a, b) => self.holds(a) == self.holds(b),
             Formula::Flows(a, b) => match (self.chip(a), self.chip(b)) {
@@ -286,6 +287,10 @@ fn collect(f: &Formula) -> (Vec<u32>, Vec<(&Term, &Term)>) {
     f.walk(&mut |n| match n {
         Node::Term(Term::Chip(d)) => {
             chips.push(*d);
+            true
+        }
+        Node::Formula(Formula::AnyNode(_, _, ds)) => {
+            chips.extend(ds.clone());
             true
         }
         Node::Term(Term::LongestPath(a, b)) => {

@@ -313,7 +313,7 @@ pub fn rule(formulas: Vec<Formula>) -> GroundConstraint {
         instances: formulas
             .into_iter()
             .map(|formula| Instance {
-                bindings: Vec::new(),
+                bindings: Box::new([]),
                 formula,
                 unit: None,
             })

@@ -9,13 +9,13 @@ pub struct Fail {
     pub constraint: usize,
 }
 
+/// Sixteen bytes: a level that touches every node of a large graph trails
+/// an entry or more per node.
 enum Entry {
-    /// The old domain of `var`; its words are on top of `saved`.
+    /// The old domain of `var`; its words are on top of `saved` (its
+    /// bounds and size are read back from them).
     Dom {
         var: u32,
-        min: u32,
-        max: u32,
-        size: u32,
     },
     Cell {
         idx: u32,
@@ -156,9 +156,10 @@ impl Store {
         };
         while self.trail.len() > t {
             match self.trail.pop() {
-                Some(Entry::Dom { var, min, max, size }) => {
+                Some(Entry::Dom { var }) => {
                     let i = var as usize;
                     let at = self.saved.len() - self.w;
+                    let (min, max, size) = summarize(&self.saved[at..]).expect("a saved domain is not empty");
                     self.words[i * self.w..(i + 1) * self.w].copy_from_slice(&self.saved[at..]);
                     self.saved.truncate(at);
                     if self.size[i] == 1 && size > 1 {
@@ -221,12 +222,7 @@ impl Store {
             return;
         }
         self.var_stamp[i] = self.stamp;
-        self.trail.push(Entry::Dom {
-            var: x,
-            min: self.min[i],
-            max: self.max[i],
-            size: self.size[i],
-        });
+        self.trail.push(Entry::Dom { var: x });
         let w = self.w;
         self.saved.extend_from_slice(&self.words[i * w..(i + 1) * w]);
     }
@@ -341,6 +337,11 @@ fn fill_range(m: &mut [u64], lo: u32, hi: u32) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn trail_entries_take_sixteen_bytes() {
+        assert_eq!(std::mem::size_of::<super::Entry>(), 16);
+    }
+
     use super::*;
 
     #[test]

@@ -1,6 +1,6 @@
 //! Reading and writing the graph file format (`*.json`, `*.json.gz`).
 
-use super::{Graph, GraphError, Node};
+use super::{Graph, GraphError};
 use crate::textfile::{read_text, ReadError, TextError};
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -30,136 +30,8 @@ pub fn load_graph_file(path: &Path) -> Result<Graph, GraphError> {
 
 /// Parses the graph format from JSON text.
 pub fn parse_graph_json(text: &str) -> Result<Graph, GraphError> {
-    let v: Value = serde_json::from_str(text).map_err(|e| GraphError::new(crate::textfile::json_error(&e)))?;
-    let obj = v
-        .as_object()
-        .ok_or_else(|| GraphError::new("the top level must be an object with `nodes` and `edges`"))?;
-    let name = match obj.get("name") {
-        None => "graph".to_string(),
-        Some(Value::String(s)) => s.clone(),
-        Some(_) => return Err(GraphError::new("`name` must be a string")),
-    };
-    let nodes_v = obj
-        .get("nodes")
-        .and_then(Value::as_array)
-        .ok_or_else(|| GraphError::new("missing `nodes` array"))?;
-    let mut nodes = Vec::with_capacity(nodes_v.len());
-    for (i, nv) in nodes_v.iter().enumerate() {
-        nodes.push(parse_node(i, nv)?);
-    }
-    let mut index = std::collections::HashMap::with_capacity(nodes.len());
-    for (i, n) in nodes.iter().enumerate() {
-        if index.insert(n.id.as_str(), i).is_some() {
-            return Err(
-                GraphError::new(format!("duplicate node id `{}`", n.id)).with_help("every node needs its own id")
-            );
-        }
-    }
-    let edges_v = match obj.get("edges") {
-        None => &Vec::new() as &Vec<Value>,
-        Some(Value::Array(a)) => a,
-        Some(_) => return Err(GraphError::new("`edges` must be an array")),
-    };
-    let mut edges = Vec::with_capacity(edges_v.len());
-    for (i, ev) in edges_v.iter().enumerate() {
-        let eo = ev
-            .as_object()
-            .ok_or_else(|| GraphError::new(format!("edge {i} is not an object")))?;
-        let end = |key: &str| -> Result<usize, GraphError> {
-            let id = node_id(eo.get(key))
-                .ok_or_else(|| GraphError::new(format!("edge {i} has no `{key}` node id (a string or a number)")))?;
-            let id = id.as_str();
-            index.get(id).copied().ok_or_else(|| {
-                let help = crate::diag::unknown_help(id, "node", index.keys().copied());
-                GraphError::new(format!("edge {i} `{key}` names unknown node `{id}`")).with_help(help)
-            })
-        };
-        let (s, d) = (end("from")?, end("to")?);
-        let bytes = match eo.get("bytes") {
-            None | Some(Value::Null) => None,
-            Some(b) => Some(non_negative(b).map_err(|which| {
-                GraphError::new(format!(
-                    "edge {i} ({} -> {}) has `bytes` {b}, {which}",
-                    nodes[s].id, nodes[d].id
-                ))
-            })?),
-        };
-        edges.push((s, d, bytes));
-    }
-    Graph::new(name, nodes, edges)
-}
-
-/// A count (flops, bytes): a non-negative integer that fits 64 bits; the
-/// error finishes "`x` is V, which ...".
-fn non_negative(v: &Value) -> Result<u64, String> {
-    let not = || "which is not a non-negative integer".to_string();
-    match v {
-        Value::Number(n) => match (n.as_u64(), n.as_f64()) {
-            (Some(x), _) => Ok(x),
-            // 2^64: every whole float below it converts exactly.
-            (None, Some(f)) if f >= 0.0 && f.fract() == 0.0 && f < 18446744073709551616.0 => Ok(f as u64),
-            (None, Some(f)) if f >= 18446744073709551616.0 && f.is_finite() => Err(format!(
-                "which is more than a 64-bit count holds (at most {})",
-                u64::MAX
-            )),
-            _ => Err(not()),
-        },
-        _ => Err(not()),
-    }
-}
-
-/// A node id: a string, or a number written as its text (exporters write
-/// either), in a node's `id` and an edge's ends alike.
-fn node_id(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-fn parse_node(i: usize, v: &Value) -> Result<Node, GraphError> {
-    let o = v
-        .as_object()
-        .ok_or_else(|| GraphError::new(format!("node {i} is not an object")))?;
-    let id =
-        node_id(o.get("id")).ok_or_else(|| GraphError::new(format!("node {i} has no `id` (a string or a number)")))?;
-    let mut node = Node::new(id);
-    let mut extra = Map::new();
-    for (k, val) in o {
-        match k.as_str() {
-            "id" => {}
-            "op" => {
-                node.op = val
-                    .as_str()
-                    .ok_or_else(|| GraphError::new(format!("node `{}`: `op` must be a string", node.id)))?
-                    .to_string()
-            }
-            "flops" | "params" | "output_bytes" => {
-                let x = if val.is_null() {
-                    0
-                } else {
-                    non_negative(val)
-                        .map_err(|which| GraphError::new(format!("node `{}`: `{k}` is {val}, {which}", node.id)))?
-                };
-                match k.as_str() {
-                    "flops" => node.flops = x,
-                    "params" => node.params = x,
-                    _ => node.output_bytes = x,
-                }
-            }
-            "replicable" => {
-                node.replicable = val
-                    .as_bool()
-                    .ok_or_else(|| GraphError::new(format!("node `{}`: `replicable` must be true or false", node.id)))?
-            }
-            _ => {
-                extra.insert(k.clone(), val.clone());
-            }
-        }
-    }
-    node.extra = extra;
-    Ok(node)
+    let p = super::reader::read(text)?;
+    Graph::indexed(p.name, p.nodes, p.index, p.edges)
 }
 
 /// Writes a graph in the file format.

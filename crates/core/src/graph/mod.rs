@@ -5,6 +5,7 @@ pub mod dot;
 mod load;
 pub mod manifest;
 pub mod onnx;
+mod reader;
 pub mod stats;
 
 pub use load::{load_graph_file, parse_graph_json, to_json};
@@ -125,6 +126,16 @@ impl Graph {
                 );
             }
         }
+        Graph::indexed(name.into(), nodes, index, edges)
+    }
+
+    /// [`Graph::new`] with the index of ids already built (unique ids).
+    fn indexed(
+        name: String,
+        nodes: Vec<Node>,
+        index: HashMap<String, usize>,
+        edges: Vec<(usize, usize, Option<u64>)>,
+    ) -> Result<Graph, GraphError> {
         let mut es = Vec::with_capacity(edges.len());
         for (s, d, bytes) in edges {
             if s >= nodes.len() || d >= nodes.len() {
@@ -178,7 +189,7 @@ impl Graph {
             })
             .collect();
         let mut g = Graph {
-            name: name.into(),
+            name,
             nodes,
             edges: es,
             index,

@@ -119,8 +119,9 @@ impl GroundConstraint {
 
 #[derive(Clone, Debug)]
 pub struct Instance {
-    /// The outer quantifier variables and what they are bound to.
-    pub bindings: Vec<(String, Elem)>,
+    /// The outer quantifier variables and what they are bound to (the
+    /// names shared by the instances of a rule).
+    pub bindings: Box<[(Arc<str>, Elem)]>,
     pub formula: Formula,
     /// The unit of the comparison the formula asserts, for reports.
     pub unit: Option<crate::quantity::Dim>,
@@ -205,6 +206,10 @@ pub enum Formula {
     Flows(Term, Term),
     /// The package has a direct link a -> b.
     Link(Term, Term),
+    /// `chip(u) op k` for some placed node u of the range: the `or` of
+    /// those comparisons, which an `exists` over the nodes grounds to,
+    /// held in three words instead of one formula per node.
+    AnyNode(CmpOp, f64, std::ops::Range<u32>),
 }
 
 impl Term {
@@ -226,37 +231,50 @@ impl Formula {
 
     /// Conjunction with constants folded away.
     pub fn and(parts: Vec<Formula>) -> Formula {
-        let mut out = Vec::with_capacity(parts.len());
-        for p in parts {
-            match p {
-                Formula::Const(true) => {}
-                Formula::Const(false) => return Formula::Const(false),
-                Formula::And(inner) => out.extend(inner),
-                other => out.push(other),
-            }
-        }
-        match out.len() {
-            0 => Formula::Const(true),
-            1 => out.pop().expect("one element"),
-            _ => Formula::And(out),
-        }
+        Formula::junction(parts, true)
     }
 
     /// Disjunction with constants folded away.
     pub fn or(parts: Vec<Formula>) -> Formula {
-        let mut out = Vec::with_capacity(parts.len());
-        for p in parts {
-            match p {
-                Formula::Const(false) => {}
-                Formula::Const(true) => return Formula::Const(true),
-                Formula::Or(inner) => out.extend(inner),
-                other => out.push(other),
-            }
+        Formula::junction(parts, false)
+    }
+
+    /// `and` (`conj`) or `or`: nested ones of the same kind flattened, the
+    /// neutral constant dropped, the absorbing one the answer. The parts
+    /// stay in their vector, at its exact size: an `exists` over a
+    /// million nodes is one such vector.
+    fn junction(mut parts: Vec<Formula>, conj: bool) -> Formula {
+        let same = |f: &Formula| match f {
+            Formula::And(_) => conj,
+            Formula::Or(_) => !conj,
+            _ => false,
+        };
+        if parts.contains(&Formula::Const(!conj)) {
+            return Formula::Const(!conj);
         }
-        match out.len() {
-            0 => Formula::Const(false),
-            1 => out.pop().expect("one element"),
-            _ => Formula::Or(out),
+        if parts.iter().any(same) {
+            let mut flat = Vec::with_capacity(parts.len());
+            for p in parts {
+                match p {
+                    Formula::And(inner) if conj => flat.extend(inner),
+                    Formula::Or(inner) if !conj => flat.extend(inner),
+                    other => flat.push(other),
+                }
+            }
+            parts = flat;
+        }
+        parts.retain(|p| *p != Formula::Const(conj));
+        match parts.len() {
+            0 => Formula::Const(conj),
+            1 => parts.pop().expect("one element"),
+            _ => {
+                parts.shrink_to_fit();
+                if conj {
+                    Formula::And(parts)
+                } else {
+                    Formula::Or(parts)
+                }
+            }
         }
     }
 
@@ -306,7 +324,7 @@ impl Formula {
             return;
         }
         match self {
-            Formula::Const(_) => {}
+            Formula::Const(_) | Formula::AnyNode(..) => {}
             Formula::Cmp(_, a, b) | Formula::Flows(a, b) | Formula::Link(a, b) => {
                 a.walk(visit);
                 b.walk(visit);
@@ -329,6 +347,7 @@ impl Formula {
         self.walk(&mut |n| {
             match n {
                 Node::Term(Term::Chip(d)) => vars.push(*d),
+                Node::Formula(Formula::AnyNode(_, _, ds)) => vars.extend(ds.clone()),
                 Node::Formula(Formula::Flows(..)) | Node::Term(Term::LongestPath(..)) => global = true,
                 _ => {}
             }

@@ -366,11 +366,59 @@ pub fn partition_json(p: &Placement, graph: &Graph, num_chips: usize) -> serde_j
 }
 
 /// Writes a partition file atomically (write to a temporary, then rename).
+/// The text is [`partition_json`]'s, written as it is made: the map of a
+/// million ids would cost more than the partition.
 pub fn write_partition(path: &Path, p: &Placement, graph: &Graph, num_chips: usize) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(&partition_json(p, graph, num_chips))?;
+    use std::io::Write;
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text + "\n")?;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+    serde_json::to_writer_pretty(
+        &mut w,
+        &PartitionOut {
+            p,
+            graph,
+            chips: num_chips,
+        },
+    )?;
+    w.write_all(b"\n")?;
+    w.flush()?;
+    drop(w);
     std::fs::rename(&tmp, path)
+}
+
+/// A partition file's fields, in the order of [`partition_json`]'s map
+/// (keys sorted, the placement's too).
+struct PartitionOut<'a> {
+    p: &'a Placement,
+    graph: &'a Graph,
+    chips: usize,
+}
+
+impl serde::Serialize for PartitionOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("chips", &self.chips)?;
+        m.serialize_entry("graph", &self.graph.name)?;
+        m.serialize_entry("placement", &SortedPlacement(self))?;
+        m.end()
+    }
+}
+
+struct SortedPlacement<'a>(&'a PartitionOut<'a>);
+
+impl serde::Serialize for SortedPlacement<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (p, g) = (self.0.p, self.0.graph);
+        let mut order: Vec<u32> = (0..p.chips.len() as u32).collect();
+        order.sort_unstable_by(|a, b| g.placed_node(*a).id.cmp(&g.placed_node(*b).id));
+        let mut m = s.serialize_map(Some(order.len()))?;
+        for d in order {
+            m.serialize_entry(&g.placed_node(d).id, &p.chips[d as usize])?;
+        }
+        m.end()
+    }
 }
 
 #[cfg(test)]
@@ -386,6 +434,21 @@ mod tests {
 
     fn g() -> Graph {
         Graph::new("g", vec![Node::new("a"), Node::new("b")], vec![(0, 1, None)]).unwrap()
+    }
+
+    #[test]
+    fn written_files_are_the_json_of_the_partition() {
+        let nodes = ["b", "a10", "a9", "Z", "é"].map(Node::new).to_vec();
+        let g = Graph::new("g", nodes, vec![(0, 1, None)]).unwrap();
+        let p = Placement::new(vec![3, 1, 4, 1, 5]);
+        let path = std::env::temp_dir().join(format!("mcmpart-written-{}.partition.json", std::process::id()));
+        write_partition(&path, &p, &g, 6).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(
+            text,
+            serde_json::to_string_pretty(&partition_json(&p, &g, 6)).unwrap() + "\n"
+        );
     }
 
     #[test]

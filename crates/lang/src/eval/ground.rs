@@ -68,6 +68,7 @@ impl Interpreter<'_> {
         }
         (self.module, self.locals, self.world) = saved;
         result?;
+        instances.shrink_to_fit();
         Ok(GroundConstraint {
             name: k.name.name.clone(),
             args: args
@@ -87,7 +88,7 @@ impl Interpreter<'_> {
     fn instances(
         &mut self,
         e: &Expr,
-        bindings: &mut Vec<(String, Elem)>,
+        bindings: &mut Vec<(Arc<str>, Elem)>,
         cond: Formula,
         out: &mut Vec<Instance>,
     ) -> R<()> {
@@ -99,15 +100,16 @@ impl Interpreter<'_> {
         } = &e.kind
         {
             let combos = self.bindings(binders)?;
-            for combo in combos {
+            for k in 0..combos.rows {
                 // Each instance counts, as evaluation does: nested foralls
                 // multiply, and 14 levels over 4 chips ran for minutes.
                 self.step(e.span)?;
                 let n = self.locals.len();
                 let nb = bindings.len();
-                for (name, v) in &combo {
-                    self.locals.push((name.clone(), v.clone()));
+                self.locals.extend(combos.row(k));
+                for (name, v) in combos.names.iter().zip(combos.values(k)) {
                     if let Some(el) = elem_of(v) {
+                        // The name shared, not copied: one instance per edge of a large graph.
                         bindings.push((name.clone(), el));
                     }
                 }
@@ -128,7 +130,7 @@ impl Interpreter<'_> {
         let f = Formula::implies(cond, formula(g, e.span)?);
         if f != Formula::Const(true) {
             out.push(Instance {
-                bindings: bindings.clone(),
+                bindings: bindings.as_slice().into(),
                 formula: f,
                 unit: self.root_unit(e),
             });

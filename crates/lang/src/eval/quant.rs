@@ -3,9 +3,11 @@
 use super::value::{formula, from_formula, G};
 use super::{rt, Interpreter, Value, MAX_BINDINGS, R};
 use crate::ast::*;
-use mcm_core::problem::{Formula, Term};
+use mcm_core::problem::{CmpOp, Formula, Term};
 use mcm_core::quantity::Dim;
 use mcm_core::source::Span;
+use std::ops::Range;
+use std::sync::Arc;
 
 impl Interpreter<'_> {
     /// A binding's `where` clause as a formula; no clause is `true`.
@@ -31,10 +33,13 @@ impl Interpreter<'_> {
     ) -> R<G> {
         let combos = self.bindings(binders)?;
         let mut parts = Vec::new();
-        for combo in combos {
+        // `chip(u) op k` for consecutive nodes, kept as a range while every
+        // part so far is one (`exists u in nodes: chip(u) >= d`).
+        let mut run: Option<(CmpOp, f64, Range<u32>)> = None;
+        for k in 0..combos.rows {
             self.step(span)?;
             let n = self.locals.len();
-            self.locals.extend(combo);
+            self.locals.extend(combos.row(k));
             let r = (|| {
                 let c = self.filter(filter)?;
                 if c == Formula::Const(false) {
@@ -53,12 +58,33 @@ impl Interpreter<'_> {
             match (q, &part) {
                 (Quantifier::Forall, Formula::Const(false)) => return Ok(G::V(Value::Bool(false))),
                 (Quantifier::Exists, Formula::Const(true)) => return Ok(G::V(Value::Bool(true))),
-                _ => parts.push(part),
+                // Neutral: `and` and `or` would drop it.
+                (Quantifier::Forall, Formula::Const(true)) | (Quantifier::Exists, Formula::Const(false)) => continue,
+                (Quantifier::Exists, Formula::Cmp(op, Term::Chip(u), Term::Const(x))) if parts.is_empty() => {
+                    match &mut run {
+                        None => {
+                            run = Some((*op, *x, *u..*u + 1));
+                            continue;
+                        }
+                        Some((o, y, r)) if o == op && y.to_bits() == x.to_bits() && r.end == *u => {
+                            r.end += 1;
+                            continue;
+                        }
+                        Some(_) => {}
+                    }
+                }
+                _ => {}
             }
+            if let Some((op, x, r)) = run.take() {
+                parts.extend(r.map(|u| Formula::Cmp(op, Term::Chip(u), Term::Const(x))));
+            }
+            parts.push(part);
         }
-        let f = match q {
-            Quantifier::Forall => Formula::and(parts),
-            Quantifier::Exists => Formula::or(parts),
+        let f = match (q, run) {
+            (_, Some((op, x, r))) if r.len() == 1 => Formula::Cmp(op, Term::Chip(r.start), Term::Const(x)),
+            (_, Some((op, x, r))) => Formula::AnyNode(op, x, r),
+            (Quantifier::Forall, None) => Formula::and(parts),
+            (Quantifier::Exists, None) => Formula::or(parts),
         };
         Ok(from_formula(f))
     }
@@ -77,10 +103,10 @@ impl Interpreter<'_> {
         let mut all_int = true;
         let mut dim = Dim::NONE;
         let mut static_vals: Vec<f64> = Vec::new();
-        for combo in combos {
+        for k in 0..combos.rows {
             self.step(span)?;
             let n = self.locals.len();
-            self.locals.extend(combo);
+            self.locals.extend(combos.row(k));
             let r = (|| {
                 let c = self.filter(filter)?;
                 if c == Formula::Const(false) {
@@ -129,6 +155,7 @@ impl Interpreter<'_> {
                 if entries.is_empty() {
                     G::V(make(konst))
                 } else {
+                    entries.shrink_to_fit();
                     let dynamic = if op == AggOp::Count {
                         Term::Count(entries.into_iter().map(|(c, _)| c).collect())
                     } else {
@@ -166,35 +193,53 @@ impl Interpreter<'_> {
     }
 
     /// Every combination of values for a list of binders, in order.
-    pub(super) fn bindings(&mut self, binders: &[Binder]) -> R<Vec<Vec<(String, Value)>>> {
-        let mut combos: Vec<Vec<(String, Value)>> = vec![Vec::new()];
+    pub(super) fn bindings(&mut self, binders: &[Binder]) -> R<Combos> {
+        let mut c = Combos {
+            names: Vec::new(),
+            values: Vec::new(),
+            rows: 1,
+        };
         for b in binders {
-            let mut next = Vec::new();
-            for combo in combos {
+            let width = c.names.len();
+            let names: Vec<Arc<str>> = b.pattern.names().iter().map(|n| Arc::from(n.name.as_str())).collect();
+            let (mut values, mut rows) = (Vec::new(), 0);
+            for r in 0..c.rows {
                 let n = self.locals.len();
-                self.locals.extend(combo.iter().cloned());
+                self.locals.extend(c.row(r));
                 let elems = self.domain(b);
                 self.locals.truncate(n);
-                for vals in elems? {
+                let (each, elems) = elems?;
+                if each != names.len() {
+                    return Err(rt(
+                        b.span,
+                        format!(
+                            "this domain gives {each} value(s) each, the pattern names {}",
+                            names.len()
+                        ),
+                    ));
+                }
+                for vals in elems.chunks(each.max(1)) {
                     // Checked as they grow: `i in 0..100000, j in 0..100000`
                     // would allocate its product before any step is counted.
-                    if next.len() >= MAX_BINDINGS {
+                    if rows >= MAX_BINDINGS {
                         return Err(rt(b.span, format!("more than {MAX_BINDINGS} bindings to enumerate"))
                             .help("a rule over every pair or triple of a large domain is probably a mistake"));
                     }
-                    let mut c = combo.clone();
-                    for (name, v) in b.pattern.names().into_iter().zip(vals) {
-                        c.push((name.name.clone(), v));
-                    }
-                    next.push(c);
+                    values.extend_from_slice(&c.values[r * width..(r + 1) * width]);
+                    values.extend_from_slice(vals);
+                    rows += 1;
                 }
             }
-            combos = next;
+            c.names.extend(names);
+            (c.values, c.rows) = (values, rows);
         }
-        Ok(combos)
+        Ok(c)
     }
 
-    fn domain(&mut self, b: &Binder) -> R<Vec<Vec<Value>>> {
+    /// The values a binder ranges over, `each` values (1, or 2 for a
+    /// pair) per element, one element after the other.
+    fn domain(&mut self, b: &Binder) -> R<(usize, Vec<Value>)> {
+        let pair = matches!(b.pattern, Pattern::Pair(..));
         Ok(match &b.domain {
             Domain::Range(lo, hi) => {
                 let lo = self.int(lo)?;
@@ -202,37 +247,60 @@ impl Interpreter<'_> {
                 if hi.saturating_sub(lo) > MAX_BINDINGS as i64 {
                     return Err(rt(b.span, "this range is too large to enumerate"));
                 }
-                (lo..hi).map(|i| vec![Value::Int(i)]).collect()
+                (1, (lo..hi).map(Value::Int).collect())
             }
             Domain::Named(d) => {
                 let w = self.world(d.span)?;
-                let pair = matches!(b.pattern, Pattern::Pair(..));
                 match d.name.as_str() {
-                    "nodes" => (0..w.graph.num_placed() as u32).map(|i| vec![Value::Node(i)]).collect(),
-                    "edges" if pair => w
-                        .graph
-                        .placed_edges()
-                        .iter()
-                        .map(|e| vec![Value::Node(e.src), Value::Node(e.dst)])
-                        .collect(),
-                    "edges" => (0..w.graph.placed_edges().len() as u32)
-                        .map(|i| vec![Value::Edge(i)])
-                        .collect(),
-                    "chips" => (0..w.package.num_chips() as u32)
-                        .map(|i| vec![Value::Chip(i)])
-                        .collect(),
-                    "links" if pair => w
-                        .package
-                        .links
-                        .iter()
-                        .map(|l| vec![Value::Chip(l.src), Value::Chip(l.dst)])
-                        .collect(),
-                    "links" => (0..w.package.links.len() as u32)
-                        .map(|i| vec![Value::Link(i)])
-                        .collect(),
+                    "nodes" => (1, (0..w.graph.num_placed() as u32).map(Value::Node).collect()),
+                    "edges" if pair => (
+                        2,
+                        w.graph
+                            .placed_edges()
+                            .iter()
+                            .flat_map(|e| [Value::Node(e.src), Value::Node(e.dst)])
+                            .collect(),
+                    ),
+                    "edges" => (1, (0..w.graph.placed_edges().len() as u32).map(Value::Edge).collect()),
+                    "chips" => (1, (0..w.package.num_chips() as u32).map(Value::Chip).collect()),
+                    "links" if pair => (
+                        2,
+                        w.package
+                            .links
+                            .iter()
+                            .flat_map(|l| [Value::Chip(l.src), Value::Chip(l.dst)])
+                            .collect(),
+                    ),
+                    "links" => (1, (0..w.package.links.len() as u32).map(Value::Link).collect()),
                     other => return Err(rt(d.span, format!("unknown domain `{other}`"))),
                 }
             }
         })
+    }
+}
+
+/// The combinations of values of a list of binders: the names once, the
+/// values row after row. A quantifier over a million nodes holds a million
+/// values this way, not a million lists of named values.
+pub(super) struct Combos {
+    pub names: Vec<Arc<str>>,
+    values: Vec<Value>,
+    pub rows: usize,
+}
+
+impl Combos {
+    /// Row `k` as local variables.
+    pub fn row(&self, k: usize) -> impl Iterator<Item = (String, Value)> + '_ {
+        let w = self.names.len();
+        self.names
+            .iter()
+            .zip(&self.values[k * w..(k + 1) * w])
+            .map(|(n, v)| (n.to_string(), v.clone()))
+    }
+
+    /// Row `k`'s values, in the order of [`Combos::names`].
+    pub fn values(&self, k: usize) -> &[Value] {
+        let w = self.names.len();
+        &self.values[k * w..(k + 1) * w]
     }
 }

@@ -150,6 +150,17 @@ impl<'a> Partial<'a> {
                 }
                 none.then_some(false)
             }
+            Formula::AnyNode(op, k, ds) => {
+                let mut none = true;
+                for d in ds.clone() {
+                    match cmp(*op, self.value(&Term::Chip(d)), Val::Known(*k)) {
+                        Some(true) => return Some(true),
+                        Some(false) => {}
+                        None => none = false,
+                    }
+                }
+                none.then_some(false)
+            }
             Formula::Implies(a, b) => match (self.holds(a), self.holds(b)) {
                 (Some(false), _) | (_, Some(true)) => Some(true),
                 (Some(true), Some(false)) => Some(false),

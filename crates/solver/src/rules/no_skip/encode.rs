@@ -44,6 +44,10 @@ fn disjuncts(m: &Model, f: &Formula, ge: bool) -> Option<Vec<L>> {
     };
     match f {
         Formula::Or(xs) => xs.iter().map(one).collect(),
+        Formula::AnyNode(op, k, ds) => ds
+            .clone()
+            .map(|u| one(&Formula::Cmp(*op, Term::Chip(u), Term::Const(*k))))
+            .collect(),
         other => one(other).map(|l| vec![l]),
     }
 }

@@ -129,23 +129,40 @@ pub struct Usage {
     pub code: Option<i32>,
 }
 
-/// Runs `cmd` to its end and measures its peak resident memory, as the
-/// kernel reports it for that one child (`wait4`). Its output goes where
-/// `cmd` says; not into a pipe, which nobody reads while it runs.
+/// Runs `cmd` to its end and measures its peak resident memory. The
+/// kernel's `ru_maxrss` for a child also counts the high-water mark of the
+/// process that spawned it (Linux records the old address space's mark at
+/// `exec`), so a test harness's own size would be charged to the child:
+/// the peak is the child's `VmHWM` (its own address space's mark, which
+/// only grows), read while it runs; `ru_maxrss` only where the child ended
+/// before one reading. Its output goes where `cmd` says; not into a pipe,
+/// which nobody reads while it runs.
 pub fn measure(cmd: &mut Command) -> io::Result<Usage> {
     let start = Instant::now();
     let child = cmd.stdin(std::process::Stdio::null()).spawn()?;
     let pid = child.id() as libc::pid_t;
+    let status_file = format!("/proc/{pid}/status");
+    let mut hwm = 0u64;
     let mut status = 0;
     // SAFETY: `rusage` is plain data that wait4 fills; the child is ours
     // and not waited for elsewhere (`Child` does not reap on drop).
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let r = loop {
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
         if r == -1 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
             continue;
         }
-        break r;
+        if r != 0 {
+            break r;
+        }
+        if let Some(kib) = std::fs::read_to_string(&status_file)
+            .ok()
+            .as_deref()
+            .and_then(vm_hwm_kib)
+        {
+            hwm = hwm.max(kib * 1024);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
     };
     if r == -1 {
         return Err(io::Error::last_os_error());
@@ -155,16 +172,31 @@ pub fn measure(cmd: &mut Command) -> io::Result<Usage> {
     // ru_maxrss is in KiB on Linux.
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Ok(Usage {
-        peak_rss: usage.ru_maxrss as u64 * 1024,
+        peak_rss: if hwm > 0 { hwm } else { usage.ru_maxrss as u64 * 1024 },
         seconds,
         cpu_seconds: secs(usage.ru_utime) + secs(usage.ru_stime),
         code,
     })
 }
 
+/// The `VmHWM:` line of a `/proc/PID/status` text, in KiB.
+fn vm_hwm_kib(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_high_water_mark_is_read_from_a_status_text() {
+        let text = "Name:\tmcmpart\nVmPeak:\t  9000 kB\nVmHWM:\t    4321 kB\nVmRSS:\t 100 kB\n";
+        assert_eq!(vm_hwm_kib(text), Some(4321));
+        assert_eq!(vm_hwm_kib("Name:\tx\n"), None);
+        let own = std::fs::read_to_string("/proc/self/status").unwrap();
+        assert!(vm_hwm_kib(&own).is_some_and(|k| k > 0));
+    }
 
     #[test]
     fn generated_graphs_load_with_their_shape() {

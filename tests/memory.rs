@@ -15,7 +15,7 @@ const NODES: usize = 200_000;
 /// room (the book's performance chapter has the figures). Before the graph
 /// reader and the grounding were made compact they took 2.8, 3.2 and 3.4
 /// KB a node on a chain of a million nodes. Greedy's peak varies from
-/// run to run (2.8 to 3.2 KB a node here, with other tests running), so
+/// run to run (with other tests running), so
 /// its bound catches only a gross regression.
 const MAX_BYTES_PER_NODE: [(&str, u64); 3] = [("check", 1536), ("sample", 2048), ("solve", 4096)];
 

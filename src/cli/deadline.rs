@@ -107,13 +107,7 @@ impl<T: Send + 'static> Worker<T> {
     /// `None` when it did not come in time, or the work ended without it
     /// (it panicked: the panic message is already on stderr).
     pub fn next(&self, until: Option<Instant>) -> Option<T> {
-        match until {
-            None => self.results.recv().ok(),
-            Some(t) => self
-                .results
-                .recv_timeout(t.saturating_duration_since(Instant::now()))
-                .ok(),
-        }
+        self.next_unless(until, || false)
     }
 }
 

@@ -7,10 +7,12 @@ pub mod diag;
 pub mod digest;
 pub mod graph;
 pub mod latency;
+pub mod op_time;
 pub mod package;
 pub mod problem;
 pub mod quantity;
 pub mod source;
+pub mod step_time;
 pub mod textfile;
 
 /// The stack of every thread that searches, trains or judges: a deep but

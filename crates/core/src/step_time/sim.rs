@@ -3,19 +3,46 @@
 //! numbered by producer, each producer's links in the order its route tree
 //! was walked.
 //!
-//! Every queue is a binary heap of one packed key, so that the order the
-//! spec asks for is one integer comparison: the instant (a non-negative
-//! float's bits sort as the float does), then the node's place in the node
-//! list, then the op or transfer.
+//! Every queue orders one packed key, so that the order the spec asks for
+//! is one integer comparison: the instant (a non-negative float's bits sort
+//! as the float does), then the node's place in the node list, then the op
+//! or transfer. Events wait in a binary heap; the chips' and links' queues
+//! are sorted deques ([`Queue`]), since work only ever joins them at the
+//! present instant, at or after everything already there.
 
 use super::{StepTimeModel, NONE};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// Marks a transfer among events and causes.
 const TX: u32 = 1 << 31;
 
 type Heap = BinaryHeap<Reverse<u128>>;
+
+/// Keys in increasing order. A key joins at the present instant, so it
+/// goes after every earlier instant: at the back, or among the keys of
+/// this same instant by node order (a few at most).
+#[derive(Clone, Debug, Default)]
+struct Queue(VecDeque<u128>);
+
+impl Queue {
+    fn push(&mut self, k: u128) {
+        if self.0.back().is_none_or(|&b| b < k) {
+            self.0.push_back(k);
+        } else {
+            let at = self.0.partition_point(|&x| x < k);
+            self.0.insert(at, k);
+        }
+    }
+
+    fn pop(&mut self) -> Option<u128> {
+        self.0.pop_front()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
 
 fn key(t: f64, order: u32, id: u32) -> u128 {
     (u128::from(t.to_bits()) << 64) | (u128::from(order) << 32) | u128::from(id)
@@ -43,8 +70,8 @@ pub(super) struct Scratch {
     /// Route-tree marks per chip, by epoch.
     stamp: Vec<u32>,
     epoch: u32,
-    chip_q: Vec<Heap>,
-    link_q: Vec<Heap>,
+    chip_q: Vec<Queue>,
+    link_q: Vec<Queue>,
     chip_busy: Vec<bool>,
     link_busy: Vec<bool>,
     dirty_chips: Vec<u32>,
@@ -157,7 +184,11 @@ impl StepTimeModel {
                     x = net.link_src[l as usize];
                 }
             }
-            let n = s.tx_link.len() - *s.tx_start.last().unwrap_or(&0) as usize;
+            let first = *s.tx_start.last().unwrap_or(&0) as usize;
+            // By the chip each link leaves, so that the links going on from
+            // a chip the output reached are found by a binary search.
+            s.tx_link[first..].sort_unstable_by_key(|&l| net.link_src[l as usize]);
+            let n = s.tx_link.len() - first;
             s.tx_size.extend(std::iter::repeat_n(size, n));
             s.tx_start.push(s.tx_link.len() as u32);
         }
@@ -183,12 +214,12 @@ impl StepTimeModel {
                 if s.chip_busy[ch as usize] {
                     continue;
                 }
-                let Some(Reverse(k)) = s.chip_q[ch as usize].pop() else {
+                let Some(k) = s.chip_q[ch as usize].pop() else {
                     continue;
                 };
                 let (_, o) = unkey(k);
                 let now = s.now;
-                let end = now + self.times.time(s.op_node[o as usize] as usize, ch);
+                let end = now + self.duration(s.op_node[o as usize], ch);
                 s.chip_busy[ch as usize] = true;
                 s.events.push(Reverse(key(end, 0, o)));
                 if let Some(r) = rec.as_deref_mut() {
@@ -202,7 +233,7 @@ impl StepTimeModel {
                 if s.link_busy[l as usize] {
                     continue;
                 }
-                let Some(Reverse(k)) = s.link_q[l as usize].pop() else {
+                let Some(k) = s.link_q[l as usize].pop() else {
                     continue;
                 };
                 let (_, x) = unkey(k);
@@ -285,15 +316,19 @@ impl StepTimeModel {
             }
         }
         let order = d.placed_node[u as usize];
-        for x in s.tx_start[u as usize]..s.tx_start[u as usize + 1] {
-            let l = s.tx_link[x as usize];
-            if self.net.link_src[l as usize] == at {
-                s.link_q[l as usize].push(Reverse(key(s.now, order, x)));
-                s.mark_link(l);
-                if let Some(r) = rec.as_deref_mut() {
-                    r.tx_able[x as usize] = s.now;
-                    r.tx_cause[x as usize] = cause;
-                }
+        let (lo, hi) = (s.tx_start[u as usize] as usize, s.tx_start[u as usize + 1] as usize);
+        let src = &self.net.link_src;
+        let from = lo + s.tx_link[lo..hi].partition_point(|&l| src[l as usize] < at);
+        for x in from..hi {
+            let l = s.tx_link[x];
+            if src[l as usize] != at {
+                break;
+            }
+            s.link_q[l as usize].push(key(s.now, order, x as u32));
+            s.mark_link(l);
+            if let Some(r) = rec.as_deref_mut() {
+                r.tx_able[x] = s.now;
+                r.tx_cause[x] = cause;
             }
         }
     }
@@ -304,8 +339,8 @@ impl Scratch {
     /// replicas (a no-op after the first run).
     fn prepare(&mut self, c: usize, l: usize, r: usize) {
         if self.chip_q.len() != c || self.link_q.len() != l || self.copy_of.len() != r * c {
-            self.chip_q = vec![Heap::new(); c];
-            self.link_q = vec![Heap::new(); l];
+            self.chip_q = vec![Queue::default(); c];
+            self.link_q = vec![Queue::default(); l];
             self.chip_busy = vec![false; c];
             self.link_busy = vec![false; l];
             self.chip_dirty = vec![false; c];
@@ -316,8 +351,8 @@ impl Scratch {
         }
         // A finished run leaves these empty; cleared all the same, so that
         // no run can see another's leftovers.
-        self.chip_q.iter_mut().for_each(Heap::clear);
-        self.link_q.iter_mut().for_each(Heap::clear);
+        self.chip_q.iter_mut().for_each(Queue::clear);
+        self.link_q.iter_mut().for_each(Queue::clear);
         self.chip_busy.iter_mut().for_each(|x| *x = false);
         self.link_busy.iter_mut().for_each(|x| *x = false);
         self.events.clear();
@@ -352,7 +387,7 @@ impl Scratch {
 
     fn ready(&mut self, o: u32, t: f64, cause: u32, rec: Option<&mut Record>) {
         let ch = self.op_chip[o as usize];
-        self.chip_q[ch as usize].push(Reverse(key(t, self.op_node[o as usize], o)));
+        self.chip_q[ch as usize].push(key(t, self.op_node[o as usize], o));
         self.mark_chip(ch);
         if let Some(r) = rec {
             r.op_ready[o as usize] = t;

@@ -108,7 +108,7 @@ pub(super) fn cause(c: u32) -> Option<(bool, u32)> {
 
 impl StepTimeModel {
     /// Runs the step under `chips`; returns the instant the last op ends.
-    pub(super) fn run(&self, chips: &[u32], s: &mut Scratch, mut rec: Option<&mut Record>) -> Result<f64, String> {
+    pub(super) fn run(&self, chips: &[u32], s: &mut Scratch, rec: Option<&mut Record>) -> Result<f64, String> {
         self.check(chips)?;
         let d = &self.deps;
         let net = &self.net;
@@ -135,9 +135,7 @@ impl StepTimeModel {
                 }
             }
         }
-        let result = self
-            .transfers(chips, s)
-            .and_then(|()| self.events(chips, s, rec.as_deref_mut()));
+        let result = self.transfers(chips, s).and_then(|()| self.events(chips, s, rec));
         // Leave the copy table empty for the next run.
         for o in np..s.op_node.len() {
             let r = d.rep_of[s.op_node[o] as usize] as usize;

@@ -59,15 +59,16 @@ pub(super) struct Scratch {
     pub op_node: Vec<u32>,
     pub op_chip: Vec<u32>,
     pending: Vec<u32>,
-    /// The copy of replica r on chip c at `r * C + c`, `NONE` if none.
-    copy_of: Vec<u32>,
+    /// The copies of replica r are ops `copy_start[r]..copy_start[r + 1]`,
+    /// by increasing chip (a few each: no table of replicas × chips).
+    copy_start: Vec<u32>,
     /// Per placed node, its transfers `tx_start[u]..tx_start[u + 1]`, each
     /// with its link; and the size it sends.
     tx_start: Vec<u32>,
     pub tx_link: Vec<u32>,
     pub tx_node: Vec<u32>,
     pub tx_size: Vec<u64>,
-    /// Route-tree marks per chip, by epoch.
+    /// Marks per chip (a route tree, a replica's hosts), by epoch.
     stamp: Vec<u32>,
     epoch: u32,
     chip_q: Vec<Queue>,
@@ -115,7 +116,7 @@ impl StepTimeModel {
         let c = net.chips;
         let np = d.placed_node.len();
         let nl = net.link_src.len();
-        s.prepare(c, nl, d.reps.len());
+        s.prepare(c, nl);
 
         // Ops: placed nodes, then the copies.
         s.op_node.clear();
@@ -124,24 +125,24 @@ impl StepTimeModel {
         s.op_node.extend_from_slice(&d.placed_node);
         s.op_chip.extend_from_slice(chips);
         s.pending.extend_from_slice(&d.placed_inputs);
+        s.copy_start.clear();
+        s.copy_start.push(np as u32);
         for r in 0..d.reps.len() {
+            s.next_epoch();
+            let first = s.op_node.len();
             for &f in &d.feeds[d.feeds_start[r] as usize..d.feeds_start[r + 1] as usize] {
-                let at = r * c + chips[f as usize] as usize;
-                if s.copy_of[at] == NONE {
-                    s.copy_of[at] = s.op_node.len() as u32;
+                let ch = chips[f as usize];
+                if s.stamp[ch as usize] != s.epoch {
+                    s.stamp[ch as usize] = s.epoch;
                     s.op_node.push(d.reps[r]);
-                    s.op_chip.push(chips[f as usize]);
+                    s.op_chip.push(ch);
                     s.pending.push(d.rep_inputs[r]);
                 }
             }
+            s.op_chip[first..].sort_unstable();
+            s.copy_start.push(s.op_node.len() as u32);
         }
-        let result = self.transfers(chips, s).and_then(|()| self.events(chips, s, rec));
-        // Leave the copy table empty for the next run.
-        for o in np..s.op_node.len() {
-            let r = d.rep_of[s.op_node[o] as usize] as usize;
-            s.copy_of[r * c + s.op_chip[o] as usize] = NONE;
-        }
-        result
+        self.transfers(chips, s).and_then(|()| self.events(chips, s, rec))
     }
 
     /// Every placed node's transfers: the links of the union of its routes
@@ -158,11 +159,7 @@ impl StepTimeModel {
         for u in 0..d.placed_node.len() {
             let a = chips[u];
             let mut size = 0u64;
-            s.epoch = s.epoch.wrapping_add(1);
-            if s.epoch == 0 {
-                s.stamp.iter_mut().for_each(|x| *x = 0);
-                s.epoch = 1;
-            }
+            s.next_epoch();
             s.stamp[a as usize] = s.epoch;
             for &(v, b) in &d.cons[d.cons_start[u] as usize..d.cons_start[u + 1] as usize] {
                 let to = chips[v as usize];
@@ -294,11 +291,10 @@ impl StepTimeModel {
                 s.input(v, o, rec.as_deref_mut());
             }
         }
-        let c = self.net.chips;
         for &w in &d.rep_cons_rep[d.rep_rcons_start[r] as usize..d.rep_rcons_start[r + 1] as usize] {
-            let copy = s.copy_of[w as usize * c + ch as usize];
-            if copy != NONE {
-                s.input(copy, o, rec.as_deref_mut());
+            let (lo, hi) = (s.copy_start[w as usize] as usize, s.copy_start[w as usize + 1] as usize);
+            if let Ok(k) = s.op_chip[lo..hi].binary_search(&ch) {
+                s.input((lo + k) as u32, o, rec.as_deref_mut());
             }
         }
     }
@@ -333,17 +329,16 @@ impl StepTimeModel {
 }
 
 impl Scratch {
-    /// Sizes the buffers for a package of `c` chips and `l` links with `r`
-    /// replicas (a no-op after the first run).
-    fn prepare(&mut self, c: usize, l: usize, r: usize) {
-        if self.chip_q.len() != c || self.link_q.len() != l || self.copy_of.len() != r * c {
+    /// Sizes the buffers for a package of `c` chips and `l` links (a no-op
+    /// after the first run).
+    fn prepare(&mut self, c: usize, l: usize) {
+        if self.chip_q.len() != c || self.link_q.len() != l {
             self.chip_q = vec![Queue::default(); c];
             self.link_q = vec![Queue::default(); l];
             self.chip_busy = vec![false; c];
             self.link_busy = vec![false; l];
             self.chip_dirty = vec![false; c];
             self.link_dirty = vec![false; l];
-            self.copy_of = vec![NONE; r * c];
             self.stamp = vec![0; c];
             self.epoch = 0;
         }
@@ -359,6 +354,15 @@ impl Scratch {
         self.chip_dirty.iter_mut().for_each(|x| *x = false);
         self.link_dirty.iter_mut().for_each(|x| *x = false);
         self.now = 0.0;
+    }
+
+    /// A fresh mark for `stamp`.
+    fn next_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.stamp.iter_mut().for_each(|x| *x = 0);
+            self.epoch = 1;
+        }
     }
 
     fn mark_chip(&mut self, ch: u32) {

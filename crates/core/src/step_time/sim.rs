@@ -80,6 +80,11 @@ pub(super) struct Scratch {
     chip_dirty: Vec<bool>,
     link_dirty: Vec<bool>,
     events: Heap,
+    /// Ops and transfers that end at the instant they started (zero-time
+    /// ops: the graph's weights and constants), kept off the heap; their
+    /// ends are applied, with the others of that instant, before the next
+    /// picks.
+    ending_now: Vec<u32>,
     /// The instant being applied.
     now: f64,
 }
@@ -216,7 +221,7 @@ impl StepTimeModel {
                 let now = s.now;
                 let end = now + self.duration(s.op_node[o as usize], ch);
                 s.chip_busy[ch as usize] = true;
-                s.events.push(Reverse(key(end, 0, o)));
+                s.schedule_end(end, o);
                 if let Some(r) = rec.as_deref_mut() {
                     r.op_start[o as usize] = now;
                     r.op_end[o as usize] = end;
@@ -235,23 +240,35 @@ impl StepTimeModel {
                 let now = s.now;
                 let end = now + self.transfer_time(l as usize, s.tx_size[x as usize]);
                 s.link_busy[l as usize] = true;
-                s.events.push(Reverse(key(end, 0, TX | x)));
+                s.schedule_end(end, TX | x);
                 if let Some(r) = rec.as_deref_mut() {
                     r.tx_start[x as usize] = now;
                     r.tx_end[x as usize] = end;
                     r.tx_order.push(x);
                 }
             }
-            // The next instant: apply everything that happens then.
-            let Some(&Reverse(k)) = s.events.peek() else { break };
-            let now = unkey(k).0;
+            // The next instant (this one again when work just started ends
+            // now): apply everything that happens then.
+            let now = if !s.ending_now.is_empty() {
+                s.now
+            } else if let Some(&Reverse(k)) = s.events.peek() {
+                unkey(k).0
+            } else {
+                break;
+            };
             s.now = now;
-            while let Some(&Reverse(k)) = s.events.peek() {
-                let (t, e) = unkey(k);
-                if t != now {
-                    break;
-                }
-                s.events.pop();
+            loop {
+                let e = if let Some(e) = s.ending_now.pop() {
+                    e
+                } else {
+                    match s.events.peek() {
+                        Some(&Reverse(k)) if unkey(k).0 == now => {
+                            s.events.pop();
+                            unkey(k).1
+                        }
+                        _ => break,
+                    }
+                };
                 if e & TX == 0 {
                     ended += 1;
                     last = last.max(now);
@@ -349,11 +366,21 @@ impl Scratch {
         self.chip_busy.iter_mut().for_each(|x| *x = false);
         self.link_busy.iter_mut().for_each(|x| *x = false);
         self.events.clear();
+        self.ending_now.clear();
         self.dirty_chips.clear();
         self.dirty_links.clear();
         self.chip_dirty.iter_mut().for_each(|x| *x = false);
         self.link_dirty.iter_mut().for_each(|x| *x = false);
         self.now = 0.0;
+    }
+
+    /// Work started at `self.now` (op or `TX | transfer`) ends at `end`.
+    fn schedule_end(&mut self, end: f64, e: u32) {
+        if end == self.now {
+            self.ending_now.push(e);
+        } else {
+            self.events.push(Reverse(key(end, 0, e)));
+        }
     }
 
     /// A fresh mark for `stamp`.

@@ -6,9 +6,9 @@ use super::{params_detail, DOMAINS};
 use crate::ast::Item;
 use crate::builtins::BUILTINS;
 use crate::loader::STDLIB;
-use mcm_core::problem::{Metric, Sense};
 use crate::types::{CHIP_ATTRS, EDGE_FIELDS, GRAPH_NODE_ATTRS, LINK_ATTRS, NODE_FIELDS};
 use crate::Compiled;
+use mcm_core::problem::{Metric, Sense};
 use mcm_core::quantity::unit_names;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -42,6 +42,10 @@ pub enum BoundKind {
     EdgeSpan,
     /// A target the `exact` strategy's SAT search proved unreachable.
     Exact,
+    /// Step time: the longest path, each op at its fastest.
+    CriticalPath,
+    /// Step time: the ops' work spread over every chip.
+    TotalWork,
 }
 
 impl BoundKind {
@@ -52,14 +56,18 @@ impl BoundKind {
             BoundKind::LargestNode => "largest_node",
             BoundKind::EdgeSpan => "edge_span",
             BoundKind::Exact => "exact",
+            BoundKind::CriticalPath => "critical_path",
+            BoundKind::TotalWork => "total_work",
         }
     }
 }
 
-/// A lower bound on the latency of every valid partition.
+/// A lower bound on the cost of every valid partition.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Bound {
     pub kind: BoundKind,
+    /// The bound on the model's cost: the pipeline's latency, or the step
+    /// time (a bound of the step-time model).
     pub latency_s: f64,
     /// What it rests on, in words: `total flops / total compute`, the node,
     /// or the edge with its span.
@@ -140,6 +148,16 @@ pub fn proven(bounds: &[Bound]) -> Option<&Bound> {
 /// replicable nodes copied next to some placed consumer (one with none is
 /// never computed, and counts 0).
 fn running_flops(g: &Graph) -> Vec<f64> {
+    g.nodes
+        .iter()
+        .zip(running(g))
+        .map(|(n, r)| if r { n.flops as f64 } else { 0.0 })
+        .collect()
+}
+
+/// Per node, whether it is computed at least once under every placement:
+/// placed nodes, and replicable nodes that feed one.
+pub(super) fn running(g: &Graph) -> Vec<bool> {
     let mut runs: Vec<bool> = (0..g.nodes.len()).map(|v| g.decision_of(v).is_some()).collect();
     let mut outs: Vec<Vec<usize>> = vec![Vec::new(); g.nodes.len()];
     for e in &g.edges {
@@ -150,11 +168,7 @@ fn running_flops(g: &Graph) -> Vec<f64> {
             runs[v] = outs[v].iter().any(|&w| runs[w]);
         }
     }
-    g.nodes
-        .iter()
-        .zip(runs)
-        .map(|(n, r)| if r { n.flops as f64 } else { 0.0 })
-        .collect()
+    runs
 }
 
 /// The tightest edge bound: S = the nodes between the edge's ends when

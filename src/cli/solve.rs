@@ -480,17 +480,19 @@ fn report(
         .map(|b| crate::cost::bounds::with_proved(b, o.proven_bound_s));
     let proven = proven.as_ref();
     let bound = base.and_then(|b| b.bound_throughput());
-    // The cost as the model computes it (one over the score may differ in
-    // the last bit); an external evaluator's figure is its score's inverse.
-    let model = judge.objective().filter(|_| judge.describe == "analytical");
-    let latency = model
-        .and_then(|m| m.cost(&best.chips).ok())
-        .unwrap_or(1.0 / best.throughput);
+    let latency = 1.0 / best.throughput;
     let gap = proven.map(|b| latency / b.latency_s);
     let improvement = greedy.map(|g| best.throughput / g);
     let metric = p.objective.metric;
     if metric == crate::problem::Metric::StepTime {
-        return report_step(out, p, judge, o, best, base, dest, how, latency, proven).map(|()| done);
+        // The step as the simulator computes it (one over the score may
+        // differ in the last bit); an evaluator's figure is its score's inverse.
+        let step = judge
+            .objective()
+            .filter(|_| judge.describe == "analytical")
+            .and_then(|m| m.cost(&best.chips).ok())
+            .unwrap_or(latency);
+        return report_step(out, p, judge, o, best, base, dest, how, step, proven).map(|()| done);
     }
     if out.json {
         let reasons: Vec<serde_json::Value> = top_reasons(o, 10)

@@ -17,6 +17,8 @@ mod random;
 mod rl;
 mod sat_worker;
 mod start;
+#[cfg(test)]
+mod step_tests;
 
 pub use anneal::Anneal;
 pub use auto::Auto;

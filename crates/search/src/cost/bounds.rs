@@ -46,6 +46,8 @@ pub enum BoundKind {
     CriticalPath,
     /// Step time: the ops' work spread over every chip.
     TotalWork,
+    /// Step time: the ops the rules confine to one chip, one after another.
+    Pinned,
 }
 
 impl BoundKind {
@@ -58,6 +60,7 @@ impl BoundKind {
             BoundKind::Exact => "exact",
             BoundKind::CriticalPath => "critical_path",
             BoundKind::TotalWork => "total_work",
+            BoundKind::Pinned => "pinned",
         }
     }
 }
@@ -148,16 +151,6 @@ pub fn proven(bounds: &[Bound]) -> Option<&Bound> {
 /// replicable nodes copied next to some placed consumer (one with none is
 /// never computed, and counts 0).
 fn running_flops(g: &Graph) -> Vec<f64> {
-    g.nodes
-        .iter()
-        .zip(running(g))
-        .map(|(n, r)| if r { n.flops as f64 } else { 0.0 })
-        .collect()
-}
-
-/// Per node, whether it is computed at least once under every placement:
-/// placed nodes, and replicable nodes that feed one.
-pub(super) fn running(g: &Graph) -> Vec<bool> {
     let mut runs: Vec<bool> = (0..g.nodes.len()).map(|v| g.decision_of(v).is_some()).collect();
     let mut outs: Vec<Vec<usize>> = vec![Vec::new(); g.nodes.len()];
     for e in &g.edges {
@@ -168,7 +161,11 @@ pub(super) fn running(g: &Graph) -> Vec<bool> {
             runs[v] = outs[v].iter().any(|&w| runs[w]);
         }
     }
-    runs
+    g.nodes
+        .iter()
+        .zip(runs)
+        .map(|(n, r)| if r { n.flops as f64 } else { 0.0 })
+        .collect()
 }
 
 /// The tightest edge bound: S = the nodes between the edge's ends when

@@ -2,27 +2,17 @@
 //! is the time of one step as [`StepTimeModel`] simulates it
 //! (`shared/spec/step-time.md`); its bounds are the spec's lower bounds.
 //!
-//! Bounds, each a theorem over every placement (rules or none):
-//! - **critical path**: a path of the graph runs its ops one after another
-//!   whatever the placement, each at least its fastest time on any chip
-//!   (transfers only add); a node that may never run counts nothing.
-//! - **total work**: every op that runs takes at least its fastest time on
-//!   some chip and a chip runs one op at a time, so the chips together are
-//!   busy at least the sum of those times, at most C x the step; and where
-//!   every op's time is at least flops / compute on every chip, chip d
-//!   computes at most T x c_d flops within T, so T >= the flops that run
-//!   over the total compute (the sharper one on heterogeneous packages).
-//!
-//! What the rules force (a node confined to slow chips) is not derived.
+//! Its bounds are the simulator's ([`step_time_bounds`]: critical path,
+//! total work, and the ops the rules pin to one chip, read from the
+//! solver's root domains), each a theorem over every valid placement.
 
 use super::bounds::{self, Bound, BoundKind};
 use super::objective::{Objective, Report};
 use super::{CostError, CostModel};
-use mcm_core::graph::Graph;
-use mcm_core::op_time::OpTimes;
 use mcm_core::problem::Problem;
 use mcm_core::quantity::{format_quantity, Dim};
-use mcm_core::step_time::{PathStep, Schedule, StepTimeModel};
+use mcm_core::step_time::bounds::{step_time_bounds, StepBound, StepBoundKind};
+use mcm_core::step_time::{timeline_svg, PathStep, Schedule, StepTimeModel};
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -34,15 +24,56 @@ pub struct StepTime {
 }
 
 /// The registration's maker.
-pub(super) fn make(_: &Problem, pipeline: &Arc<CostModel>) -> Result<Arc<dyn Objective>, CostError> {
-    Ok(Arc::new(StepTime::new(pipeline.clone())?))
+pub(super) fn make(problem: &Problem, pipeline: &Arc<CostModel>) -> Result<Arc<dyn Objective>, CostError> {
+    Ok(Arc::new(StepTime::new(
+        pipeline.clone(),
+        root_domains(problem).as_deref(),
+    )?))
+}
+
+/// Root domains read past this many (node, chip) pairs would cost more
+/// memory than the bound they sharpen is worth: the rules are left out.
+const MAX_DOMAIN_PAIRS: usize = 1 << 22;
+
+/// Per placed node, the chips the rules leave it after the root
+/// propagation; `None` when the problem has no valid partition or is too
+/// large to list them.
+fn root_domains(problem: &Problem) -> Option<Vec<Vec<u32>>> {
+    let (n, c) = (problem.graph.num_placed(), problem.package.num_chips());
+    if n.saturating_mul(c) > MAX_DOMAIN_PAIRS || problem.constraints.is_empty() {
+        return None;
+    }
+    let s = mcm_solver::Solver::new(problem, mcm_solver::Options::default()).ok()?;
+    Some(
+        (0..n as u32)
+            .map(|u| {
+                let d = s.dom(u);
+                (0..c as u32).filter(|&x| d.contains(x)).collect()
+            })
+            .collect(),
+    )
+}
+
+/// A bound of the simulator as the reports carry it.
+fn bound_of(b: &StepBound) -> Bound {
+    Bound {
+        kind: match b.kind {
+            StepBoundKind::CriticalPath => BoundKind::CriticalPath,
+            StepBoundKind::TotalWork => BoundKind::TotalWork,
+            StepBoundKind::Pinned => BoundKind::Pinned,
+        },
+        latency_s: b.step_time_s,
+        because: b.because.clone(),
+    }
 }
 
 impl StepTime {
-    pub fn new(pipeline: Arc<CostModel>) -> Result<StepTime, CostError> {
+    /// `allowed`: per placed node, the chips the rules allow (see
+    /// [`step_time_bounds`]); `None` for any chip.
+    pub fn new(pipeline: Arc<CostModel>, allowed: Option<&[Vec<u32>]>) -> Result<StepTime, CostError> {
         let model = StepTimeModel::new(pipeline.graph.clone(), pipeline.package.clone())
             .map_err(|e| CostError::new(e.message, e.help))?;
-        let bounds = step_bounds(&model.times, model.package.num_chips());
+        let bounds = step_time_bounds(&model, allowed).iter().map(bound_of).collect();
         Ok(StepTime {
             model,
             pipeline,
@@ -91,76 +122,14 @@ impl Objective for StepTime {
             text,
         })
     }
-}
 
-/// The critical-path and total-work bounds of one graph on `chips` chips.
-fn step_bounds(times: &OpTimes, chips: usize) -> Vec<Bound> {
-    let g: &Graph = &times.graph;
-    let runs = bounds::running(g);
-    let fastest: Vec<f64> = (0..g.nodes.len())
-        .map(|u| match runs[u] {
-            true => (0..chips as u32)
-                .map(|d| times.time(u, d))
-                .fold(f64::INFINITY, f64::min),
-            false => 0.0,
-        })
-        .collect();
-    // Longest path, each node at its fastest, with the node it came from.
-    let mut ins: Vec<Vec<usize>> = vec![Vec::new(); g.nodes.len()];
-    for e in &g.edges {
-        ins[e.dst].push(e.src);
+    fn picture(&self, chips: &[u32]) -> Option<Result<String, String>> {
+        Some(
+            self.model
+                .simulate(chips)
+                .map(|s| timeline_svg(&s, &self.model.graph, &self.model.package)),
+        )
     }
-    let mut ends = vec![0.0f64; g.nodes.len()];
-    let mut from: Vec<Option<usize>> = vec![None; g.nodes.len()];
-    for &v in g.topological_order() {
-        let best = ins[v].iter().copied().fold(None, |m: Option<usize>, u| match m {
-            Some(w) if ends[w] >= ends[u] => m,
-            _ => Some(u),
-        });
-        ends[v] = best.map_or(0.0, |u| ends[u]) + fastest[v];
-        from[v] = best;
-    }
-    let mut out = Vec::new();
-    let work: f64 = fastest.iter().sum();
-    out.push(Bound {
-        kind: BoundKind::TotalWork,
-        latency_s: work / chips as f64,
-        because: "total work: every op at its fastest, over the number of chips".into(),
-    });
-    let flops_bound = (0..g.nodes.len())
-        .filter(|&u| runs[u])
-        .all(|u| (0..chips).all(|d| times.time(u, d as u32) >= g.nodes[u].flops as f64 / times.compute[d]));
-    if flops_bound {
-        let flops: f64 = (0..g.nodes.len())
-            .filter(|&u| runs[u])
-            .map(|u| g.nodes[u].flops as f64)
-            .sum();
-        out.push(Bound {
-            kind: BoundKind::TotalWork,
-            latency_s: flops / times.compute.iter().sum::<f64>(),
-            because: "total work: the flops that run over the total compute".into(),
-        });
-    }
-    if let Some(last) = (0..g.nodes.len()).fold(None, |m: Option<usize>, v| match m {
-        Some(w) if ends[w] >= ends[v] => m,
-        _ => Some(v),
-    }) {
-        let mut first = last;
-        let mut n = 1;
-        while let Some(u) = from[first] {
-            first = u;
-            n += 1;
-        }
-        out.push(Bound {
-            kind: BoundKind::CriticalPath,
-            latency_s: ends[last],
-            because: format!(
-                "critical path from `{}` to `{}` ({n} ops), each at its fastest",
-                g.nodes[first].id, g.nodes[last].id
-            ),
-        });
-    }
-    out
 }
 
 fn secs(v: f64) -> String {
@@ -383,7 +352,7 @@ mod tests {
     #[test]
     fn the_step_bounds_are_the_critical_path_and_the_total_work() {
         let p = problem("minimize step_time", CHAIN);
-        let s = StepTime::new(Arc::new(CostModel::new(&p).unwrap())).unwrap();
+        let s = StepTime::new(Arc::new(CostModel::new(&p).unwrap()), None).unwrap();
         let by = |k: BoundKind| {
             s.bounds()
                 .iter()
@@ -395,13 +364,13 @@ mod tests {
         assert!((by(BoundKind::CriticalPath) - 6e-3).abs() < 1e-15);
         assert!((by(BoundKind::TotalWork) - 2e-3).abs() < 1e-15);
         assert_eq!(Objective::bound(&s).kind, BoundKind::CriticalPath);
-        assert!(Objective::bound(&s).because.contains("from `a` to `c`"));
+        assert!(Objective::bound(&s).because.contains("`a` ~> `c`"));
         // Three independent nodes: the total work binds.
         let p = problem(
             "minimize step_time",
             "a { flops = 3 GFLOP }\n b { flops = 3 GFLOP }\n c { flops = 3 GFLOP }",
         );
-        let s = StepTime::new(Arc::new(CostModel::new(&p).unwrap())).unwrap();
+        let s = StepTime::new(Arc::new(CostModel::new(&p).unwrap()), None).unwrap();
         assert!((Objective::bound(&s).latency_s - 3e-3).abs() < 1e-15);
     }
 }

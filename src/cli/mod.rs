@@ -70,8 +70,10 @@ pub enum Command {
         #[arg(long)]
         problem: Option<String>,
     },
-    /// The cost of a partition: latency, throughput, the bound, per chip
-    /// compute, links, weights and peak memory; exit 0 when valid.
+    /// The cost of a partition under the problem's objective: latency,
+    /// throughput, the bound, per chip compute, links, weights and peak
+    /// memory (or under `minimize step_time` the step time, each chip's and
+    /// link's busy time and what ends last); exit 0 when valid.
     Eval {
         /// The .mcm file.
         file: PathBuf,
@@ -81,6 +83,13 @@ pub enum Command {
         /// The problem, when the file declares several.
         #[arg(long)]
         problem: Option<String>,
+        /// text (default), json (as `--json`), or svg: the step as a
+        /// timeline (`minimize step_time`).
+        #[arg(long, value_enum)]
+        format: Option<eval::Format>,
+        /// Write the svg here instead of standard output.
+        #[arg(short, long)]
+        out: Option<PathBuf>,
         #[command(flatten)]
         eval: EvalArgs,
     },
@@ -326,8 +335,20 @@ pub fn run(cli: Cli) -> i32 {
             file,
             partition,
             problem,
+            format,
+            out: dest,
             eval: args,
-        } => eval::run(&out, &file, &partition, problem.as_deref(), &args),
+        } => eval::run(
+            &out,
+            &file,
+            &partition,
+            problem.as_deref(),
+            &args,
+            &eval::Dest {
+                format,
+                out: dest.as_deref(),
+            },
+        ),
         Command::Test { files } => test::run(&out, &files),
         Command::Fmt { files, check } => fmt::run(&out, &files, check),
         Command::Show {

@@ -41,7 +41,11 @@ impl OpTimes {
                 }
             }
         }
-        Ok(OpTimes { graph, compute, overhead })
+        Ok(OpTimes {
+            graph,
+            compute,
+            overhead,
+        })
     }
 
     /// Seconds graph node `node` (index in the node list) takes on `chip`.

@@ -109,7 +109,11 @@ pub const GRAPH_NODE_ATTRS: &[(&str, Ty)] = &[
     ("replicable", Ty::Bool),
 ];
 /// Chip and link attributes whose type is fixed, whatever the topology.
-pub const CHIP_ATTRS: &[(&str, Ty)] = &[("memory", Ty::Num(Dim::BYTES)), ("compute", Ty::Num(Dim::FLOP_RATE))];
+pub const CHIP_ATTRS: &[(&str, Ty)] = &[
+    ("memory", Ty::Num(Dim::BYTES)),
+    ("compute", Ty::Num(Dim::FLOP_RATE)),
+    ("overhead", Ty::Num(Dim::TIME)),
+];
 pub const LINK_ATTRS: &[(&str, Ty)] = &[("bandwidth", Ty::Num(Dim::RATE)), ("latency", Ty::Num(Dim::TIME))];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -312,4 +316,14 @@ pub(crate) fn signature(callee: &str, params: &[(String, Ty, bool)]) -> String {
         })
         .collect();
     format!("the signature is `{callee}({})`", ps.join(", "))
+}
+
+/// `a`, `a and b`, `a, b and c`: a list as a sentence says it.
+pub(crate) fn spoken_list(items: impl IntoIterator<Item = String>) -> String {
+    let mut items: Vec<String> = items.into_iter().collect();
+    match items.pop() {
+        None => String::new(),
+        Some(last) if items.is_empty() => last,
+        Some(last) => format!("{} and {last}", items.join(", ")),
+    }
 }

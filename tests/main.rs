@@ -1,35 +1,30 @@
-//! The integration tests, one binary (candle is linked once): each module
-//! is one topic, driving the library or the `mcmpart` binary.
+//! The root package's integration tests, one binary (candle is linked
+//! once): each module is one topic, driving the `mcmpart` binary or what
+//! only this package has (the command line, the language server, the book,
+//! the test-block runner, the experiments). Each crate below holds the tests
+//! of its own library (crates/*/tests).
 
 mod common;
 
 mod book;
-mod bounds;
+mod bounds_dataset;
 mod cli;
 mod cli_solve;
 mod compare;
 mod convention;
-mod cost;
-mod dataset;
 mod deadline;
 mod editors;
-mod errors;
+mod errors_cli;
 mod evaluators;
-mod exact;
 mod fmt;
-mod fuzz;
-mod lns;
+mod fuzz_run;
+mod import;
 mod lsp;
 mod lsp_fuzz;
 mod memory;
-mod onnx;
-mod property;
 mod rl;
-mod rollouts;
-mod sat;
 mod semantics;
 mod show;
-mod solver;
+mod solve_auto;
 mod spec;
 mod step_time;
-mod strategies;

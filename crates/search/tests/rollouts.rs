@@ -5,9 +5,9 @@
 
 use crate::common;
 
-use mcmpart::policy::rollout::{propose, Correction, Draw, Style};
-use mcmpart::problem::{Placement, Problem};
-use mcmpart::solver::{check, Options, Solver};
+use mcm_core::problem::{Placement, Problem};
+use mcm_search::policy::rollout::{propose, Correction, Draw, Style};
+use mcm_solver::{check, Options, Solver};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

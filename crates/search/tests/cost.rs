@@ -2,9 +2,9 @@
 
 use crate::common;
 
-use mcmpart::cost::{Analytical, CostModel, Evaluate, Verdict};
-use mcmpart::graph::{Graph, Node};
-use mcmpart::problem::Problem;
+use mcm_core::graph::{Graph, Node};
+use mcm_core::problem::Problem;
+use mcm_search::cost::{Analytical, CostModel, Evaluate, Verdict};
 use std::sync::Arc;
 
 const TOL: f64 = 1e-12;
@@ -14,7 +14,7 @@ fn problem(package: &str, graph: &str) -> Problem {
         "use std::topologies::{{ring, mesh}}\nlet t = {package}\nlet g = {graph}\npartition g onto t {{\n    maximize throughput\n}}\n"
     );
     let c = common::compile(&text);
-    assert!(c.ok(), "{}", mcmpart::diag::render_text(&c.program.sources, &c.diags));
+    assert!(c.ok(), "{}", mcm_core::diag::render_text(&c.program.sources, &c.diags));
     c.problem(None).unwrap().clone()
 }
 
@@ -214,7 +214,7 @@ fn the_dynamic_check_names_the_chip_and_the_node() {
 fn a_package_without_compute_cannot_be_costed() {
     let text = "topology bare() {\n    chips die[2] { memory = 1 GiB }\n    link die[0] -> die[1] { bandwidth = 1 GB/s }\n}\nlet g = graph { a -> b }\npartition g onto bare() {\n    maximize throughput\n}\n";
     let c = common::compile(text);
-    assert!(c.ok(), "{}", mcmpart::diag::render_text(&c.program.sources, &c.diags));
+    assert!(c.ok(), "{}", mcm_core::diag::render_text(&c.program.sources, &c.diags));
     let e = CostModel::new(c.problem(None).unwrap()).err().expect("an error");
     assert!(e.message.contains("no `compute`"), "{}", e.message);
 }
@@ -244,7 +244,7 @@ fn a_link_latency_is_paid_once_per_transfer_and_hop() {
     // link's 1 ms besides its bytes (1 MB at 1 GB/s, 1 ms).
     let text = "topology slow(n: int) {\n    chips die[n] { memory = 1 GiB, compute = 1 TFLOP/s }\n    for i in 0..n - 1 {\n        link die[i] -> die[i + 1] { bandwidth = 1 GB/s, latency = 1 ms }\n    }\n}\nlet t = slow(n = 3)\nlet g = graph { a { output_bytes = 1 MB } -> b  a -> c  d { output_bytes = 1 MB } -> e }\npartition g onto t {\n    maximize throughput\n}\n";
     let c = common::compile(text);
-    assert!(c.ok(), "{}", mcmpart::diag::render_text(&c.program.sources, &c.diags));
+    assert!(c.ok(), "{}", mcm_core::diag::render_text(&c.program.sources, &c.diags));
     let p = c.problem(None).unwrap().clone();
     let m = CostModel::new(&p).unwrap();
     let r = m
@@ -261,6 +261,6 @@ fn a_link_latency_is_paid_once_per_transfer_and_hop() {
     // A negative latency is refused where the package is built.
     let bad = common::compile(&text.replace("latency = 1 ms", "latency = -1 ms"));
     assert!(!bad.ok());
-    let shown = mcmpart::diag::render_text(&bad.program.sources, &bad.diags);
+    let shown = mcm_core::diag::render_text(&bad.program.sources, &bad.diags);
     assert!(shown.contains("a link's latency cannot be negative"), "{shown}");
 }

@@ -6,10 +6,10 @@
 use crate::common;
 
 use common::random::{dag, topo, Topo};
-use mcmpart::cost::{Analytical, CostModel, Evaluate, Judge, JudgeOptions, Verdict};
-use mcmpart::problem::{Placement, Problem};
-use mcmpart::solver::check;
-use mcmpart::strategy::{self, Budget, Outcome, SampleRecord};
+use mcm_core::problem::{Placement, Problem};
+use mcm_search::cost::{Analytical, CostModel, Evaluate, Judge, JudgeOptions, Verdict};
+use mcm_search::strategy::{self, Budget, Outcome, SampleRecord};
+use mcm_solver::check;
 use proptest::prelude::*;
 use std::sync::{Arc, Mutex};
 
@@ -78,7 +78,7 @@ fn compile(c: &Case) -> Problem {
     assert!(
         compiled.ok(),
         "{text}\n{}",
-        mcmpart::diag::render_text(&compiled.program.sources, &compiled.diags)
+        mcm_core::diag::render_text(&compiled.program.sources, &compiled.diags)
     );
     compiled.problem(None).expect("one problem").clone()
 }
@@ -274,7 +274,7 @@ proptest! {
         let p = compile(&c);
         // When no cut fits, dp asks the solver for any partition instead;
         // without rules that one need not fit memory.
-        let fits = !mcmpart::strategy::pipeline_cuts(&p, &p.graph.pipeline_order()).is_empty();
+        let fits = !mcm_search::strategy::pipeline_cuts(&p, &p.graph.pipeline_order()).is_empty();
         // Some cut fits whenever putting every node on one chip would (the
         // DP's one-stage cut).
         let memory = c.memory_kib * 1024;
@@ -492,9 +492,9 @@ fn fix_keeps_a_valid_proposal_under_acyclic_flow_and_triangle_dependency() {
     for seed in 0..4 {
         use rand::SeedableRng;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let mut solver = mcmpart::solver::Solver::new(&p, Default::default()).unwrap();
-        let order = mcmpart::solver::node_order(&solver, mcmpart::solver::Order::Topological, &mut rng);
-        let (pl, moved) = mcmpart::solver::fix(&mut solver, &order, &keep, None, &mut rng).unwrap();
+        let mut solver = mcm_solver::Solver::new(&p, Default::default()).unwrap();
+        let order = mcm_solver::node_order(&solver, mcm_solver::Order::Topological, &mut rng);
+        let (pl, moved) = mcm_solver::fix(&mut solver, &order, &keep, None, &mut rng).unwrap();
         assert_eq!((pl.chips, moved), (proposal.clone(), 0), "seed {seed}");
     }
     let model = CostModel::new(&p).unwrap();
@@ -581,7 +581,7 @@ fn a_failed_strategy_keeps_its_samples_and_says_why() {
         fn name(&self) -> &str {
             "failing"
         }
-        fn run(&mut self, search: &mut strategy::Search) -> Result<(), mcmpart::solver::Infeasible> {
+        fn run(&mut self, search: &mut strategy::Search) -> Result<(), mcm_solver::Infeasible> {
             let g = strategy::greedy_proposal(search.problem);
             search.submit_one(g.clone());
             search.submit_one(g);
@@ -680,7 +680,7 @@ fn anneal_keeps_greedys_start_until_a_draw_beats_it() {
 /// greedy run, and still its bound.
 #[test]
 fn the_baseline_is_greedys_partition_and_the_bound() {
-    use mcmpart::baseline::baseline;
+    use mcm_search::baseline::baseline;
     let p = shipped_graph_problem(
         "resnet18",
         "n = 8, memory = 256 MiB, compute = 4 TFLOP/s, bandwidth = 25 GB/s",
@@ -758,7 +758,7 @@ fn with_rule(c: &Case, rule: &UserRule) -> Problem {
     assert!(
         compiled.ok(),
         "{text}\n{}",
-        mcmpart::diag::render_text(&compiled.program.sources, &compiled.diags)
+        mcm_core::diag::render_text(&compiled.program.sources, &compiled.diags)
     );
     compiled.problem(None).expect("one problem").clone()
 }
@@ -859,7 +859,7 @@ fn dp_finds_a_valid_partition_under_a_unary_restriction() {
 /// The highest throughput of any valid partition, by enumeration.
 fn best_by_enumeration(p: &Problem, j: &Judge) -> f64 {
     let mut best = 0.0f64;
-    mcmpart::solver::exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
+    mcm_solver::exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
         if let Some(t) = j.evaluate(&pl.chips).throughput() {
             best = best.max(t);
         }
@@ -897,7 +897,7 @@ fn dp_keeps_weights_with_their_consumers_under_a_count() {
     let compiled = common::compile_ok(&text);
     let p = compiled.problem(None).unwrap().clone();
     let name = |u: u32| p.graph.placed_node(u).id.clone();
-    let mut solver = mcmpart::solver::Solver::new(&p, mcmpart::solver::Options::default()).unwrap();
+    let mut solver = mcm_solver::Solver::new(&p, mcm_solver::Options::default()).unwrap();
     let order: Vec<String> = strategy::Allowed::of(&mut solver)
         .pipeline_order(&p)
         .into_iter()

@@ -1,132 +1,14 @@
 //! The front end returns errors, never panics, on arbitrary and mutated
-//! input: programs, graph files and partition files.
+//! input: programs, graph files and partition files (the programs' test
+//! blocks are run by the root's tests/fuzz_run.rs).
 
 use crate::common;
 
-use mcmpart::graph::{parse_graph_json, Graph, Node};
-use mcmpart::solver::{check, node_order, sample, Options, Order, Solver};
+use common::mutate::{apply, edit, seeds, TOKENS};
+use mcm_core::graph::{parse_graph_json, Graph, Node};
+use mcm_solver::{check, node_order, sample, Options, Order, Solver};
 use proptest::prelude::*;
 use rand::SeedableRng;
-
-/// Valid programs to mutate: the brief's, the stdlib, the examples.
-fn seeds() -> Vec<String> {
-    let root = common::root();
-    [
-        "tests/mcm/spec_tests.mcm",
-        "tests/mcm/spec_programs.mcm",
-        "stdlib/placement.mcm",
-        "stdlib/topologies.mcm",
-        "examples/quickstart.mcm",
-    ]
-    .iter()
-    .map(|p| std::fs::read_to_string(root.join(p)).expect("seed file"))
-    .collect()
-}
-
-const TOKENS: &[&str] = &[
-    "(",
-    ")",
-    "{",
-    "}",
-    "[",
-    "]",
-    "->",
-    "<->",
-    "..",
-    ":",
-    ",",
-    "=",
-    "==",
-    "<=",
-    "forall",
-    "exists",
-    "where",
-    "in",
-    "sum(",
-    "count(",
-    "chip(",
-    "nodes",
-    "edges",
-    "chips",
-    "links",
-    "1 MiB",
-    "25 GB/s",
-    "0",
-    "-1",
-    "99999999999999999999",
-    "1e308",
-    "\"",
-    "///",
-    "//",
-    "graph {",
-    "ring(",
-    "test",
-    "expect",
-    "place",
-    "partition",
-    "let",
-    "use std::",
-    "not",
-    "and",
-    "or",
-    "/",
-    "%",
-    "0..0",
-    "chip(u).memory",
-    "longest_path(",
-];
-
-#[derive(Clone, Debug)]
-enum Edit {
-    Delete(usize, usize),
-    Insert(usize, usize),
-    Replace(usize, usize, usize),
-    Swap(usize, usize, usize),
-}
-
-fn apply(text: &str, edits: &[Edit]) -> String {
-    let mut b: Vec<u8> = text.as_bytes().to_vec();
-    for e in edits {
-        let len = b.len().max(1);
-        match *e {
-            Edit::Delete(at, n) => {
-                let at = at % len;
-                let end = (at + n % 16).min(b.len());
-                b.drain(at.min(b.len())..end);
-            }
-            Edit::Insert(at, t) => {
-                let at = (at % len).min(b.len());
-                let tok = TOKENS[t % TOKENS.len()].as_bytes();
-                b.splice(at..at, tok.iter().copied());
-            }
-            Edit::Replace(at, n, t) => {
-                let at = (at % len).min(b.len());
-                let end = (at + n % 8).min(b.len());
-                let tok = TOKENS[t % TOKENS.len()].as_bytes();
-                b.splice(at..end, tok.iter().copied());
-            }
-            Edit::Swap(a, c, n) => {
-                let n = n % 12;
-                let (a, c) = (a % len, c % len);
-                if a + n <= b.len() && c + n <= b.len() && (a + n <= c || c + n <= a) {
-                    for i in 0..n {
-                        b.swap(a + i, c + i);
-                    }
-                }
-            }
-        }
-    }
-    String::from_utf8_lossy(&b).into_owned()
-}
-
-fn edit() -> impl Strategy<Value = Edit> {
-    prop_oneof![
-        (any::<usize>(), any::<usize>()).prop_map(|(a, n)| Edit::Delete(a, n)),
-        (any::<usize>(), any::<usize>()).prop_map(|(a, t)| Edit::Insert(a, t)),
-        (any::<usize>(), any::<usize>(), any::<usize>()).prop_map(|(a, n, t)| Edit::Replace(a, n, t)),
-        (any::<usize>(), any::<usize>(), any::<usize>()).prop_map(|(a, c, n)| Edit::Swap(a, c, n)),
-    ]
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
@@ -142,34 +24,22 @@ proptest! {
         let _ = common::compile(&s.join(" "));
     }
 
-    #[test]
-    fn mutated_programs_never_panic(seed in 0usize..5, edits in proptest::collection::vec(edit(), 1..6)) {
-        let text = apply(&seeds()[seed], &edits);
-        let c = common::compile(&text);
-        // Whatever compiles can also be run.
-        if c.ok() {
-            for t in &c.tests {
-                let _ = mcmpart::testing::run(t);
-            }
-        }
-    }
-
     /// The formatter refuses what does not parse and keeps the meaning of
     /// what does, idempotently; the editor's queries answer at any offset.
     #[test]
     fn mutated_programs_format_and_answer_editors(seed in 0usize..5, edits in proptest::collection::vec(edit(), 1..6)) {
         let text = apply(&seeds()[seed], &edits);
-        if let Ok(formatted) = mcmpart::lang::format::format_source(&text) {
+        if let Ok(formatted) = mcm_lang::format::format_source(&text) {
             prop_assert_eq!(meaning(&formatted), meaning(&text));
-            prop_assert_eq!(mcmpart::lang::format::format_source(&formatted).ok(), Some(formatted.clone()));
+            prop_assert_eq!(mcm_lang::format::format_source(&formatted).ok(), Some(formatted.clone()));
         }
         let c = common::compile(&text);
         for at in (0..=text.len()).step_by(13) {
-            let _ = mcmpart::lang::ide::hover(&c, at);
-            let _ = mcmpart::lang::ide::definition(&c, at);
-            let _ = mcmpart::lang::ide::completions(Some(&c), &text, at);
+            let _ = mcm_lang::ide::hover(&c, at);
+            let _ = mcm_lang::ide::definition(&c, at);
+            let _ = mcm_lang::ide::completions(Some(&c), &text, at);
         }
-        let _ = mcmpart::lang::ide::symbols(&c);
+        let _ = mcm_lang::ide::symbols(&c);
     }
 
     #[test]
@@ -184,13 +54,13 @@ proptest! {
     fn mutated_partitions_never_panic(edits in proptest::collection::vec(edit(), 1..6)) {
         let g = Graph::new("g", vec![Node::new("a"), Node::new("b")], vec![(0, 1, None)]).unwrap();
         let base = r#"{"graph": "g", "chips": 2, "placement": {"a": 0, "b": 1}}"#;
-        let _ = mcmpart::problem::parse_partition(&apply(base, &edits), &g, 2);
+        let _ = mcm_core::problem::parse_partition(&apply(base, &edits), &g, 2);
     }
 }
 
 /// A module's syntax tree without its spans.
 fn meaning(text: &str) -> String {
-    let Ok(m) = mcmpart::lang::parse::parse_module(0, text) else {
+    let Ok(m) = mcm_lang::parse::parse_module(0, text) else {
         return "error".into();
     };
     let debug = format!("{:?}", m.items);
@@ -277,7 +147,7 @@ proptest! {
         let text = package_program(own, m, c, b);
         let compiled = common::compile(&text);
         if !compiled.ok() {
-            let out = mcmpart::diag::render_text(&compiled.program.sources, &compiled.diags);
+            let out = mcm_core::diag::render_text(&compiled.program.sources, &compiled.diags);
             prop_assert!(out.contains("test.mcm:"), "an error points into the file:\n{out}");
             return Ok(());
         }
@@ -313,7 +183,7 @@ proptest! {
             r#"{{"graph": {}, "chips": {}, "placement": {{"a": {}, "b": {}}}}}"#,
             VALUES[graph], VALUES[chips], VALUES[a], VALUES[b]
         );
-        match mcmpart::problem::parse_partition(&text, &g, 2) {
+        match mcm_core::problem::parse_partition(&text, &g, 2) {
             Ok(p) => prop_assert!(p.chips.iter().all(|c| *c < 2)),
             Err(e) => {
                 let m = &e.message;
@@ -373,7 +243,7 @@ fn graph_files_of_mutated_bytes_are_read_or_refused() {
         }
         let path = dir.join(format!("g{case}.json"));
         std::fs::write(&path, &bytes).unwrap();
-        if let Err(e) = mcmpart::graph::load_graph_file(&path) {
+        if let Err(e) = mcm_core::graph::load_graph_file(&path) {
             assert!(e.message.contains(&format!("g{case}.json")), "{}", e.message);
         }
     }
@@ -384,6 +254,6 @@ fn deep_nesting_is_an_error_not_a_crash() {
     let deep = format!("let x = {}1{}\n", "(".repeat(5000), ")".repeat(5000));
     let c = common::compile(&deep);
     assert!(!c.ok());
-    let out = mcmpart::diag::render_text(&c.program.sources, &c.diags);
+    let out = mcm_core::diag::render_text(&c.program.sources, &c.diags);
     assert!(out.contains("nested more than"), "{out}");
 }

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use mcmpart::graph::load_graph_file;
+use mcm_core::graph::load_graph_file;
 use serde_json::Value;
 
 fn manifest() -> Vec<Value> {

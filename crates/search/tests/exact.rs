@@ -6,10 +6,10 @@
 //! latency target agrees with the cost model on every valid partition.
 
 use crate::bounds::{instance, problem};
-use mcmpart::cost::{CostModel, Judge, JudgeOptions};
-use mcmpart::problem::Problem;
-use mcmpart::solver::{exhaustive, Options, Solver, Target};
-use mcmpart::strategy::{self, Budget, Exact, Outcome};
+use mcm_core::problem::Problem;
+use mcm_search::cost::{CostModel, Judge, JudgeOptions};
+use mcm_search::strategy::{self, Budget, Exact, Outcome};
+use mcm_solver::{exhaustive, Options, Solver, Target};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

@@ -1,20 +1,18 @@
 //! ONNX import: the fixtures of tools/make_onnx_fixtures.py against the
-//! Python reference's figures, corrupt input, hand-built models, and the
-//! graph files written by `mcmpart import`.
+//! Python reference's figures, corrupt input, hand-built models, and graph
+//! files written from what was imported (tests/import.rs at the root runs
+//! `mcmpart import`).
 
-use mcmpart::graph::onnx::{import_onnx, import_onnx_bytes};
-use mcmpart::graph::{load_graph_file, to_json, Graph};
+use mcm_core::graph::onnx::{import_onnx, import_onnx_bytes};
+use mcm_core::graph::{load_graph_file, to_json, Graph};
 use prost::Message;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-use mcmpart::cli::{import, Output};
-use mcmpart::error::{Kind, Status};
-
 const FIXTURES: &[&str] = &["tiny_cnn", "mlp", "attention"];
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/onnx").join(name)
+    mcm_testkit::root().join("tests/data/onnx").join(name)
 }
 
 fn expected(name: &str) -> Value {
@@ -48,7 +46,7 @@ fn fixtures_match_the_reference_figures() {
     for name in FIXTURES {
         let g = import_fixture(name);
         let exp = expected(name);
-        let is = |n: &mcmpart::graph::Node, op: &str| n.op == op;
+        let is = |n: &mcm_core::graph::Node, op: &str| n.op == op;
         let ops: Vec<usize> = (0..g.nodes.len())
             .filter(|&i| !is(&g.nodes[i], "placeholder") && !is(&g.nodes[i], "get_attr"))
             .collect();
@@ -437,11 +435,11 @@ fn model(g: GraphProto) -> Vec<u8> {
     .encode_to_vec()
 }
 
-fn import(g: GraphProto) -> Result<Graph, mcmpart::graph::GraphError> {
+fn import(g: GraphProto) -> Result<Graph, mcm_core::graph::GraphError> {
     import_onnx_bytes(&model(g), "built.onnx")
 }
 
-fn node<'a>(g: &'a Graph, id: &str) -> &'a mcmpart::graph::Node {
+fn node<'a>(g: &'a Graph, id: &str) -> &'a mcm_core::graph::Node {
     &g.nodes[g
         .node_index(id)
         .unwrap_or_else(|| panic!("no node `{id}` in {:?}", g.ids().collect::<Vec<_>>()))]
@@ -665,46 +663,6 @@ fn to_json_loads_back_equal() {
         let back = load_graph_file(&path).unwrap();
         assert_same_graph(&g, &back);
     }
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn import_run_writes_json_and_gzip_that_load_back_equal() {
-    let dir = scratch("run");
-    for json in [false, true] {
-        let out = Output { json };
-        for name in FIXTURES {
-            let g = import_fixture(name);
-            for ext in ["json", "json.gz"] {
-                let dest = dir.join(format!("{name}-{json}.{ext}"));
-                assert_eq!(
-                    import::run(&out, &fixture(&format!("{name}.onnx")), &dest).unwrap(),
-                    Status::Success
-                );
-                let raw = std::fs::read(&dest).unwrap();
-                assert_eq!(raw.starts_with(&[0x1f, 0x8b]), ext.ends_with("gz"));
-                assert_same_graph(&g, &load_graph_file(&dest).unwrap());
-            }
-        }
-    }
-    // Only the graph files are left: no temporary files.
-    let left = std::fs::read_dir(&dir).unwrap().count();
-    assert_eq!(left, 2 * 2 * FIXTURES.len());
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn import_run_fails_cleanly() {
-    let dir = scratch("run-fail");
-    let out = Output { json: false };
-    let dest = dir.join("t.json");
-    let e = import::run(&out, &fixture("truncated.onnx"), &dest).unwrap_err();
-    assert_eq!((e.kind, e.exit_code()), (Kind::Input, 1), "{e}");
-    assert!(!dest.exists());
-    let dest = dir.join("no/such/folder/t.json");
-    let e = import::run(&out, &fixture("mlp.onnx"), &dest).unwrap_err();
-    assert_eq!((e.kind, e.exit_code()), (Kind::Output, 1), "{e}");
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

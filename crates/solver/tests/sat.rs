@@ -5,10 +5,10 @@
 
 use crate::common;
 
-use mcmpart::problem::{GroundConstraint, Placement, Problem};
-use mcmpart::solver::exhaustive;
-use mcmpart::solver::sat::{SatAnswer, SatOptions, SatOracle};
-use mcmpart::solver::Checker;
+use mcm_core::problem::{GroundConstraint, Placement, Problem};
+use mcm_solver::exhaustive;
+use mcm_solver::sat::{SatAnswer, SatOptions, SatOracle};
+use mcm_solver::Checker;
 
 /// A small seeded generator (64-bit LCG).
 struct Lcg(u64);
@@ -130,7 +130,7 @@ fn compile(text: &str) -> Problem {
     assert!(
         c.ok(),
         "{text}\n{}",
-        mcmpart::diag::render_text(&c.program.sources, &c.diags)
+        mcm_core::diag::render_text(&c.program.sources, &c.diags)
     );
     c.problem(None).expect("one problem").clone()
 }
@@ -415,7 +415,7 @@ fn a_fractional_budget_is_counted_not_only_cut() {
     let SatAnswer::Sat(pl) = o.solve(&p, &[]) else {
         panic!("three a chip fit")
     };
-    assert!(mcmpart::solver::check(&p.graph, &p.package, &p.constraints, &pl).is_empty());
+    assert!(mcm_solver::check(&p.graph, &p.package, &p.constraints, &pl).is_empty());
     let st = o.stats();
     // Without the counter: 50 solves and 672 cuts.
     assert!(st.cuts == 0 && st.solves <= 2, "{st:?}");
@@ -439,7 +439,7 @@ fn a_count_is_counted_not_only_cut() {
         let SatAnswer::Sat(pl) = o.solve(&p, &[]) else {
             panic!("four a chip fit")
         };
-        assert!(mcmpart::solver::check(&p.graph, &p.package, &p.constraints, &pl).is_empty());
+        assert!(mcm_solver::check(&p.graph, &p.package, &p.constraints, &pl).is_empty());
         o.stats()
     };
     let counted = stats(&SatOptions::default());
@@ -608,7 +608,7 @@ fn bert_timings() {
     use std::time::Instant;
     let path = common::root().join("examples/bert_ring36.mcm");
     let t = Instant::now();
-    let c = mcmpart::lang::compile_file(&path);
+    let c = mcm_lang::compile_file(&path);
     let p = c.problem(Some("bert")).expect("bert");
     println!("compile {:?}", t.elapsed());
     for (what, opts) in [

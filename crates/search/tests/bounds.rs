@@ -1,19 +1,16 @@
 //! The structural bounds are theorems: on tiny random instances no valid
 //! partition (exhaustive search finds them all) is faster than the proven
 //! bound, and with `acyclic_flow` and `triangle_dependency` the bound is
-//! sometimes strictly tighter than total flops / total compute; on a sample
-//! of the data set no partition a strategy finds beats it (`bench bounds`
-//! runs the whole set, figures in the book).
+//! sometimes strictly tighter than total flops / total compute (the root's
+//! tests/bounds_dataset.rs holds it against a sample of the data set).
 
 use crate::common;
 
-use mcmpart::cost::{BoundKind, CostModel};
-use mcmpart::experiment::bounds::measure;
-use mcmpart::problem::Problem;
-use mcmpart::solver::exhaustive;
+use mcm_core::problem::Problem;
+use mcm_search::cost::{BoundKind, CostModel};
+use mcm_solver::exhaustive;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::sync::Arc;
 
 /// A random tiny problem: a DAG with flops and tensor sizes, on a ring, a
 /// mesh or a package whose fast chip is first or last, under a random
@@ -127,32 +124,4 @@ fn no_valid_partition_beats_the_proven_bound() {
     assert!(tighter * 2 >= confined, "tighter on {tighter} of {confined}");
     assert!(between >= 5, "{between}");
     assert!(optimal >= 20, "{optimal}");
-}
-
-/// A sample of the data set on the ring of `examples/bert_ring36.mcm`: no
-/// partition greedy finds beats the proven bound, and on ALBERT the shared
-/// weights confine most of the network to two chips (the bound the issue
-/// asks for: over ten times total / total).
-#[test]
-fn no_partition_of_the_data_set_sample_beats_the_proven_bound() {
-    let root = common::root();
-    for name in [
-        "lstm_lm_small",
-        "char_cnn_lstm",
-        "squeezenet1_1",
-        "resnet18",
-        "albert-base-v2",
-    ] {
-        let g = mcmpart::graph::load_graph_file(&root.join(format!("data/graphs/{name}.json.gz"))).unwrap();
-        let c = mcmpart::lang::compile_file_with_graph(&root.join("examples/bert_ring36.mcm"), Arc::new(g));
-        assert!(c.ok(), "{name}");
-        let row = measure(c.problem(None).unwrap(), "greedy", 1, 0).unwrap();
-        assert!(row.best_latency_s.is_some(), "{name}: greedy found a partition");
-        assert!(row.sound(), "{name}: {row:?}");
-        assert!(row.proven.latency_s > row.total_compute_s, "{name}: {row:?}");
-        if name == "albert-base-v2" {
-            assert_eq!(row.proven.kind, BoundKind::EdgeSpan, "{row:?}");
-            assert!(row.proven.latency_s > 10.0 * row.total_compute_s, "{row:?}");
-        }
-    }
 }

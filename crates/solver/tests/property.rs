@@ -5,8 +5,8 @@
 use crate::common;
 
 use common::random::{dag, topo, Topo};
-use mcmpart::problem::Placement;
-use mcmpart::solver::check;
+use mcm_core::problem::Placement;
+use mcm_solver::check;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -160,7 +160,7 @@ proptest! {
     fn checker_agrees_with_a_direct_implementation(c in case()) {
         let text = program(&c);
         let compiled = common::compile(&text);
-        prop_assert!(compiled.ok(), "{}\n{}", text, mcmpart::diag::render_text(&compiled.program.sources, &compiled.diags));
+        prop_assert!(compiled.ok(), "{}\n{}", text, mcm_core::diag::render_text(&compiled.program.sources, &compiled.diags));
         let p = compiled.problem(None).expect("one problem");
         prop_assert_eq!(p.graph.num_placed(), c.params_kib.len() - c.replicable);
         for chip_of in &c.placements {

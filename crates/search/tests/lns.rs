@@ -1,16 +1,15 @@
 //! `lns` and the `auto` portfolio against exhaustive search on tiny random
-//! problems (those of tests/bounds.rs): every partition they hand the judge
+//! problems (those of bounds.rs): every partition they hand the judge
 //! passes the checker; lns never ends worse than the start it is given and
 //! mostly reaches the optimum; the bound auto claims is never above the
 //! optimum, under a sample budget (turns) and a time budget (both workers
-//! at once); and `solve` reports them end to end.
+//! at once). (tests/solve_auto.rs at the root runs `solve` with them.)
 
 use crate::bounds::{instance, problem};
-use crate::common;
-use mcmpart::cost::{Analytical, CostModel, Evaluate, Judge, Verdict};
-use mcmpart::problem::{Placement, Problem};
-use mcmpart::solver::check;
-use mcmpart::strategy::{self, Auto, Budget, Lns, Outcome, Strategy};
+use mcm_core::problem::{Placement, Problem};
+use mcm_search::cost::{Analytical, CostModel, Evaluate, Judge, Verdict};
+use mcm_search::strategy::{self, Auto, Budget, Lns, Outcome, Strategy};
+use mcm_solver::check;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::{Arc, Mutex};
@@ -170,51 +169,4 @@ fn auto_claims_no_bound_above_the_optimum() {
     }
     assert!(cases >= 50, "{cases} cases");
     assert!(proved * 10 >= cases * 8, "auto proved {proved} of {cases} optima");
-}
-
-#[test]
-fn solve_reports_the_portfolio_with_its_proven_bound() {
-    let dir = common::scratch("cli-solve-auto");
-    let out = dir.join("p.json");
-    let o = common::mcmpart(&[
-        "solve",
-        "examples/quickstart.mcm",
-        "--time",
-        "3",
-        "--json",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = common::text(&o);
-    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
-    let v = common::json(&o);
-    // The portfolio is the default under a time budget.
-    assert_eq!(v["strategy"], "auto");
-    let latency = v["latency_s"].as_f64().expect("latency_s");
-    let bound = v["proven_bound_latency_s"].as_f64().expect("proven_bound_latency_s");
-    assert!(bound > 0.0 && bound <= latency * (1.0 + 1e-9), "{bound} {latency}");
-    assert_eq!(
-        v["proven_optimal"].as_bool(),
-        Some((latency - bound).abs() <= 1e-9 * latency)
-    );
-    assert!((v["throughput"].as_f64().unwrap() * latency - 1.0).abs() < 1e-9);
-    // What it wrote passes verify.
-    let verify = common::mcmpart(&[
-        "verify",
-        "examples/quickstart.mcm",
-        "--partition",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(verify.status.code(), Some(0), "{:?}", common::text(&verify));
-    // Without --time, dp stays the default.
-    let o = common::mcmpart(&[
-        "solve",
-        "examples/quickstart.mcm",
-        "--budget",
-        "5",
-        "--json",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(common::json(&o)["strategy"], "dp");
 }

@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use std::path::Path;
 
 const RULES: &str = "use std::placement::{acyclic_flow, no_skip, triangle_dependency, memory_capacity}\n\
-                     use std::topologies::{ring, mesh, fully_connected}\n";
+                     use std::topologies::{ring, mesh, fully_connected, bidirectional_ring}\n";
 const ALL_RULES: &str = "acyclic_flow, no_skip, triangle_dependency, memory_capacity";
 
 /// Three chips of 1 TFLOP/s and one of 8 (chip 3), in a line both ways.
@@ -76,21 +76,29 @@ fn heuristics_are_named_strategies() {
     }
 }
 
+/// Every heuristic's partition passes the checker and the judge. A one-way
+/// ring has no route back, so it goes with `acyclic_flow` (without it `hash`
+/// sends tensors back, and the judge refuses them); the packages with links
+/// both ways go with memory alone too.
 #[test]
 fn heuristics_are_valid_on_small_problems() {
-    let packages = [
-        "ring(n = 4, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)",
+    let one_way = "ring(n = 4, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)";
+    let both_ways = [
+        "bidirectional_ring(n = 4, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)",
         "mesh(rows = 2, cols = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)",
         "het(memory = 1 MiB)",
     ];
-    for package in packages {
-        for rules in [ALL_RULES, "memory_capacity"] {
-            for seed in 0..3 {
-                let p = compile(package, &random_graph(6 + 5 * seed as usize, seed), rules);
-                for kind in Kind::ALL {
-                    let chips = solve(&p, kind, seed);
-                    assert_eq!(chips.len(), p.graph.num_placed());
-                }
+    let mut cases = vec![(one_way, ALL_RULES)];
+    for package in both_ways {
+        cases.push((package, ALL_RULES));
+        cases.push((package, "memory_capacity"));
+    }
+    for (package, rules) in cases {
+        for seed in 0..3 {
+            let p = compile(package, &random_graph(6 + 5 * seed as usize, seed), rules);
+            for kind in Kind::ALL {
+                let chips = solve(&p, kind, seed);
+                assert_eq!(chips.len(), p.graph.num_placed());
             }
         }
     }

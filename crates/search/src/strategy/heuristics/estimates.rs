@@ -5,6 +5,7 @@
 //! latencies added up, no contention: the heuristics' own model, as in their
 //! papers; the judge scores the result).
 
+use super::Allowed;
 use mcm_core::op_time::OpTimes;
 use mcm_core::package::Package;
 use mcm_core::problem::Problem;
@@ -28,8 +29,11 @@ pub struct Estimates {
     pub preds: Vec<Vec<(u32, f64)>>,
     /// Per node, its consumers and the bytes it sends each.
     pub succs: Vec<Vec<(u32, f64)>>,
-    /// A topological order of the placed nodes (the pipeline order: weights
-    /// right before their first consumer).
+    /// A topological order of the placed nodes: the pipeline order (weights
+    /// right before their first consumer), stably sorted by the first chip
+    /// each node's root domain allows (see [`Allowed::pipeline_order`]), so
+    /// that the heuristics that cut it into contiguous stages can give each
+    /// chip what it allows.
     pub order: Vec<u32>,
     /// Seconds per byte from chip `a` to chip `b` along the route, at `a * c + b`.
     per_byte: Vec<f64>,
@@ -42,6 +46,12 @@ pub struct Estimates {
 
 impl Estimates {
     pub fn of(problem: &Problem) -> Estimates {
+        let all = Allowed::all(problem.graph.num_placed(), problem.package.num_chips());
+        Estimates::within(problem, &all)
+    }
+
+    /// [`Estimates::of`], its order within the root domains `allowed`.
+    pub fn within(problem: &Problem, allowed: &Allowed) -> Estimates {
         let (g, p) = (&problem.graph, &problem.package);
         let (n, c) = (g.num_placed(), p.num_chips());
         let ops = op_times(problem);
@@ -68,7 +78,7 @@ impl Estimates {
             params: (0..n as u32).map(|u| g.placed_node(u).params as f64).collect(),
             memory: (0..c as u32).map(|d| p.memory_or_unlimited(d)).collect(),
             compute: (0..c as u32).map(|d| p.compute_or_unit(d)).collect(),
-            order: g.pipeline_order(),
+            order: allowed.pipeline_order(problem),
             attached: (0..n)
                 .map(|u| preds[u].is_empty() && !succs[u].is_empty() && g.placed_node(u as u32).flops == 0)
                 .collect(),

@@ -5,7 +5,9 @@
 //! memory (to its compute where the package gives no memory), and never past
 //! the memory itself. A node's memory is its weights plus its output (what
 //! Baechi counts as an op's permanent and temporary memory); the next chip
-//! opens early when the node's weights would not fit.
+//! opens early when the node's weights would not fit. Weights and constants
+//! go with their first consumer ([`Estimates::attached`]), as in the list
+//! schedulers.
 
 use super::{Allowed, Estimates};
 
@@ -37,22 +39,42 @@ fn proposal_with(est: &Estimates, allowed: &Allowed, bytes: &[f64]) -> Vec<u32> 
     let c = est.c;
     let mut chips = vec![0u32; est.n];
     let (mut d, mut filled, mut weights) = (0usize, 0.0, 0.0);
+    // Weights and constants wait for the op they come right before (the
+    // order has each before its first consumer) and go with it, as in the
+    // list schedulers: a chip of weights alone would pull every reader of
+    // them across the package.
+    let mut waiting: Vec<u32> = Vec::new();
     for &u in &est.order {
-        let i = u as usize;
-        let over_share = filled + bytes[i] > share[d];
-        let over_memory = weights + est.params[i] > est.memory[d];
+        if est.attached(u) {
+            waiting.push(u);
+            continue;
+        }
+        let group = waiting.iter().copied().chain([u]);
+        let (b, w): (f64, f64) = group
+            .clone()
+            .map(|v| (bytes[v as usize], est.params[v as usize]))
+            .fold((0.0, 0.0), |a, x| (a.0 + x.0, a.1 + x.1));
+        let over_share = filled + b > share[d];
+        let over_memory = weights + w > est.memory[d];
         if d + 1 < c && filled > 0.0 && (over_share || over_memory) {
             (d, filled, weights) = (d + 1, 0.0, 0.0);
         }
-        // A chip the node may not take: the next one it may.
+        // A chip the op may not take: the next one it may.
         if !allowed.allows(u, d) {
             if let Some(next) = allowed.next_from(u, d + 1) {
                 (d, filled, weights) = (next, 0.0, 0.0);
             }
         }
-        chips[i] = d as u32;
-        filled += bytes[i];
-        weights += est.params[i];
+        for v in group {
+            chips[v as usize] = d as u32;
+        }
+        waiting.clear();
+        filled += b;
+        weights += w;
+    }
+    // Weights no op reads stay where the walk ended.
+    for v in waiting {
+        chips[v as usize] = d as u32;
     }
     chips
 }

@@ -73,7 +73,7 @@ pub fn propose(kind: Kind, problem: &Problem, allowed: &Allowed, seed: u64) -> V
     if problem.graph.num_placed() == 0 {
         return Vec::new();
     }
-    let est = Estimates::of(problem);
+    let est = Estimates::within(problem, allowed);
     match kind {
         Kind::Hash => hash::proposal(problem, &est, seed),
         Kind::CriticalPath => critical_path::proposal(&est, allowed),

@@ -276,9 +276,26 @@ fn parmesan_cuts_a_chain_into_balanced_neighbouring_stages() {
     assert_eq!(order, [0, 0, 0, 0, 1, 1, 1, 1]);
 }
 
+/// A heuristic's proposal as the strategy settles it (FIX, memory relief),
+/// and whether the judge takes it (the dynamic check, routes); `None` when
+/// propagation at the root proves the problem infeasible.
+fn settled(p: &Problem, kind: Kind, seed: u64) -> Option<(Vec<u32>, bool)> {
+    let judge = Judge::new(p, &JudgeOptions::default()).expect("a judge");
+    let mut search = crate::strategy::Search::new(p, &judge, Budget::Samples(1), seed).ok()?;
+    search.order = mcm_solver::Order::Topological;
+    let allowed = search.allowed();
+    let proposal = propose(kind, p, &allowed, seed);
+    let chips = settle_full(&mut search, &proposal).expect("feasible");
+    let judged = matches!(judge.evaluate(&chips), crate::cost::Verdict::Valid { .. });
+    Some((chips, judged))
+}
+
 /// Every graph of the data set whose weights fit the ring of
-/// `examples/bert_ring36.mcm` (the four stdlib rules): each heuristic's
-/// partition passes the checker.
+/// `examples/bert_ring36.mcm` (the four stdlib rules; a graph with a node
+/// larger than a chip's memory is left out): each heuristic's
+/// partition passes the checker. (Whether it also passes the judge's
+/// dynamic check, live activations included, is the heuristic's quality,
+/// not its validity: greedy's fails it on some graphs too.)
 #[test]
 fn heuristics_are_valid_on_every_graph_of_the_data_set() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -286,8 +303,11 @@ fn heuristics_are_valid_on_every_graph_of_the_data_set() {
     let manifest: serde_json::Value = serde_json::from_str(&text).expect("manifest is JSON");
     let problem = root.join("examples/bert_ring36.mcm");
     let mut checked = 0;
+    let mut judged = [0usize; 7];
+    let mut seconds = [0f64; 7];
     for m in manifest["graphs"].as_array().expect("graphs") {
         let file = m["file"].as_str().expect("file");
+        if std::env::var("ONLY").is_ok_and(|o| !file.starts_with(&o)) { continue; }
         let g = mcm_core::graph::load_graph_file(&root.join("data/graphs").join(file)).expect("graph");
         let c = mcm_lang::compile_file_with_graph(&problem, std::sync::Arc::new(g));
         assert!(c.ok(), "{file}");
@@ -296,10 +316,28 @@ fn heuristics_are_valid_on_every_graph_of_the_data_set() {
         if p.graph.total_params() as f64 > capacity {
             continue;
         }
-        for kind in Kind::ALL {
-            solve(p, kind, 0);
+        let mut held = false;
+        for (k, kind) in Kind::ALL.into_iter().enumerate() {
+            let t = std::time::Instant::now();
+            let Some((chips, ok)) = settled(p, kind, 0) else {
+                break;
+            };
+            seconds[k] += t.elapsed().as_secs_f64();
+            eprintln!("{file} {}: {:.2} s, judged {ok}", kind.name(), t.elapsed().as_secs_f64());
+            let broken = mcm_solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(chips));
+            assert!(broken.is_empty(), "{file}, {}: {}", kind.name(), broken[0].describe());
+            judged[k] += usize::from(ok);
+            held = true;
         }
-        checked += 1;
+        checked += usize::from(held);
+    }
+    for (k, kind) in Kind::ALL.into_iter().enumerate() {
+        eprintln!(
+            "{}: {} of {checked} graphs pass the dynamic check, {:.1} s",
+            kind.name(),
+            judged[k],
+            seconds[k]
+        );
     }
     assert!(checked >= 80, "only {checked} graphs checked");
 }

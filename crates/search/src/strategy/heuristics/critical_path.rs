@@ -24,7 +24,8 @@ pub fn critical_path(est: &Estimates, chip: u32) -> Vec<u32> {
         }
         dist[i] = best + est.time(u, chip);
     }
-    let Some(mut end) = (0..est.n as u32).max_by(|&a, &b| dist[a as usize].total_cmp(&dist[b as usize]).then(b.cmp(&a)))
+    let Some(mut end) =
+        (0..est.n as u32).max_by(|&a, &b| dist[a as usize].total_cmp(&dist[b as usize]).then(b.cmp(&a)))
     else {
         return Vec::new();
     };

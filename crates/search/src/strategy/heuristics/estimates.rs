@@ -69,7 +69,10 @@ impl Estimates {
         let links = p.links.len().max(1) as f64;
         let hop = (
             (0..p.links.len()).map(|l| 1.0 / p.bandwidth_or_unit(l)).sum::<f64>() / links,
-            (0..p.links.len()).map(|l| p.link_latency(l).unwrap_or(0.0)).sum::<f64>() / links,
+            (0..p.links.len())
+                .map(|l| p.link_latency(l).unwrap_or(0.0))
+                .sum::<f64>()
+                / links,
         );
         Estimates {
             n,

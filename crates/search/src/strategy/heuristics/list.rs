@@ -154,7 +154,10 @@ pub fn etf(est: &Estimates, allowed: &Allowed, prefer: impl Fn(&State, u32) -> O
                 None => true,
                 Some((j, _, bs)) => {
                     let v = ready[j];
-                    s < bs || (s == bs && (level[u as usize] > level[v as usize] || (level[u as usize] == level[v as usize] && u < v)))
+                    s < bs
+                        || (s == bs
+                            && (level[u as usize] > level[v as usize]
+                                || (level[u as usize] == level[v as usize] && u < v)))
                 }
             };
             if better {

@@ -37,7 +37,12 @@ pub fn favourite_children(est: &Estimates) -> Vec<Option<u32>> {
     // transfer instead.
     let p: Vec<f64> = (0..est.n as u32).map(|u| est.time(u, fast)).collect();
     let c: Vec<f64> = edges.iter().map(|&(_, _, b)| est.hop(b)).collect();
-    let unit = p.iter().chain(&c).copied().filter(|x| x.is_finite()).fold(0.0, f64::max);
+    let unit = p
+        .iter()
+        .chain(&c)
+        .copied()
+        .filter(|x| x.is_finite())
+        .fold(0.0, f64::max);
     if edges.is_empty() || unit <= 0.0 {
         return fav;
     }

@@ -7,7 +7,9 @@
 //! package of equal chips the parts are interchangeable, so they are laid
 //! out to keep heavy traffic short: the part of the first op on chip 0, then
 //! the part with most traffic to those laid out on the free chip nearest to
-//! them (bytes times hops). METIS's seed is the run's.
+//! them (bytes times hops). METIS's seed is the run's. A graph of fewer
+//! than eight nodes a chip is cut for the fastest chips only, eight nodes a
+//! part (METIS meets empty parts below that).
 //!
 //! When METIS refuses the input (it should not) the proposal falls back on
 //! `m-topo`'s, so that the strategy still proposes something.
@@ -28,11 +30,14 @@ pub fn proposal(problem: &Problem, est: &Estimates, allowed: &Allowed, seed: u64
     }
 }
 
-/// METIS's part of every node (parts are chips, by target share).
+/// METIS's chip of every node: parts are cut to the shares of the chips
+/// [`used`] picks.
 fn parts(est: &Estimates, seed: u64) -> Option<Vec<u32>> {
-    let (n, c) = (est.n, est.c);
+    let n = est.n;
+    let chips = used(est);
+    let c = chips.len();
     if c == 1 {
-        return Some(vec![0; n]);
+        return Some(vec![chips[0]; n]);
     }
     let fast = est.fastest();
     // Undirected adjacency with the bytes both ways added up.
@@ -57,7 +62,11 @@ fn parts(est: &Estimates, seed: u64) -> Option<Vec<u32>> {
         });
         for &(v, b) in list.iter() {
             adjncy.push(v as Idx);
-            let w = if heaviest > 0.0 { (b / heaviest * EDGE_SCALE).round() } else { 1.0 };
+            let w = if heaviest > 0.0 {
+                (b / heaviest * EDGE_SCALE).round()
+            } else {
+                1.0
+            };
             adjwgt.push((w as Idx).max(1));
         }
         xadj.push(adjncy.len() as Idx);
@@ -67,25 +76,32 @@ fn parts(est: &Estimates, seed: u64) -> Option<Vec<u32>> {
     let total_params: f64 = est.params.iter().sum();
     let ncon: usize = if total_params > 0.0 { 2 } else { 1 };
     let mut vwgt: Vec<Idx> = Vec::with_capacity(n * ncon);
-    for u in 0..n {
-        let t = if total_time > 0.0 { time[u] / total_time * VERTEX_SCALE } else { 1.0 };
+    for (t, w) in time.iter().zip(&est.params) {
+        let t = if total_time > 0.0 {
+            t / total_time * VERTEX_SCALE
+        } else {
+            1.0
+        };
         vwgt.push(t.round() as Idx);
         if ncon == 2 {
-            vwgt.push((est.params[u] / total_params * VERTEX_SCALE).round() as Idx);
+            vwgt.push((w / total_params * VERTEX_SCALE).round() as Idx);
         }
     }
     // Target shares: time by speed, bytes by memory (by speed without one).
-    let speed: Vec<f64> = (0..c as u32)
-        .map(|d| 1.0 / (0..n as u32).map(|u| est.time(u, d)).sum::<f64>().max(f64::MIN_POSITIVE))
-        .collect();
-    let memory_share = m_topo::shares(est, 1.0);
+    let speed: Vec<f64> = chips.iter().map(|&d| speed(est, d)).collect();
+    let all_shares = m_topo::shares(est, 1.0);
+    let memory_share: Vec<f64> = chips.iter().map(|&d| all_shares[d as usize]).collect();
     let speed_sum: f64 = speed.iter().sum();
     let memory_sum: f64 = memory_share.iter().sum();
     let mut tpwgts: Vec<Real> = Vec::with_capacity(c * ncon);
     for d in 0..c {
         tpwgts.push((speed[d] / speed_sum) as Real);
         if ncon == 2 {
-            let m = if memory_sum > 0.0 { memory_share[d] / memory_sum } else { 1.0 / c as f64 };
+            let m = if memory_sum > 0.0 {
+                memory_share[d] / memory_sum
+            } else {
+                1.0 / c as f64
+            };
             tpwgts.push(m as Real);
         }
     }
@@ -98,8 +114,32 @@ fn parts(est: &Estimates, seed: u64) -> Option<Vec<u32>> {
         .set_option(::metis::option::Seed((seed & 0x7fff_ffff) as Idx));
     graph.part_kway(&mut part).ok()?;
     part.into_iter()
-        .map(|p| u32::try_from(p).ok().filter(|&p| (p as usize) < c))
+        .map(|p| usize::try_from(p).ok().and_then(|p| chips.get(p).copied()))
         .collect()
+}
+
+/// Nodes a part should have at least: METIS's initial bisections meet empty
+/// subgraphs (and say so on standard output) when parts outnumber a small
+/// graph's nodes, so a small graph is cut into fewer parts.
+const NODES_PER_PART: usize = 8;
+
+/// How fast chip `d` runs the whole graph (one over the time).
+fn speed(est: &Estimates, d: u32) -> f64 {
+    1.0 / (0..est.n as u32)
+        .map(|u| est.time(u, d))
+        .sum::<f64>()
+        .max(f64::MIN_POSITIVE)
+}
+
+/// The chips to cut for: every chip, or on a small graph the fastest few
+/// (ties: the lowest ids), in id order.
+fn used(est: &Estimates) -> Vec<u32> {
+    let k = (est.n / NODES_PER_PART).clamp(1, est.c);
+    let mut chips: Vec<u32> = (0..est.c as u32).collect();
+    chips.sort_by(|&a, &b| speed(est, b).total_cmp(&speed(est, a)).then(a.cmp(&b)));
+    chips.truncate(k);
+    chips.sort_unstable();
+    chips
 }
 
 /// Chips for METIS's parts: as they are where chips differ (each part was
@@ -111,6 +151,9 @@ fn lay_out(problem: &Problem, est: &Estimates, part: &[u32]) -> Vec<u32> {
     if !equal || c < 3 {
         return part.to_vec();
     }
+    // Parts not cut (a small graph's) are left out of the layout.
+    let mut cut = vec![false; c];
+    part.iter().for_each(|&q| cut[q as usize] = true);
     let mut traffic = vec![0.0; c * c];
     for u in 0..est.n {
         for &(v, b) in &est.succs[u] {
@@ -128,10 +171,13 @@ fn lay_out(problem: &Problem, est: &Estimates, part: &[u32]) -> Vec<u32> {
     taken[0] = true;
     for _ in 1..c {
         let to_laid = |q: usize| -> f64 {
-            (0..c).filter(|&r| chip_of[r].is_some()).map(|r| traffic[q * c + r]).sum()
+            (0..c)
+                .filter(|&r| chip_of[r].is_some())
+                .map(|r| traffic[q * c + r])
+                .sum()
         };
         let Some(q) = (0..c)
-            .filter(|&q| chip_of[q].is_none())
+            .filter(|&q| cut[q] && chip_of[q].is_none())
             .max_by(|&a, &b| to_laid(a).total_cmp(&to_laid(b)).then(b.cmp(&a)))
         else {
             break;

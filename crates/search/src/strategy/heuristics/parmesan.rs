@@ -38,7 +38,9 @@ pub fn proposal(est: &Estimates, allowed: &Allowed) -> Vec<u32> {
     let mut best: Option<(f64, Vec<u32>)> = None;
     for alpha in ALPHAS {
         let units = cluster(est, alpha, target_units(est));
-        let Some(mut stage) = dp(est, &units, &walk) else { continue };
+        let Some(mut stage) = dp(est, &units, &walk) else {
+            continue;
+        };
         let cost = refine(est, allowed, &walk, &mut stage);
         if best.as_ref().is_none_or(|(b, _)| cost < *b) {
             let chips = stage.iter().map(|&k| walk[k as usize]).collect();

@@ -11,6 +11,7 @@ mod auto;
 mod dp;
 mod exact;
 mod greedy;
+pub mod heuristics;
 mod incumbent;
 mod lns;
 mod random;
@@ -209,7 +210,8 @@ pub trait Strategy: Send {
 /// The strategies `solve` and `compare` know by name. `rl` is the shipped
 /// policy fine-tuned within the budget; `rl-zero-shot` samples it as it is;
 /// `rl-scratch` trains a fresh policy within the budget; `rl-nosolver` is
-/// `rl` without the solver (the paper's ablation).
+/// `rl` without the solver (the paper's ablation). `hash` to `parmesan` are
+/// the placement heuristics of the literature ([`heuristics`]).
 pub const NAMES: &[&str] = &[
     "greedy",
     "random",
@@ -222,6 +224,13 @@ pub const NAMES: &[&str] = &[
     "exact",
     "lns",
     "auto",
+    "hash",
+    "critical-path",
+    "m-topo",
+    "m-etf",
+    "m-sct",
+    "metis",
+    "parmesan",
 ];
 
 /// A strategy by name, with its default settings and, for the `rl`
@@ -257,7 +266,10 @@ pub fn by_name(name: &str, rl: &RlOptions) -> Result<Option<Box<dyn Strategy>>, 
                 ..rl.clone()
             })
         }
-        _ => return Ok(None),
+        _ => match heuristics::Kind::from_name(name) {
+            Some(kind) => Box::new(heuristics::Heuristic(kind)),
+            None => return Ok(None),
+        },
     }))
 }
 

@@ -81,6 +81,13 @@ fn print_report(p: &crate::problem::Problem, r: &crate::cost::CostReport) {
         r.bound.because,
         r.latency_s / r.bound_latency_s
     );
+    if !p.graph.profile().is_empty() {
+        println!(
+            "profiled: {} of {} ops on their chip's kind (the rest cost flops / compute)",
+            grouped(r.profiled_ops),
+            grouped(r.ops)
+        );
+    }
     println!(
         "{:<12} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}",
         "chip", "nodes", "compute", "links", "stage", "weights", "peak", "memory"
@@ -110,6 +117,19 @@ fn print_report(p: &crate::problem::Problem, r: &crate::cost::CostReport) {
         println!("({idle} empty chip(s) not shown)");
     }
     print_links(p, r);
+}
+
+/// `1034` as `1,034`.
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
 }
 
 /// Links shown at most: the busiest, since a large package has millions.
@@ -143,5 +163,14 @@ fn print_links(p: &crate::problem::Problem, r: &crate::cost::CostReport) {
             "({} more link(s) carry data; --json lists them all)",
             busy.len() - LINKS_SHOWN
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        let g: Vec<String> = [0, 999, 1000, 1034, 1234567].into_iter().map(super::grouped).collect();
+        assert_eq!(g, ["0", "999", "1,000", "1,034", "1,234,567"]);
     }
 }

@@ -85,6 +85,10 @@ pub struct CostReport {
     pub links: Vec<LinkCost>,
     /// The dynamic check's verdict; `None` when it passes.
     pub memory_overflow: Option<String>,
+    /// Ops (placed nodes and replicable copies) costed by a measured time
+    /// on their chip's kind rather than flops / compute, of `ops`.
+    pub profiled_ops: usize,
+    pub ops: usize,
 }
 
 impl CostModel {
@@ -142,6 +146,7 @@ impl CostModel {
             let chips = Chips {
                 compute: &self.core.compute,
                 pairs: self.chip_pairs(),
+                shortest: self.core.is_profiled().then(|| self.core.shortest_op_times()),
             };
             bounds::structural(&self.graph, &chips, self.confined)
         })
@@ -218,6 +223,7 @@ impl CostModel {
             })
             .collect();
         let bound = self.bound().clone();
+        let (profiled_ops, ops) = self.core.profiled_ops(chips);
         Ok(CostReport {
             latency_s: latency,
             throughput: 1.0 / latency,
@@ -228,6 +234,8 @@ impl CostModel {
             chips: per_chip,
             links: link_costs,
             memory_overflow: overflow,
+            profiled_ops,
+            ops,
         })
     }
 }

@@ -109,8 +109,23 @@ pub const GRAPH_NODE_ATTRS: &[(&str, Ty)] = &[
     ("replicable", Ty::Bool),
 ];
 /// Chip and link attributes whose type is fixed, whatever the topology.
-pub const CHIP_ATTRS: &[(&str, Ty)] = &[("memory", Ty::Num(Dim::BYTES)), ("compute", Ty::Num(Dim::FLOP_RATE))];
+/// A chip's `kind` names the measured op times of a graph that apply to it.
+pub const CHIP_ATTRS: &[(&str, Ty)] = &[
+    ("memory", Ty::Num(Dim::BYTES)),
+    ("compute", Ty::Num(Dim::FLOP_RATE)),
+    ("kind", Ty::Str),
+];
 pub const LINK_ATTRS: &[(&str, Ty)] = &[("bandwidth", Ty::Num(Dim::RATE)), ("latency", Ty::Num(Dim::TIME))];
+
+/// `a`, `a and b`, `a, b and c`.
+pub(crate) fn and_list(items: impl IntoIterator<Item = String>) -> String {
+    let mut v: Vec<String> = items.into_iter().collect();
+    match v.pop() {
+        None => String::new(),
+        Some(last) if v.is_empty() => last,
+        Some(last) => format!("{} and {last}", v.join(", ")),
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ctx {

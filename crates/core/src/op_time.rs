@@ -205,6 +205,29 @@ mod tests {
         assert!(t.is_measured(0, 0) && !t.is_measured(0, 1) && t.is_measured(2, 1) && !t.is_measured(1, 0));
     }
 
+    /// The step-time model runs ops for their measured times: a chain
+    /// x -> y on two chips of kind `gpu` (overhead 1 s on the first), x
+    /// measured 0.5 s, y unmeasured (300 FLOP at 10 FLOP/s), one 40-byte
+    /// transfer at 20 B/s between them.
+    #[test]
+    fn the_step_time_model_runs_ops_for_their_measured_times() {
+        let g = parse_graph_json(
+            r#"{"nodes": [
+                {"id": "x", "flops": 100, "output_bytes": 40, "times": {"gpu": 0.5}},
+                {"id": "y", "flops": 300, "times": {"cpu": 9.0}}],
+               "edges": [{"from": "x", "to": "y"}]}"#,
+        )
+        .unwrap();
+        let mut attrs = BTreeMap::new();
+        attrs.insert("bandwidth".into(), Scalar::Num(20.0, Dim::RATE));
+        let link = crate::package::Link { src: 0, dst: 1, attrs };
+        let chips = vec![chip("a", 10.0, Some("gpu"), 1.0), chip("b", 10.0, Some("gpu"), 0.0)];
+        let p = Package::new("p", chips, vec![link]).unwrap();
+        let m = crate::step_time::StepTimeModel::new(Arc::new(g), Arc::new(p)).unwrap();
+        assert_eq!(m.step_time(&[0, 1]).unwrap(), 0.5 + 1.0 + 40.0 / 20.0 + 300.0 / 10.0);
+        assert_eq!(m.step_time(&[0, 0]).unwrap(), 0.5 + 1.0 + 300.0 / 10.0 + 1.0);
+    }
+
     /// A package whose kinds no node was measured on costs by flops alone.
     #[test]
     fn no_measured_kind_is_an_empty_table() {

@@ -746,6 +746,7 @@ fn problem_runs(label: &str, greedy: Option<f64>, bound: Option<f64>, runs: Vec<
         nodes: 3,
         chips: 2,
         judge: "analytical".into(),
+        objective: mcmpart::problem::Metric::Throughput,
         greedy,
         bound,
         runs: all,

@@ -31,4 +31,5 @@ mod semantics;
 mod show;
 mod solver;
 mod spec;
+mod step_time;
 mod strategies;

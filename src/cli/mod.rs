@@ -7,6 +7,7 @@
 mod args;
 mod bench;
 mod bench_bounds;
+mod bench_eval;
 mod bench_memory;
 mod check;
 mod compare;
@@ -69,8 +70,10 @@ pub enum Command {
         #[arg(long)]
         problem: Option<String>,
     },
-    /// The cost of a partition: latency, throughput, the bound, per chip
-    /// compute, links, weights and peak memory; exit 0 when valid.
+    /// The cost of a partition under the problem's objective: latency,
+    /// throughput, the bound, per chip compute, links, weights and peak
+    /// memory (or under `minimize step_time` the step time, each chip's and
+    /// link's busy time and what ends last); exit 0 when valid.
     Eval {
         /// The .mcm file.
         file: PathBuf,
@@ -80,6 +83,13 @@ pub enum Command {
         /// The problem, when the file declares several.
         #[arg(long)]
         problem: Option<String>,
+        /// text (default), json (as `--json`), or svg: the step as a
+        /// timeline (`minimize step_time`).
+        #[arg(long, value_enum)]
+        format: Option<eval::Format>,
+        /// Write the svg here instead of standard output.
+        #[arg(short, long)]
+        out: Option<PathBuf>,
         #[command(flatten)]
         eval: EvalArgs,
     },
@@ -210,6 +220,9 @@ pub enum BenchCommand {
     /// The structural lower bounds on every graph of a data set, checked
     /// against a strategy's best partition.
     Bounds(bench_bounds::BoundsArgs),
+    /// Step-time and throughput evaluations per second, one thread, on
+    /// random valid partitions of a problem.
+    Eval(bench_eval::EvalArgs),
     /// Peak memory and time of stats, check, sample and solve (greedy)
     /// on a generated chain and tree of N nodes.
     Memory(bench_memory::MemoryArgs),
@@ -322,8 +335,20 @@ pub fn run(cli: Cli) -> i32 {
             file,
             partition,
             problem,
+            format,
+            out: dest,
             eval: args,
-        } => eval::run(&out, &file, &partition, problem.as_deref(), &args),
+        } => eval::run(
+            &out,
+            &file,
+            &partition,
+            problem.as_deref(),
+            &args,
+            &eval::Dest {
+                format,
+                out: dest.as_deref(),
+            },
+        ),
         Command::Test { files } => test::run(&out, &files),
         Command::Fmt { files, check } => fmt::run(&out, &files, check),
         Command::Show {
@@ -370,6 +395,7 @@ pub fn run(cli: Cli) -> i32 {
             out: dest,
         }) => bench::load(&out, &dir, repeats, dest.as_deref()),
         Command::Bench(BenchCommand::Bounds(args)) => bench_bounds::run(&out, &args),
+        Command::Bench(BenchCommand::Eval(args)) => bench_eval::run(&out, &args),
         Command::Bench(BenchCommand::Memory(args)) => bench_memory::run(&out, &args),
     };
     out.finish(result)

@@ -254,7 +254,7 @@ fn kind_is_a_string_chip_attribute_of_every_standard_topology() {
         slip.contains("unknown chip attribute `knd`") && slip.contains("did you mean `kind`?"),
         "{slip}"
     );
-    assert!(slip.contains("`memory`, `compute` and `kind`"), "{slip}");
+    assert!(slip.contains("`memory`, `compute`, `overhead` and `kind`"), "{slip}");
     let c = compile(
         "use std::topologies::*\n\
          let r = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s, kind = \"die\")\n\
@@ -320,4 +320,53 @@ fn attributes_far_from_the_known_ones_are_the_programs_own() {
             "{label} ({detail}) not in {offered:?}"
         );
     }
+}
+
+#[test]
+fn minimize_step_time_is_an_objective_and_prints_as_written() {
+    let src = format!("{TOPOLOGY}partition g onto t {{\n    minimize step_time\n}}\n");
+    let c = compile(&src);
+    assert!(c.ok(), "{}", render_text(&c.program.sources, &c.diags));
+    let o = &c.problems[0].objective;
+    assert_eq!(o.metric, mcm_core::problem::Metric::StepTime);
+    assert_eq!(o.sense, mcm_core::problem::Sense::Minimize);
+    assert_eq!(crate::format::format_source(&src).unwrap(), src);
+}
+
+#[test]
+fn maximize_step_time_goes_the_wrong_way_where_it_is_written() {
+    let src = format!("{TOPOLOGY}partition g onto t {{ maximize step_time }}\n");
+    let c = compile(&src);
+    let out = errors(&src);
+    assert!(out.contains("`maximize step_time` goes the wrong way"), "{out}");
+    assert!(out.contains("write `minimize step_time`"), "{out}");
+    let at = src.find("maximize step_time").unwrap() as u32;
+    assert_eq!(c.diags[0].primary_span().map(|s| s.start), Some(at), "{out}");
+}
+
+#[test]
+fn completion_after_a_sense_offers_the_metrics_that_go_that_way() {
+    let labels = |text: &str| -> Vec<String> {
+        crate::ide::completions(None, text, text.len())
+            .into_iter()
+            .map(|k| k.label)
+            .collect()
+    };
+    assert_eq!(labels("partition g onto t { minimize "), ["latency", "step_time"]);
+    assert_eq!(labels("partition g onto t { minimize st"), ["step_time"]);
+    assert_eq!(labels("partition g onto t { maximize "), ["throughput"]);
+}
+
+#[test]
+fn a_chips_overhead_is_a_known_time() {
+    let c = compile("topology one() {\n    chips die { compute = 1 TFLOP/s, overhead = 5 us }\n}\nlet p = one()\n");
+    assert!(c.ok(), "{}", render_text(&c.program.sources, &c.diags));
+    let overhead = c.packages[0].1.chip_number(0, "overhead").expect("a number");
+    assert!((overhead - 5e-6).abs() < 1e-18, "{overhead}");
+    let out = errors("topology one() {\n    chips die { compute = 1 TFLOP/s, overhed = 5 us }\n}\nlet p = one()\n");
+    assert!(out.contains("unknown chip attribute `overhed`"), "{out}");
+    assert!(out.contains("did you mean `overhead`?"), "{out}");
+    assert!(out.contains("`memory`, `compute`, `overhead` and `kind`"), "{out}");
+    let wrong = errors("topology one() {\n    chips die { compute = 1 TFLOP/s, overhead = 5 GB }\n}\nlet p = one()\n");
+    assert!(wrong.contains("overhead"), "{wrong}");
 }

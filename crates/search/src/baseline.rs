@@ -1,8 +1,10 @@
 //! A problem's baseline, the yardstick `solve` and `compare` measure a
 //! search by: greedy's one partition (the reference a strategy must beat)
-//! and the proven lower bound on latency (what no valid partition can beat).
+//! and the proven lower bound on the objective's cost (what no valid
+//! partition can beat). Its throughputs are scores, one over the cost (see
+//! [`crate::cost::score`]): under `minimize step_time`, steps per second.
 
-use crate::cost::{Bound, CostModel, Judge};
+use crate::cost::{Bound, Judge};
 use crate::strategy::{self, Budget, Greedy, Outcome};
 use mcm_core::problem::Problem;
 use mcm_solver::Infeasible;
@@ -13,7 +15,7 @@ pub struct Baseline {
     /// Greedy's run (one sample, not counted in any budget); `Err` when the
     /// problem has no valid partition.
     pub greedy: Result<Outcome, Infeasible>,
-    /// The proven lower bound on latency, with the structural bound that
+    /// The proven lower bound on the cost, with the structural bound that
     /// binds; `None` when the cost model cannot judge the problem.
     pub bound: Option<Bound>,
 }
@@ -31,7 +33,7 @@ impl Baseline {
         self.best().map(|b| b.throughput)
     }
 
-    /// Greedy's latency in seconds (the inverse of its throughput).
+    /// Greedy's cost in seconds (the inverse of its score).
     pub fn latency(&self) -> Option<f64> {
         self.throughput().map(|t| 1.0 / t)
     }
@@ -58,6 +60,10 @@ pub fn baseline(problem: &Problem, judge: &Judge, seed: u64) -> Baseline {
 pub fn baseline_within(problem: &Problem, judge: &Judge, seed: u64, budget: Budget) -> Baseline {
     Baseline {
         greedy: strategy::run(problem, judge, &mut Greedy, budget, seed, None),
-        bound: CostModel::new(problem).ok().map(|m| m.bound().clone()),
+        bound: judge
+            .objective()
+            .cloned()
+            .or_else(|| crate::cost::objective::objective(problem).ok())
+            .map(|o| o.bound()),
     }
 }

@@ -1,7 +1,7 @@
 //! A comparison as files: `summary.csv` and `summary.md` (the tables),
 //! `curves.csv` (every sample) and `figures.json` (all of it, for tools).
 
-use super::summary::{ProblemRuns, Summary};
+use super::summary::{score_words, ProblemRuns, Summary};
 use super::{Config, Skipped};
 use crate::strategy::Outcome;
 use serde_json::{json, Value};
@@ -56,8 +56,8 @@ fn per_problem(summary: &Summary, m: &mut String, problems: &[ProblemRuns]) {
         m,
         "\n**Per problem**: best over greedy at {} samples, mean over seeds (`%`: of the bound, where greedy \
          has no valid partition; `none`: no run has a valid one yet), in bold the best at the last budget; in \
-         parentheses the invalid samples of all runs; a run's mean time; `gap`: the best latency of all runs \
-         over the proven bound (1.00: proven optimal).\n",
+         parentheses the invalid samples of all runs; a run's mean time; `gap`: the best cost (latency, or step \
+         time) of all runs over the proven bound (1.00: proven optimal).\n",
         budgets.join(" / ")
     );
     let _ = write!(m, "| problem | nodes |");
@@ -151,9 +151,10 @@ pub fn markdown(summary: &Summary, problems: &[ProblemRuns], skipped: &[Skipped]
     };
     let _ = writeln!(
         m,
-        "**Improvement over greedy**: throughput of the best valid partition found within the budget over \
+        "**Improvement over greedy**: {} of the best valid partition found within the budget over \
          greedy's, mean over seeds per problem, geometric mean over the {} problem(s) with a valid greedy \
          partition. A run with no valid partition by a budget counts as 0; `(k/n none)` says how many.\n",
+        score_words(problems),
         summary.baseline
     );
     head(&mut m, "strategy");
@@ -173,8 +174,9 @@ pub fn markdown(summary: &Summary, problems: &[ProblemRuns], skipped: &[Skipped]
     let bound_n = summary.cells.first().map_or(0, |c| c.bound_problems);
     let _ = writeln!(
         m,
-        "\n**Fraction of the lower bound** (the proven structural bound, as a throughput): mean over seeds, \
-         geometric mean over the {bound_n} problem(s) with a bound; no valid partition counts as 0.\n"
+        "\n**Fraction of the lower bound** (the proven structural bound, as {}): mean over seeds, \
+         geometric mean over the {bound_n} problem(s) with a bound; no valid partition counts as 0.\n",
+        score_words(problems)
     );
     head(&mut m, "strategy");
     for s in &summary.names {
@@ -324,11 +326,17 @@ pub fn figures_json(
                     })
                 })
                 .collect();
-            json!({
+            let mut v = json!({
                 "label": p.label, "file": p.file.display().to_string(), "problem": p.problem, "graph": p.graph,
-                "nodes": p.nodes, "chips": p.chips, "judge": p.judge,
+                "nodes": p.nodes, "chips": p.chips, "judge": p.judge, "objective": p.objective.name(),
                 "greedy_throughput": p.greedy, "bound_throughput": p.bound, "gap": p.gap(), "runs": runs,
-            })
+            });
+            // Under step time the scores are steps per second: the seconds too.
+            if p.objective == crate::problem::Metric::StepTime {
+                v["greedy_step_time_s"] = json!(p.greedy.map(|g| 1.0 / g));
+                v["bound_step_time_s"] = json!(p.proven_bound().map(|b| 1.0 / b));
+            }
+            v
         })
         .collect();
     let cells: Vec<Value> = summary

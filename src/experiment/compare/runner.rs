@@ -180,6 +180,7 @@ pub fn run_all(prepared: Vec<Prepared>, config: &Config, skipped: &mut Vec<Skipp
             file: q.file,
             graph: q.graph,
             judge: base.judge,
+            objective: q.problem.objective.metric,
             greedy: base.throughput,
             runs,
         });

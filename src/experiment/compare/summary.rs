@@ -3,6 +3,7 @@
 //! fraction of the lower bound at each budget, samples to reach a level).
 
 use super::plot::{plot_points, Line};
+use crate::problem::Metric;
 use crate::strategy::Outcome;
 use std::path::PathBuf;
 
@@ -16,11 +17,14 @@ pub struct ProblemRuns {
     pub nodes: usize,
     pub chips: usize,
     pub judge: String,
-    /// Greedy's throughput, the baseline; `None` when its partition was
+    /// What the problem asks; its scores are one over that objective's cost
+    /// (throughput, or steps per second under `minimize step_time`).
+    pub objective: Metric,
+    /// Greedy's score, the baseline; `None` when its partition was
     /// invalid at evaluation.
     pub greedy: Option<f64>,
-    /// The throughput of the proven lower bound on latency (no valid
-    /// partition does better).
+    /// The score of the proven lower bound on the cost (no valid partition
+    /// does better).
     pub bound: Option<f64>,
     pub runs: Vec<Outcome>,
 }
@@ -30,7 +34,7 @@ impl ProblemRuns {
         self.runs.iter().filter(move |o| o.strategy == strategy)
     }
 
-    /// The proven gap: the best latency any run found (greedy's included)
+    /// The proven gap: the best cost any run found (greedy's included)
     /// over the proven bound; `None` without a bound or a valid partition.
     pub fn gap(&self) -> Option<f64> {
         let best = self
@@ -194,5 +198,18 @@ mod tests {
         assert_eq!(geomean(&[]), None);
         assert_eq!(geomean(&[2.0, 0.0]), Some(0.0));
         assert!((geomean(&[1.0, 4.0]).unwrap() - 2.0).abs() < 1e-12);
+    }
+}
+
+/// What the scores of `problems` are, in words: `throughput`, `steps per
+/// second (one over the step time)`, or both when the objectives differ.
+pub fn score_words(problems: &[ProblemRuns]) -> &'static str {
+    let step = |p: &ProblemRuns| p.objective == Metric::StepTime;
+    if problems.iter().all(step) && !problems.is_empty() {
+        "steps per second (one over the step time)"
+    } else if problems.iter().any(step) {
+        "score (throughput; one over the step time under `minimize step_time`)"
+    } else {
+        "throughput"
     }
 }

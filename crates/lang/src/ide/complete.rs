@@ -8,6 +8,7 @@ use crate::builtins::BUILTINS;
 use crate::loader::STDLIB;
 use crate::types::{CHIP_ATTRS, EDGE_FIELDS, GRAPH_NODE_ATTRS, LINK_ATTRS, NODE_FIELDS};
 use crate::Compiled;
+use mcm_core::problem::{Metric, Sense};
 use mcm_core::quantity::unit_names;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +125,16 @@ pub fn completions(c: Option<&Compiled>, text: &str, at: usize) -> Vec<Completio
     {
         for u in unit_names() {
             add(&u, CompletionKind::Unit, "unit".into());
+        }
+        return out;
+    }
+    // After `maximize` or `minimize`: the metrics that go that way.
+    if let Some(sense) = [("maximize", Sense::Maximize), ("minimize", Sense::Minimize)]
+        .into_iter()
+        .find_map(|(k, s)| ahead.ends_with(k).then_some(s))
+    {
+        for m in Metric::ALL.into_iter().filter(|m| m.better() == sense) {
+            add(m.name(), CompletionKind::Keyword, "metric".into());
         }
         return out;
     }

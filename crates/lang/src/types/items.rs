@@ -229,7 +229,7 @@ impl TypeChecker<'_> {
                     .label(a.name.span, format!("did you mean `{meant}`?"))
                     .help(format!(
                         "the {what} attributes the cost model reads are {}; a name further from them is a custom attribute",
-                        crate::types::and_list(known.iter().map(|(n, _)| format!("`{n}`")))
+                        crate::types::spoken_list(known.iter().map(|(n, _)| format!("`{n}`")))
                     )),
             );
             self.expr(&a.value);

@@ -113,19 +113,10 @@ pub const GRAPH_NODE_ATTRS: &[(&str, Ty)] = &[
 pub const CHIP_ATTRS: &[(&str, Ty)] = &[
     ("memory", Ty::Num(Dim::BYTES)),
     ("compute", Ty::Num(Dim::FLOP_RATE)),
+    ("overhead", Ty::Num(Dim::TIME)),
     ("kind", Ty::Str),
 ];
 pub const LINK_ATTRS: &[(&str, Ty)] = &[("bandwidth", Ty::Num(Dim::RATE)), ("latency", Ty::Num(Dim::TIME))];
-
-/// `a`, `a and b`, `a, b and c`.
-pub(crate) fn and_list(items: impl IntoIterator<Item = String>) -> String {
-    let mut v: Vec<String> = items.into_iter().collect();
-    match v.pop() {
-        None => String::new(),
-        Some(last) if v.is_empty() => last,
-        Some(last) => format!("{} and {last}", v.join(", ")),
-    }
-}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ctx {
@@ -327,4 +318,14 @@ pub(crate) fn signature(callee: &str, params: &[(String, Ty, bool)]) -> String {
         })
         .collect();
     format!("the signature is `{callee}({})`", ps.join(", "))
+}
+
+/// `a`, `a and b`, `a, b and c`: a list as a sentence says it.
+pub(crate) fn spoken_list(items: impl IntoIterator<Item = String>) -> String {
+    let mut items: Vec<String> = items.into_iter().collect();
+    match items.pop() {
+        None => String::new(),
+        Some(last) if items.is_empty() => last,
+        Some(last) => format!("{} and {last}", items.join(", ")),
+    }
 }

@@ -3,11 +3,14 @@
 
 use super::bounds::{self, Bound, Chips};
 use super::memory::{self, EdgeIndex, MemoryOverflow, PeakMemory};
+use super::objective::{Objective, Report};
 use super::CostError;
 use mcm_core::graph::Graph;
 use mcm_core::latency::LatencyModel;
 use mcm_core::package::Package;
 use mcm_core::problem::Problem;
+use mcm_core::quantity::{format_quantity, Dim};
+use std::fmt::Write;
 use std::sync::{Arc, OnceLock};
 
 /// The model of one problem, with everything that does not depend on the
@@ -238,4 +241,133 @@ impl CostModel {
             ops,
         })
     }
+}
+
+/// The registration's maker: the judge's own pipeline model.
+pub(super) fn make(_: &Problem, pipeline: &Arc<CostModel>) -> Result<Arc<dyn Objective>, CostError> {
+    Ok(pipeline.clone())
+}
+
+impl Objective for CostModel {
+    fn name(&self) -> &'static str {
+        "pipeline"
+    }
+
+    fn cost_key(&self) -> &'static str {
+        "latency_s"
+    }
+
+    fn cost(&self, chips: &[u32]) -> Result<f64, String> {
+        self.latency(chips)
+    }
+
+    fn bound(&self) -> Bound {
+        CostModel::bound(self).clone()
+    }
+
+    fn report(&self, chips: &[u32]) -> Result<Report, String> {
+        let r = CostModel::report(self, chips)?;
+        Ok(Report {
+            cost: r.latency_s,
+            bound: r.bound.clone(),
+            json: serde_json::to_value(&r).map_err(|e| e.to_string())?,
+            text: text(&self.package, &r, !self.graph.profile().is_empty()),
+        })
+    }
+
+    fn target(&self) -> Option<Arc<LatencyModel>> {
+        Some(self.core.clone())
+    }
+}
+
+fn secs(v: f64) -> String {
+    format_quantity(v, Dim::TIME)
+}
+
+fn bytes(v: f64) -> String {
+    format_quantity(v, Dim::BYTES)
+}
+
+/// Links shown at most: the busiest, since a large package has millions.
+const LINKS_SHOWN: usize = 12;
+
+/// The report in words: latency and throughput, the bound and the gap, a
+/// row per chip that holds anything, and the busiest links; `profiled`:
+/// the graph has measured times, and the count of ops that used one.
+fn text(package: &Package, r: &CostReport, profiled: bool) -> String {
+    let mut s = String::new();
+    let name = |c: u32| &package.chips[c as usize].name;
+    let _ = writeln!(
+        s,
+        "latency {} (throughput {:.4} /s); bottleneck `{}`",
+        secs(r.latency_s),
+        r.throughput,
+        name(r.bottleneck)
+    );
+    // Proven of valid partitions only: one that breaks a rule may beat it.
+    let _ = writeln!(
+        s,
+        "bound   {} (throughput {:.4} /s), proven ({}): gap {:.2}x",
+        secs(r.bound_latency_s),
+        r.bound_throughput,
+        r.bound.because,
+        r.latency_s / r.bound_latency_s
+    );
+    if profiled {
+        let _ = writeln!(s, "{}", super::profiled_line(r.profiled_ops, r.ops));
+    }
+    let _ = writeln!(
+        s,
+        "{:<12} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}",
+        "chip", "nodes", "compute", "links", "stage", "weights", "peak", "memory"
+    );
+    let empty = |c: &ChipCost| c.nodes == 0 && c.stage_s == 0.0 && c.peak_bytes == 0;
+    for c in r.chips.iter().filter(|c| !empty(c)) {
+        let _ = writeln!(
+            s,
+            "{:<12} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}",
+            c.name,
+            c.nodes,
+            secs(c.compute_s),
+            secs(c.link_s),
+            secs(c.stage_s),
+            bytes(c.weight_bytes as f64),
+            bytes(c.peak_bytes as f64),
+            c.memory_bytes.map_or("-".to_string(), |m| bytes(m as f64))
+        );
+    }
+    let idle = r.chips.iter().filter(|c| empty(c)).count();
+    if idle > 0 {
+        let _ = writeln!(s, "({idle} empty chip(s) not shown)");
+    }
+    if r.links.is_empty() {
+        return s;
+    }
+    // Busiest first: traffic, time and the share of the pipeline's period.
+    let mut busy: Vec<&LinkCost> = r.links.iter().collect();
+    busy.sort_by(|a, b| b.time_s.total_cmp(&a.time_s).then(a.link.cmp(&b.link)));
+    let _ = writeln!(
+        s,
+        "{:<24} {:>12} {:>9} {:>12} {:>11}",
+        "link", "traffic", "transfers", "busy", "utilisation"
+    );
+    for l in busy.iter().take(LINKS_SHOWN) {
+        let _ = writeln!(
+            s,
+            "{:<24} {:>12} {:>9} {:>12} {:>10.1}%",
+            format!("{} -> {}", name(l.src), name(l.dst)),
+            bytes(l.bytes as f64),
+            l.transfers,
+            secs(l.time_s),
+            100.0 * l.utilisation
+        );
+    }
+    if busy.len() > LINKS_SHOWN {
+        let _ = writeln!(
+            s,
+            "({} more link(s) carry data; --json lists them all)",
+            busy.len() - LINKS_SHOWN
+        );
+    }
+    s
 }

@@ -50,6 +50,12 @@ pub enum BoundKind {
     EdgeSpan,
     /// A target the `exact` strategy's SAT search proved unreachable.
     Exact,
+    /// Step time: the longest path, each op at its fastest.
+    CriticalPath,
+    /// Step time: the ops' work spread over every chip.
+    TotalWork,
+    /// Step time: the ops the rules confine to one chip, one after another.
+    Pinned,
 }
 
 impl BoundKind {
@@ -60,14 +66,19 @@ impl BoundKind {
             BoundKind::LargestNode => "largest_node",
             BoundKind::EdgeSpan => "edge_span",
             BoundKind::Exact => "exact",
+            BoundKind::CriticalPath => "critical_path",
+            BoundKind::TotalWork => "total_work",
+            BoundKind::Pinned => "pinned",
         }
     }
 }
 
-/// A lower bound on the latency of every valid partition.
+/// A lower bound on the cost of every valid partition.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Bound {
     pub kind: BoundKind,
+    /// The bound on the model's cost: the pipeline's latency, or the step
+    /// time (a bound of the step-time model).
     pub latency_s: f64,
     /// What it rests on, in words: `total flops / total compute`, the node,
     /// or the edge with its span.

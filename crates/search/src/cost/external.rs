@@ -1,11 +1,13 @@
 //! External evaluators: a command that reads a partition as JSON on stdin
 //! and prints one line, `{"valid": true, "throughput": 1234.5}` or
-//! `{"valid": false, "reason": "..."}`. A crash, a timeout or unreadable
-//! output makes an invalid sample whose reason is kept.
+//! `{"valid": false, "reason": "..."}`. Under `minimize step_time` it
+//! reports `"step_time_s"` (seconds, beside or instead of `throughput`),
+//! scored as one over it. A crash, a timeout or unreadable output makes an
+//! invalid sample whose reason is kept.
 
 use super::{Evaluate, Verdict};
 use mcm_core::graph::Graph;
-use mcm_core::problem::{partition_json, Placement};
+use mcm_core::problem::{partition_json, Metric, Placement};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -19,6 +21,8 @@ pub struct External {
     pub timeout: Duration,
     graph: Arc<Graph>,
     num_chips: usize,
+    /// The objective's metric, which says the figure to read.
+    metric: Metric,
 }
 
 impl External {
@@ -34,7 +38,14 @@ impl External {
             timeout,
             graph,
             num_chips,
+            metric: Metric::Throughput,
         }
+    }
+
+    /// Reads the figure of `metric` from the evaluator's replies.
+    pub fn for_metric(mut self, metric: Metric) -> External {
+        self.metric = metric;
+        self
     }
 
     fn run(&self, input: &[u8]) -> Result<String, String> {
@@ -109,14 +120,15 @@ impl Evaluate for External {
         let pl = Placement::new(chips.to_vec());
         let input = partition_json(&pl, &self.graph, self.num_chips).to_string() + "\n";
         match self.run(input.as_bytes()) {
-            Ok(stdout) => parse_reply(&stdout),
+            Ok(stdout) => parse_reply(&stdout, self.metric),
             Err(reason) => Verdict::Invalid { reason },
         }
     }
 }
 
-/// Reads the evaluator's one line of JSON.
-pub fn parse_reply(stdout: &str) -> Verdict {
+/// Reads the evaluator's one line of JSON; the score is the throughput, or
+/// under `minimize step_time` one over `step_time_s`.
+pub fn parse_reply(stdout: &str, metric: Metric) -> Verdict {
     let bad = |why: &str| Verdict::Invalid {
         reason: format!("unreadable evaluator output ({why}): {}", excerpt(stdout)),
     };
@@ -127,10 +139,22 @@ pub fn parse_reply(stdout: &str) -> Verdict {
         Ok(v) => v,
         Err(_) => return bad("not JSON"),
     };
+    let number = |key: &str| {
+        v.get(key)
+            .and_then(|x| x.as_f64())
+            .filter(|t| t.is_finite() && *t > 0.0)
+    };
     match v.get("valid").and_then(|x| x.as_bool()) {
-        Some(true) => match v.get("throughput").and_then(|x| x.as_f64()) {
-            Some(t) if t.is_finite() && t > 0.0 => Verdict::Valid { throughput: t },
-            _ => bad("`throughput` must be a positive number"),
+        Some(true) if metric == Metric::StepTime => match number("step_time_s") {
+            Some(t) => Verdict::Valid { throughput: 1.0 / t },
+            None => bad("`step_time_s` must be a positive number of seconds under `minimize step_time`"),
+        },
+        Some(true) => match number("throughput") {
+            Some(t) => Verdict::Valid { throughput: t },
+            None if v.get("step_time_s").is_some() => {
+                bad("`throughput` must be a positive number; `step_time_s` is read only under `minimize step_time`")
+            }
+            None => bad("`throughput` must be a positive number"),
         },
         Some(false) => Verdict::Invalid {
             reason: v
@@ -201,4 +225,29 @@ fn kill(child: &mut Child) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_objective_says_which_figure_is_read() {
+        let both = r#"{"valid": true, "throughput": 8.0, "step_time_s": 0.5}"#;
+        assert_eq!(
+            parse_reply(both, Metric::Throughput),
+            Verdict::Valid { throughput: 8.0 }
+        );
+        assert_eq!(parse_reply(both, Metric::StepTime), Verdict::Valid { throughput: 2.0 });
+        let step = r#"{"valid": true, "step_time_s": 0.25}"#;
+        assert_eq!(parse_reply(step, Metric::StepTime), Verdict::Valid { throughput: 4.0 });
+        let Verdict::Invalid { reason } = parse_reply(step, Metric::Throughput) else {
+            panic!("a step time is no throughput")
+        };
+        assert!(reason.contains("only under `minimize step_time`"), "{reason}");
+        let Verdict::Invalid { reason } = parse_reply(r#"{"valid": true, "throughput": 3}"#, Metric::StepTime) else {
+            panic!("a throughput is no step time")
+        };
+        assert!(reason.contains("`step_time_s` must be a positive number"), "{reason}");
+    }
 }

@@ -2,11 +2,11 @@
 //! analytical model, or an external evaluator after the dynamic check),
 //! results cached by partition, misses evaluated in parallel.
 
-use super::{Analytical, CostError, Evaluate, External, Verdict};
+use super::{Analytical, CostError, Evaluate, External, Objective, Verdict};
 use mcm_core::problem::Problem;
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How to judge a problem's partitions.
@@ -50,6 +50,9 @@ pub struct Judge {
     cache: Mutex<HashMap<Vec<u32>, Verdict>>,
     pool: rayon::ThreadPool,
     pub stats: Mutex<JudgeStats>,
+    /// The cost model of the problem's objective, when it can cost the
+    /// problem (it judges unless an external evaluator does).
+    objective: Option<Arc<dyn Objective>>,
 }
 
 /// The dynamic check, then an external evaluator's verdict.
@@ -76,11 +79,12 @@ impl Judge {
             (None, Some(e), false) => Some((e.command.clone(), e.dir.clone())),
             _ => None,
         };
-        let (inner, describe): (Box<dyn Evaluate>, String) = match command {
+        let (inner, describe, objective): (Box<dyn Evaluate>, String, _) = match command {
             None => {
                 let mut a = Analytical::new(problem)?;
                 a.dynamic_check = opts.dynamic_check;
-                (Box::new(a), "analytical".into())
+                let o = a.objective.clone();
+                (Box::new(a), "analytical".into(), Some(o))
             }
             Some((cmd, dir)) => {
                 let dynamic = if opts.dynamic_check {
@@ -88,17 +92,30 @@ impl Judge {
                 } else {
                     None
                 };
+                let objective = match &dynamic {
+                    Some(a) => Some(a.objective.clone()),
+                    None => super::objective::objective(problem).ok(),
+                };
                 let external = External::new(
                     &cmd,
                     dir,
                     opts.timeout,
                     problem.graph.clone(),
                     problem.package.num_chips(),
-                );
-                (Box::new(Checked { dynamic, external }), cmd)
+                )
+                .for_metric(problem.objective.metric);
+                (Box::new(Checked { dynamic, external }), cmd, objective)
             }
         };
-        Ok(Judge::with(inner, describe, opts.jobs))
+        let mut judge = Judge::with(inner, describe, opts.jobs);
+        judge.objective = objective;
+        Ok(judge)
+    }
+
+    /// The cost model of the problem's objective (`None` for a judge made
+    /// with [`Judge::with`], or a problem the models cannot cost).
+    pub fn objective(&self) -> Option<&Arc<dyn Objective>> {
+        self.objective.as_ref()
     }
 
     /// A judge around any evaluator (tests, the learned policy's rewards).
@@ -115,6 +132,7 @@ impl Judge {
             cache: Mutex::new(HashMap::new()),
             pool,
             stats: Mutex::new(JudgeStats::default()),
+            objective: None,
         }
     }
 

@@ -18,6 +18,9 @@
 //! asks), and each cut is settled (FIX, then memory relief) before it is
 //! judged. When the root domains admit every plain cut (as without such
 //! rules), the cuts are as before.
+//!
+//! Under `minimize step_time` the stages are no pipeline: the cuts are
+//! proposals like any strategy's, each judged by the step time.
 
 use super::{settle_full, Allowed, Search, Strategy};
 use mcm_core::problem::Problem;

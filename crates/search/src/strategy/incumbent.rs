@@ -1,6 +1,15 @@
 //! The incumbent of the searches that work under a latency target (`exact`,
-//! `lns`, `auto`): the fastest partition judged valid so far, by the
-//! analytical model's latency, and the heuristics' partitions it starts from.
+//! `lns`, `auto`): the best partition judged valid so far, and the
+//! heuristics' partitions it starts from.
+//!
+//! The target is the pipeline model's "latency ≤ T", which the SAT backing
+//! encodes. Under an objective whose cost is that latency (`maximize
+//! throughput`), the incumbent is ranked by it and an unreachable target is
+//! a proof. Under one without a target encoding (`minimize step_time`) the
+//! target is a proxy: SAT keeps the partitions valid and proposes ones with
+//! shorter pipeline stages, the judge ranks them by the objective's own cost
+//! (one over its score), and an unreachable target proves nothing of that
+//! cost ([`Search::prove`] records nothing).
 
 use super::dp::candidates;
 use super::{greedy_start, settle_full, Search};
@@ -21,18 +30,26 @@ fn structural(cost: &CostModel) -> f64 {
 /// dp's cuts judged for the first incumbent, best estimate first.
 pub(super) const DP_CUTS: usize = 4;
 
-/// The fastest valid partition so far (`chips` empty and `latency` infinite
+/// The best valid partition so far (`chips` empty and `latency` infinite
 /// before the first).
 pub(super) struct Incumbent {
     pub chips: Vec<u32>,
+    /// Its pipeline latency, which the targets are asked below.
     pub latency: f64,
+    /// What ranks it, lower is better: its latency, or under a proxy target
+    /// the objective's cost.
+    rank: f64,
+    /// The target is a proxy: rank by the judge's score.
+    proxy: bool,
 }
 
 impl Incumbent {
-    pub fn none() -> Incumbent {
+    pub fn none(proxy: bool) -> Incumbent {
         Incumbent {
             chips: Vec::new(),
             latency: f64::INFINITY,
+            rank: f64::INFINITY,
+            proxy,
         }
     }
 
@@ -41,16 +58,24 @@ impl Incumbent {
     }
 
     /// Judges `chips` as one sample and keeps it when it is valid and
-    /// faster; says whether the judge found it valid (`false` also when the
-    /// budget had no sample left).
+    /// better. Says whether SAT may hand it out again: whether the judge
+    /// found it valid (`false` also when the budget had no sample left) and,
+    /// under a proxy target, kept it (a partition under the target but no
+    /// better by the objective would otherwise be answered again and again).
     pub fn offer(&mut self, search: &mut Search, model: &LatencyModel, chips: Vec<u32>) -> bool {
         let lat = model.latency(&chips).unwrap_or(f64::INFINITY);
-        let valid = search.submit_one(chips.clone()).and_then(|v| v.throughput()).is_some();
-        if valid && lat < self.latency {
+        let score = search.submit_one(chips.clone()).and_then(|v| v.throughput());
+        let rank = match self.proxy {
+            true => score.map_or(f64::INFINITY, |s| 1.0 / s),
+            false => lat,
+        };
+        let kept = score.is_some() && lat.is_finite() && rank < self.rank;
+        if kept {
             self.latency = lat;
+            self.rank = rank;
             self.chips = chips;
         }
-        valid
+        score.is_some() && (kept || !self.proxy)
     }
 }
 
@@ -86,7 +111,7 @@ pub(super) fn start(search: &mut Search, cuts: usize) -> Result<Option<Start>, I
         return Ok(None);
     };
     let model = cost.core().clone();
-    let mut best = Incumbent::none();
+    let mut best = Incumbent::none(search.proxy_target());
     first(search, &model, &mut best, cuts)?;
     Ok(Some(Start {
         lb: structural(&cost),

@@ -1,7 +1,10 @@
 //! Search strategies: each asks the solver for valid partitions and the
 //! judge for their worth, within one budget (samples or seconds) and one
 //! seed, through a [`Search`]. A sample is one evaluated partition; every
-//! strategy records the best throughput so far after each sample.
+//! strategy records the best score so far after each sample. The score is
+//! one over the objective's cost ([`crate::cost::score`]): the throughput
+//! under `maximize throughput`, steps per second under `minimize
+//! step_time`; the records keep the name `throughput` for it.
 
 mod anneal;
 mod auto;
@@ -14,6 +17,8 @@ mod random;
 mod rl;
 mod sat_worker;
 mod start;
+#[cfg(test)]
+mod step_tests;
 
 pub use anneal::Anneal;
 pub use auto::Auto;
@@ -376,11 +381,23 @@ impl<'p> Search<'p> {
     }
 
     /// Records a lower bound on the model's latency the strategy proved
-    /// (see [`Outcome::proven_bound_s`]); the largest one stands.
+    /// (see [`Outcome::proven_bound_s`]); the largest one stands. Under an
+    /// objective whose cost is not that latency ([`Search::proxy_target`])
+    /// it proves nothing of the cost, and nothing is recorded.
     pub fn prove(&mut self, latency_s: f64) {
+        if self.proxy_target() {
+            return;
+        }
         if latency_s.is_finite() && self.proven.is_none_or(|p| latency_s > p) {
             self.proven = Some(latency_s);
         }
+    }
+
+    /// Whether the SAT backing's latency target is only a proxy for the
+    /// objective: its cost model has no target encoding (step time), so
+    /// the target-driven searches rank by the judge's score instead.
+    pub fn proxy_target(&self) -> bool {
+        self.judge.objective().is_some_and(|o| o.target().is_none())
     }
 
     /// Whether a starting partition was given.

@@ -1,0 +1,188 @@
+//! `minimize step_time` end to end: `eval` (text, `--json`, `--format
+//! svg`) on a step computed by hand, and `solve` writing a partition whose
+//! reported step time is what `eval` says of it.
+
+use crate::common;
+
+use common::{json, mcmpart_in, scratch, text};
+use std::path::Path;
+
+fn close(a: f64, b: f64) {
+    assert!((a - b).abs() <= 1e-12 * b.abs(), "{a} != {b}");
+}
+
+/// A chain on a one-way ring of three dies, each node on its own die: `a`
+/// runs 0-1 ms, its 1 MB crosses die[0] -> die[1] 1-2 ms, `b` runs 2-4 ms,
+/// its 1 MB crosses die[1] -> die[2] 4-5 ms, `c` runs 5-6 ms.
+const CHAIN: &str = "use std::topologies::ring\n\
+    let package = ring(n = 3, memory = 1 GiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+    let chain = graph {\n    a { flops = 1 GFLOP, output_bytes = 1 MB } -> b { flops = 2 GFLOP, output_bytes = 1 MB } -> c { flops = 1 GFLOP }\n}\n\
+    partition chain onto package {\n    minimize step_time\n}\n";
+
+fn chain_dir(name: &str) -> std::path::PathBuf {
+    let d = scratch(name);
+    std::fs::write(d.join("chain.mcm"), CHAIN).unwrap();
+    std::fs::write(
+        d.join("p.partition.json"),
+        r#"{"graph": "chain", "chips": 3, "placement": {"a": 0, "b": 1, "c": 2}}"#,
+    )
+    .unwrap();
+    d
+}
+
+const EVAL: &[&str] = &["eval", "chain.mcm", "--partition", "p.partition.json"];
+
+#[test]
+fn eval_json_reports_the_step_its_busy_times_and_what_ends_last() {
+    let d = chain_dir("step-eval-json");
+    let o = mcmpart_in(&d, &[EVAL, &["--json"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["objective"], "step_time");
+    assert_eq!(v["model"], "step_time");
+    close(v["step_time_s"].as_f64().unwrap(), 6e-3);
+    let c = &v["cost"];
+    close(c["step_time_s"].as_f64().unwrap(), 6e-3);
+    // The critical path, every op at its fastest: 4 GFLOP at 1 TFLOP/s.
+    close(c["bound_step_time_s"].as_f64().unwrap(), 4e-3);
+    assert_eq!(c["bound"]["kind"], "critical_path");
+    close(c["gap"].as_f64().unwrap(), 1.5);
+    close(v["gap"].as_f64().unwrap(), 1.5);
+    let busy: Vec<f64> = c["chips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["busy_s"].as_f64().unwrap())
+        .collect();
+    for (b, want) in busy.iter().zip([1e-3, 2e-3, 1e-3]) {
+        close(*b, want);
+    }
+    let links = c["links"].as_array().unwrap();
+    assert_eq!(links.len(), 2, "{links:?}");
+    for l in links {
+        close(l["busy_s"].as_f64().unwrap(), 1e-3);
+        assert_eq!(l["transfers"], 1);
+    }
+    assert_eq!(c["last_op"]["node"], "c");
+    assert_eq!(c["last_op"]["chip"], 2);
+    close(c["last_op"]["end_s"].as_f64().unwrap(), 6e-3);
+    assert_eq!(c["last_transfer"]["node"], "b");
+    assert_eq!(c["last_transfer"]["src"], 1);
+    assert_eq!(c["last_transfer"]["dst"], 2);
+    // a, its transfer, b, its transfer, c.
+    assert_eq!(c["critical_path"].as_array().unwrap().len(), 5);
+    assert_eq!(v["verdict"]["status"], "valid");
+}
+
+#[test]
+fn eval_says_the_step_in_words_and_draws_it() {
+    let d = chain_dir("step-eval-text");
+    let o = mcmpart_in(&d, EVAL);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("step time 6 ms; the last op is `c` on `die[2]`"), "{out}");
+    assert!(
+        out.contains("bound     4 ms proven (critical path from `a` to `c` (3 ops)"),
+        "{out}"
+    );
+    assert!(out.contains("gap 1.50x"), "{out}");
+    assert!(
+        out.contains("last transfer: `b`'s output over `die[1]` -> `die[2]`"),
+        "{out}"
+    );
+    let o = mcmpart_in(&d, &[EVAL, &["--format", "svg", "--out", "step.svg"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let svg = std::fs::read_to_string(d.join("step.svg")).unwrap();
+    assert!(
+        svg.trim_start().starts_with("<svg") || svg.starts_with("<?xml"),
+        "{svg}"
+    );
+    // `--out` draws only.
+    let o = mcmpart_in(&d, &[EVAL, &["--out", "x.svg"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+}
+
+#[test]
+fn the_pipeline_model_draws_no_timeline_and_says_why() {
+    let d = chain_dir("step-eval-no-svg");
+    let pipeline = CHAIN.replace("minimize step_time", "maximize throughput");
+    std::fs::write(d.join("chain.mcm"), pipeline).unwrap();
+    let o = mcmpart_in(&d, &[EVAL, &["--format", "svg"]].concat());
+    let (_, err) = text(&o);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(err.contains("the pipeline model draws no timeline"), "{err}");
+    assert!(err.contains("minimize step_time"), "{err}");
+}
+
+#[test]
+fn solve_reports_the_step_time_that_eval_finds_and_verify_accepts() {
+    let d = chain_dir("step-solve");
+    for strategy in ["auto", "lns", "dp"] {
+        let o = mcmpart_in(
+            &d,
+            &[
+                "solve",
+                "chain.mcm",
+                "--strategy",
+                strategy,
+                "--budget",
+                "20",
+                "--seed",
+                "2",
+                "--out",
+                "best.json",
+                "--json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{strategy}: {:?}", text(&o));
+        let v = json(&o);
+        assert_eq!(v["objective"], "step_time");
+        assert!(v.get("throughput").is_none(), "{v}");
+        let step = v["step_time_s"].as_f64().unwrap();
+        // All on one die: 4 ms, no transfer; nothing beats the critical path.
+        close(step, 4e-3);
+        close(v["bound_step_time_s"].as_f64().unwrap(), 4e-3);
+        assert_eq!(v["proven_optimal"], true);
+        let e = json(&mcmpart_in(
+            &d,
+            &["eval", "chain.mcm", "--partition", "best.json", "--json"],
+        ));
+        assert_eq!(e["step_time_s"].as_f64().unwrap(), step, "{strategy}");
+        let ok = mcmpart_in(&d, &["verify", "chain.mcm", "--partition", "best.json"]);
+        assert_eq!(ok.status.code(), Some(0), "{strategy}: {:?}", text(&ok));
+    }
+    let o = mcmpart_in(&d, &["solve", "chain.mcm", "--budget", "5", "--out", "best.json"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("step time   4 ms"), "{out}");
+    assert!(out.contains("proven optimal"), "{out}");
+    assert!(!out.contains("throughput"), "{out}");
+}
+
+#[test]
+fn the_shipped_step_time_examples_solve() {
+    for (i, file) in ["examples/gpu_cluster_step.mcm", "examples/mesh_step.mcm"]
+        .into_iter()
+        .enumerate()
+    {
+        let root = common::root();
+        let out = scratch(&format!("step-example-{i}"));
+        let dest = out.join("best.json");
+        let o = mcmpart_in(
+            Path::new(&root),
+            &[
+                "solve",
+                file,
+                "--strategy",
+                "greedy",
+                "--out",
+                dest.to_str().unwrap(),
+                "--json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{file}: {:?}", text(&o));
+        let v = json(&o);
+        assert!(v["step_time_s"].as_f64().unwrap() > 0.0, "{file}");
+        assert!(v["gap"].as_f64().unwrap() >= 1.0 - 1e-9, "{file}");
+    }
+}

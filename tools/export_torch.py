@@ -15,7 +15,17 @@ Usage::
     python tools/export_torch.py --list                        # print registry
 
 Writes ``NAME.json.gz`` per model (gzip with mtime 0, so reruns are
-byte-identical) and ``manifest.json``.  With ``--only`` the existing manifest
+byte-identical) and ``manifest.json``.
+
+``--profile`` also measures every op of the exported graph on this machine
+(CPU by default; ``--device-kind NAME`` names the chip kind the times are
+for) and records ``"times": {NAME: seconds}`` per node: the median of
+``--repeats`` runs after one warm-up run, with the model's weights
+materialised at random (values do not change the work of these models).
+``--training`` exports one training step instead of inference: forward,
+backward and an SGD update of every parameter, traced as one joint graph
+with AOT autograd (``make_fx`` over ``torch.func.grad_and_value``); it is
+written as ``NAME-train.json.gz``.  With ``--only`` the existing manifest
 is updated in place (other entries are kept).  See tools/README.md for the
 format, the FLOP conventions, the replicable rule and the split rule.
 """
@@ -78,6 +88,7 @@ PER_ELEMENT_COST = {
     "erf": 4, "exp": 1, "log": 1, "rsqrt": 1, "sqrt": 1,
     "relu": 1, "relu6": 1, "hardtanh": 1, "leaky_relu": 1,
     "upsample_bilinear2d": 8, "_upsample_bilinear2d_aa": 8,
+    "native_batch_norm_backward": 6,
 }
 
 # identity ops in eval mode: collapsed away (their input is wired straight to
@@ -234,6 +245,10 @@ def node_flops(node: torch.fx.Node, name: str) -> int:
         if transposed:  # weight [Cin, Cout/groups, k...]; every input element scatters
             return 2 * _numel(x) * int(w.shape[1]) * kernel
         return 2 * out_numel * int(w.shape[1]) * kernel
+    if name == "convolution_backward":
+        # grad_input and grad_weight, each a convolution as large as the forward one
+        w = _val(a[2])
+        return 4 * _numel(_val(a[0])) * int(w.shape[1]) * int(math.prod(w.shape[2:]))
     if name == "scaled_dot_product_attention":
         q, k = _val(a[0]), _val(a[1])
         bh = int(math.prod(q.shape[:-2]))
@@ -281,7 +296,7 @@ UNKNOWN_OPS: dict[str, int] = {}
 FORMULA_OPS = {
     "linear", "mm", "bmm", "matmul", "addmm", "baddbmm", "addbmm", "addmv", "mv", "dot", "vdot",
     "conv1d", "conv2d", "conv3d", "convolution", "_convolution", "conv_transpose1d",
-    "conv_transpose2d", "conv_transpose3d", "scaled_dot_product_attention", "einsum", "lstm",
+    "conv_transpose2d", "conv_transpose3d", "convolution_backward", "scaled_dot_product_attention", "einsum", "lstm",
     "gru", "rnn_tanh", "rnn_relu", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "max_pool2d_with_indices", "max_pool3d_with_indices",
     "mean", "sum", "amax", "amin", "max", "min", "var", "std", "norm", "linalg_vector_norm",
@@ -296,11 +311,14 @@ KNOWN_DEFAULT_OK = {
     "floor_divide", "remainder", "fmod", "diff", "addcmul", "addcdiv", "lerp",
     "baddbmm", "hardswish", "sigmoid", "mul_scalar", "triu", "tril", "trunc",
     "scatter", "scatter_add", "isnan", "isinf", "outer", "bucketize", "sort",
-    "topk", "cummax",
+    "topk", "cummax", "threshold_backward", "max_pool2d_with_indices_backward",
 }
 
 
-def export_graph(name: str, module: nn.Module, args: tuple, kwargs: dict | None = None) -> dict:
+def export_graph(name: str, module: nn.Module, args: tuple, kwargs: dict | None = None,
+                 profile: dict | None = None) -> dict:
+    """The inference graph; with ``profile`` ({"kind", "repeats"}), each
+    node's measured time on this machine too."""
     module.eval()
     ep = torch.export.export(module, args, kwargs or {}, strict=False)
     sig = ep.graph_signature
@@ -310,22 +328,13 @@ def export_graph(name: str, module: nn.Module, args: tuple, kwargs: dict | None 
     for spec in sig.input_specs:
         kind_of[spec.arg.name] = spec.kind
 
-    graph = ep.graph_module.graph
-    nodes_fx = list(graph.nodes)
-
-    # resolve collapsed nodes (dropout etc.) and getitem to their producer.
-    # rep[n] = (producer node, bytes carried by an edge leaving n)
-    rep: dict[torch.fx.Node, tuple[torch.fx.Node, int]] = {}
-    keep: list[torch.fx.Node] = []
-    info: dict[torch.fx.Node, dict] = {}
-
     # tied weights (e.g. T5's shared embedding) are lifted once per module
     # path; merge the aliases into the first placeholder holding the tensor
     tensors = dict(module.named_parameters(remove_duplicate=False))
     tensors.update(dict(module.named_buffers(remove_duplicate=False)))
     first_holder: dict[int, torch.fx.Node] = {}
     alias: dict[torch.fx.Node, torch.fx.Node] = {}
-    by_name = {n.name: n for n in nodes_fx}
+    by_name = {n.name: n for n in ep.graph_module.graph.nodes}
     for spec in sig.input_specs:
         if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER) and spec.target in tensors:
             key = id(tensors[spec.target])
@@ -336,6 +345,39 @@ def export_graph(name: str, module: nn.Module, args: tuple, kwargs: dict | None 
                 alias[node] = first_holder[key]
             else:
                 first_holder[key] = node
+
+    times = None
+    if profile is not None:
+        materialise(module)
+        user = iter(_real_inputs((args, kwargs or {})))
+        feed = []
+        for spec in sig.input_specs:
+            if spec.kind == InputKind.PARAMETER:
+                feed.append(module.get_parameter(spec.target).detach())
+            elif spec.kind == InputKind.BUFFER:
+                feed.append(module.get_buffer(spec.target))
+            elif spec.kind == InputKind.USER_INPUT:
+                feed.append(next(user))
+            else:  # lifted constants, on meta like the model
+                feed.append(_real(ep.constants[spec.target]))
+        times = measure(ep.graph_module, feed, profile["repeats"])
+    return graph_to_json(name, ep.graph_module.graph, kind_of, alias, times, profile)
+
+
+def graph_to_json(name: str, graph, kind_of: dict, alias: dict, times: dict | None = None,
+                  profile: dict | None = None) -> dict:
+    """The graph format from an fx graph whose placeholders ``kind_of`` names
+    (InputKind), tied-weight placeholders merged per ``alias``; ``times``
+    (seconds per fx node) are written as ``times`` for ``profile["kind"]``."""
+    from torch.export.graph_signature import InputKind
+
+    nodes_fx = list(graph.nodes)
+
+    # resolve collapsed nodes (dropout etc.) and getitem to their producer.
+    # rep[n] = (producer node, bytes carried by an edge leaving n)
+    rep: dict[torch.fx.Node, tuple[torch.fx.Node, int]] = {}
+    keep: list[torch.fx.Node] = []
+    info: dict[torch.fx.Node, dict] = {}
 
     for n in nodes_fx:
         if n.op == "output":
@@ -470,6 +512,17 @@ def export_graph(name: str, module: nn.Module, args: tuple, kwargs: dict | None 
         if not tainted[d["id"]]:
             d["replicable"] = True
 
+    # measured seconds per kept node: a folded node's (getitem, eval-mode
+    # no-ops) count on the node it folds into; inputs and weights take none
+    measured: dict[str, float] = {}
+    if times is not None:
+        for n in keep:
+            measured[n.name] = 0.0
+        for n, t in times.items():
+            if n in rep:
+                root = rep[n][0].name
+                measured[root] = measured.get(root, 0.0) + t
+
     ids = {d["id"] for d in out_nodes}
     edges = [{"from": s, "to": t, "bytes": b} for (s, t), b in edge_map.items() if s in ids and t in ids]
     nodes = []
@@ -478,9 +531,131 @@ def export_graph(name: str, module: nn.Module, args: tuple, kwargs: dict | None 
              "params": int(d["params"]), "output_bytes": int(d["output_bytes"])}
         if d.get("replicable"):
             e["replicable"] = True
+        if d["id"] in measured:
+            e["times"] = {profile["kind"]: float(f"{measured[d['id']]:.4g}")}
         nodes.append(e)
     _check_dag(nodes, edges, name)
     return {"name": name, "nodes": nodes, "edges": edges}
+
+
+# --------------------------------------------------------------------------
+# Profiling (--profile) and training steps (--training)
+# --------------------------------------------------------------------------
+
+TRAIN_LR = 0.01
+
+
+def _real(t):
+    """A real tensor like a meta one: random floats, zero integers (valid
+    indices for embeddings and gathers)."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    if t.device.type != "meta":
+        return t
+    g = torch.Generator().manual_seed(SEED)
+    if t.is_floating_point():
+        return torch.randn(t.shape, dtype=t.dtype, generator=g)
+    return torch.zeros(t.shape, dtype=t.dtype)
+
+
+def _real_inputs(tree):
+    """The tensors of a pytree of inputs, in order, made real."""
+    from torch.utils._pytree import tree_leaves
+    return [_real(x) for x in tree_leaves(tree) if isinstance(x, torch.Tensor)]
+
+
+def materialise(module: nn.Module) -> None:
+    """Gives a model built on ``meta`` real weights on the CPU: parameters
+    normal(0, 0.02), floating buffers 1 (running variances must be
+    positive), integer buffers 0."""
+    if not any(t.device.type == "meta" for t in list(module.parameters()) + list(module.buffers())):
+        return
+    module.to_empty(device="cpu")
+    g = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, dtype=p.dtype, generator=g) * 0.02)
+        for b in module.buffers():
+            b.fill_(1 if b.is_floating_point() else 0)
+
+
+def measure(gm: torch.fx.GraphModule, feed: list, repeats: int) -> dict:
+    """Seconds each ``call_function`` node of ``gm`` takes on this machine,
+    run on ``feed`` (its placeholders' values, in order): one warm-up run,
+    whose result flows on, then the median of ``repeats`` timed runs."""
+    import statistics
+
+    times: dict[torch.fx.Node, float] = {}
+
+    class Timer(torch.fx.Interpreter):
+        def run_node(self, n):
+            if n.op != "call_function":
+                return super().run_node(n)
+            args, kwargs = self.fetch_args_kwargs_from_env(n)
+            out = n.target(*args, **kwargs)
+            runs = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                n.target(*args, **kwargs)
+                runs.append(time.perf_counter() - t0)
+            times[n] = statistics.median(runs)
+            return out
+
+    with torch.no_grad():
+        Timer(gm).run(*feed)
+    return times
+
+
+def export_training(name: str, module: nn.Module, args: tuple, kwargs: dict | None = None,
+                    profile: dict | None = None) -> dict:
+    """One training step as one graph: the forward pass, a loss (the mean
+    square of every floating output), the backward pass and an SGD update
+    ``p - lr * grad`` of every parameter, traced with AOT autograd
+    (``make_fx`` of ``torch.func.grad_and_value``, fake tensors)."""
+    from torch.export.graph_signature import InputKind
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.func import functional_call, grad_and_value
+    from torch.utils._pytree import tree_leaves
+
+    kwargs = kwargs or {}
+    materialise(module)
+    module.train()
+    params = {k: v.detach() for k, v in module.named_parameters()}
+    buffers = {k: v for k, v in module.named_buffers()}
+    inputs = _real_inputs((args, kwargs))
+
+    def step(params, buffers, inputs):
+        it = iter(inputs)
+        from torch.utils._pytree import tree_map
+        call_args, call_kwargs = tree_map(
+            lambda x: next(it) if isinstance(x, torch.Tensor) else x, (args, kwargs))
+
+        # The buffers are an argument, not captured: batch norm updates its
+        # running statistics in place, which a grad transform allows on its
+        # inputs only.
+        def loss_fn(p, b):
+            out = functional_call(module, (p, b), call_args, call_kwargs)
+            outs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+            return sum(t.pow(2).mean() for t in outs)
+
+        grads, loss = grad_and_value(loss_fn, argnums=0)(params, buffers)
+        return loss, {k: params[k] - TRAIN_LR * grads[k] for k in params}
+
+    gm = make_fx(step, tracing_mode="fake")(params, buffers, inputs)
+    # Placeholders in flattening order: parameters, buffers, inputs.
+    names = [("p_", k, InputKind.PARAMETER) for k in params] + \
+        [("b_", k, InputKind.BUFFER) for k in buffers] + \
+        [("", f"input_{i}", InputKind.USER_INPUT) for i in range(len(inputs))]
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    assert len(placeholders) == len(names), (len(placeholders), len(names))
+    kind_of = {}
+    for n, (prefix, k, kind) in zip(placeholders, names):
+        n.name = prefix + k.replace(".", "_")
+        kind_of[n.name] = kind
+    times = None
+    if profile is not None:
+        times = measure(gm, list(params.values()) + list(buffers.values()) + inputs, profile["repeats"])
+    return graph_to_json(name, gm.graph, kind_of, {}, times, profile)
 
 
 def _check_dag(nodes, edges, name):
@@ -892,11 +1067,11 @@ def write_gz(path: str, obj) -> None:
 
 def summary(e: Entry, g: dict) -> dict:
     return {
-        "name": e.name, "family": e.family, "arch": e.arch, "split": e.split,
+        "name": g["name"], "family": e.family, "arch": e.arch, "split": e.split,
         "nodes": len(g["nodes"]), "edges": len(g["edges"]),
         "flops": sum(n["flops"] for n in g["nodes"]),
         "weight_bytes": sum(n["params"] for n in g["nodes"]),
-        "file": f"{e.name}.json.gz",
+        "file": f"{g['name']}.json.gz",
     }
 
 
@@ -927,7 +1102,15 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*", default=None, help="export only these registry names")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--max-nodes", type=int, default=30000, help="skip graphs larger than this")
+    ap.add_argument("--profile", action="store_true",
+                    help="measure every op on this machine and record its time per node (`times`)")
+    ap.add_argument("--device-kind", default="cpu",
+                    help="the chip kind the measured times are for (a package's `kind`); default cpu")
+    ap.add_argument("--repeats", type=int, default=5, help="timed runs per op (the median is kept)")
+    ap.add_argument("--training", action="store_true",
+                    help="export a training step (forward, backward, SGD update) as NAME-train")
     args = ap.parse_args(argv)
+    profile = {"kind": args.device_kind, "repeats": max(1, args.repeats)} if args.profile else None
 
     if args.list:
         for e in REGISTRY:
@@ -959,7 +1142,9 @@ def main(argv=None):
         try:
             torch.manual_seed(SEED)
             module, inputs, kwargs = e.build()
-            g = export_graph(e.name, module, inputs, kwargs)
+            name = f"{e.name}-train" if args.training else e.name
+            export = export_training if args.training else export_graph
+            g = export(name, module, inputs, kwargs, profile)
             del module
         except Exception as exc:  # keep going, report at the end
             traceback.print_exc()
@@ -970,9 +1155,9 @@ def main(argv=None):
             print(f"skip {e.name}: {len(g['nodes'])} nodes > {args.max_nodes}")
             failed.append((e.name, "too many nodes"))
             continue
-        write_gz(os.path.join(args.out, f"{e.name}.json.gz"), g)
+        write_gz(os.path.join(args.out, f"{g['name']}.json.gz"), g)
         s = summary(e, g)
-        manifest[e.name] = s
+        manifest[g["name"]] = s
         save_manifest(man_path, manifest)
         print(f"{e.name:32s} {e.split:10s} nodes={s['nodes']:6d} edges={s['edges']:6d} "
               f"GFLOPs={s['flops'] / 1e9:9.3f} MB={s['weight_bytes'] / 2 ** 20:9.1f} ({time.time() - t0:.1f}s)",

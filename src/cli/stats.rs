@@ -35,6 +35,10 @@ pub fn run(out: &Output, graph: &Path, top: usize) -> Result {
     println!("  depth {} nodes, {} sources, {} sinks", s.depth, s.sources, s.sinks);
     let ops: Vec<String> = s.ops.iter().take(10).map(|(o, n)| format!("{o} {n}")).collect();
     println!("  ops {}", ops.join(", "));
+    if !s.measured.is_empty() {
+        let kinds: Vec<String> = s.measured.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        println!("  measured op times (nodes per kind) {}", kinds.join(", "));
+    }
     let list = |title: &str, xs: &[NodeFigure], d: Dim| {
         println!("  largest by {title}:");
         for x in xs {

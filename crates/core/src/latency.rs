@@ -3,8 +3,9 @@
 //! "latency ≤ T" means the same thing to both, bit for bit.
 //!
 //! stage(d) = compute(d) + the time of the links leaving d; compute(d) sums
-//! `flops / compute` of the nodes on d (placed nodes in decision order, then
-//! replicable copies in node order); a node's output goes once to each other
+//! the op times of the nodes on d (placed nodes in decision order, then
+//! replicable copies in node order), each its measured time on d's `kind`
+//! where the graph gives one, else `flops / compute`; a node's output goes once to each other
 //! chip hosting a consumer, along the route with fewest links, a link shared
 //! by several destinations carrying it once; its size is the largest `bytes`
 //! of its edges that leave the chip. Link time = bytes / bandwidth +
@@ -16,6 +17,7 @@
 //! explanations rest on that.
 
 use crate::graph::Graph;
+use crate::op_time::Measured;
 use crate::package::Package;
 use std::sync::Arc;
 
@@ -50,6 +52,11 @@ pub struct LatencyModel {
     /// the placed nodes they feed through replicable nodes only; a copy runs
     /// on each chip hosting one of those.
     pub replicas: Vec<(f64, Vec<u32>)>,
+    /// The graph node of each replica.
+    pub replica_nodes: Vec<usize>,
+    /// Measured times: rows are the placed nodes in decision order, then
+    /// the replicas in `replicas` order. Empty when none applies.
+    pub measured: Measured,
 }
 
 /// What one chip's stage is made of, each list ascending: the placed nodes
@@ -122,7 +129,14 @@ impl LatencyModel {
         let flops = (0..graph.num_placed() as u32)
             .map(|d| graph.placed_node(d).flops as f64)
             .collect();
-        let replicas = replica_feeds(&graph);
+        let (replicas, replica_nodes) = replica_feeds(&graph);
+        let rows: Vec<usize> = graph
+            .placed_nodes()
+            .iter()
+            .copied()
+            .chain(replica_nodes.iter().copied())
+            .collect();
+        let measured = Measured::new(&graph, &package, &rows);
         Ok(LatencyModel {
             graph,
             package,
@@ -133,7 +147,78 @@ impl LatencyModel {
             consumers,
             flops,
             replicas,
+            replica_nodes,
+            measured,
         })
+    }
+
+    /// Some op has a measured time on some chip's kind.
+    pub fn is_profiled(&self) -> bool {
+        !self.measured.is_empty()
+    }
+
+    /// Seconds placed node `u` computes on chip `c`: its measured time on
+    /// `c`'s kind, else flops / compute.
+    #[inline]
+    pub fn op_time(&self, u: u32, c: u32) -> f64 {
+        match self.measured.get(u as usize, c) {
+            Some(t) => t,
+            None => self.flops[u as usize] / self.compute[c as usize],
+        }
+    }
+
+    /// Seconds a copy of replica `r` computes on chip `c`, alike.
+    #[inline]
+    pub fn replica_time(&self, r: u32, c: u32) -> f64 {
+        match self.measured.get(self.flops.len() + r as usize, c) {
+            Some(t) => t,
+            None => self.replicas[r as usize].0 / self.compute[c as usize],
+        }
+    }
+
+    /// Per graph node, the least time it takes on any chip (placed nodes
+    /// and replicas; 0 for a replicable node that never runs): what a lower
+    /// bound may charge a node wherever it goes.
+    pub fn shortest_op_times(&self) -> Vec<f64> {
+        // Chips of one measured kind and one rate cost every op alike.
+        let mut chips: Vec<u32> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for d in 0..self.num_chips() as u32 {
+            if seen.insert((self.measured.column(d), self.compute[d as usize].to_bits())) {
+                chips.push(d);
+            }
+        }
+        let least = |t: &dyn Fn(u32) -> f64| chips.iter().map(|&d| t(d)).fold(f64::INFINITY, f64::min);
+        let mut out = vec![0.0; self.graph.nodes.len()];
+        for (u, &v) in self.graph.placed_nodes().iter().enumerate() {
+            out[v] = least(&|d| self.op_time(u as u32, d));
+        }
+        for (r, &v) in self.replica_nodes.iter().enumerate() {
+            out[v] = least(&|d| self.replica_time(r as u32, d));
+        }
+        out
+    }
+
+    /// (ops with a measured time on their chip's kind, ops) under `chips`,
+    /// replicable copies counted as ops.
+    pub fn profiled_ops(&self, chips: &[u32]) -> (usize, usize) {
+        let hosts = self.replica_hosts(chips);
+        let total = chips.len() + hosts.iter().map(Vec::len).sum::<usize>();
+        if self.measured.is_empty() {
+            return (0, total);
+        }
+        let n = self.flops.len();
+        let placed = chips
+            .iter()
+            .enumerate()
+            .filter(|&(u, &c)| self.measured.get(u, c).is_some())
+            .count();
+        let copies: usize = hosts
+            .iter()
+            .enumerate()
+            .map(|(r, h)| h.iter().filter(|&&c| self.measured.get(n + r, c).is_some()).count())
+            .sum();
+        (placed + copies, total)
     }
 
     pub fn num_chips(&self) -> usize {
@@ -173,6 +258,9 @@ impl LatencyModel {
 
     /// Seconds of compute per chip, replicable copies included.
     pub fn compute_times(&self, chips: &[u32]) -> Vec<f64> {
+        if self.is_profiled() {
+            return self.measured_compute_times(chips);
+        }
         let mut t = vec![0.0; self.compute.len()];
         for (d, &c) in chips.iter().enumerate() {
             t[c as usize] += self.flops[d] / self.compute[c as usize];
@@ -180,6 +268,20 @@ impl LatencyModel {
         for ((f, _), hosts) in self.replicas.iter().zip(self.replica_hosts(chips)) {
             for c in hosts {
                 t[c as usize] += f / self.compute[c as usize];
+            }
+        }
+        t
+    }
+
+    /// [`LatencyModel::compute_times`] with measured times, in the same order.
+    fn measured_compute_times(&self, chips: &[u32]) -> Vec<f64> {
+        let mut t = vec![0.0; self.compute.len()];
+        for (d, &c) in chips.iter().enumerate() {
+            t[c as usize] += self.op_time(d as u32, c);
+        }
+        for (r, hosts) in self.replica_hosts(chips).into_iter().enumerate() {
+            for c in hosts {
+                t[c as usize] += self.replica_time(r as u32, c);
             }
         }
         t
@@ -335,11 +437,20 @@ impl LatencyModel {
     pub fn stage_of(&self, d: u32, parts: &ChipParts) -> f64 {
         let c = self.compute[d as usize];
         let mut compute = 0.0;
-        for &u in &parts.nodes {
-            compute += self.flops[u as usize] / c;
-        }
-        for &r in &parts.replicas {
-            compute += self.replicas[r as usize].0 / c;
+        if self.is_profiled() {
+            for &u in &parts.nodes {
+                compute += self.op_time(u, d);
+            }
+            for &r in &parts.replicas {
+                compute += self.replica_time(r, d);
+            }
+        } else {
+            for &u in &parts.nodes {
+                compute += self.flops[u as usize] / c;
+            }
+            for &r in &parts.replicas {
+                compute += self.replicas[r as usize].0 / c;
+            }
         }
         let mut links = 0.0;
         for (l, crossing) in &parts.links {
@@ -354,11 +465,12 @@ impl LatencyModel {
 }
 
 /// Per replicable node that runs (ascending), its flops and the placed
-/// nodes it feeds through replicable nodes only.
-fn replica_feeds(g: &Graph) -> Vec<(f64, Vec<u32>)> {
+/// nodes it feeds through replicable nodes only; and its node index.
+#[allow(clippy::type_complexity)]
+fn replica_feeds(g: &Graph) -> (Vec<(f64, Vec<u32>)>, Vec<usize>) {
     let n = g.nodes.len();
     if g.num_placed() == n {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
     let mut outs: Vec<Vec<usize>> = vec![Vec::new(); n];
     for e in &g.edges {
@@ -385,8 +497,8 @@ fn replica_feeds(g: &Graph) -> Vec<(f64, Vec<u32>)> {
         .into_iter()
         .enumerate()
         .filter(|(v, f)| g.decision_of(*v).is_none() && !f.is_empty())
-        .map(|(v, f)| (g.nodes[v].flops as f64, f))
-        .collect()
+        .map(|(v, f)| ((g.nodes[v].flops as f64, f), v))
+        .unzip()
 }
 
 #[cfg(test)]
@@ -475,5 +587,47 @@ mod tests {
             ]
         );
         assert!(m.stage_times(&[2, 0, 0, 0]).unwrap_err().contains("no route"));
+    }
+
+    /// Measured times replace flops / compute on chips of their kind, for
+    /// placed nodes and replicable copies alike; the parts still sum to the
+    /// stage bit for bit.
+    #[test]
+    fn measured_times_replace_flops_on_their_kind() {
+        let g = crate::graph::parse_graph_json(
+            r#"{"nodes": [
+                {"id": "x", "flops": 600, "output_bytes": 40, "times": {"fast": 1.5}},
+                {"id": "y", "flops": 900, "times": {"fast": 0.25, "slow": 7.0}},
+                {"id": "w", "flops": 30, "replicable": true, "times": {"fast": 0.125}}],
+               "edges": [{"from": "x", "to": "y"}, {"from": "w", "to": "x"}, {"from": "w", "to": "y"}]}"#,
+        )
+        .unwrap();
+        let mut a = chip("a", 100.0);
+        a.attrs.insert("kind".into(), Scalar::Str("fast".into()));
+        let b = chip("b", 300.0);
+        let mut attrs = std::collections::BTreeMap::new();
+        attrs.insert("bandwidth".into(), Scalar::Num(20.0, Dim::RATE));
+        let p = Package::new("p", vec![a, b], vec![Link { src: 0, dst: 1, attrs }]).unwrap();
+        let m = LatencyModel::new(Arc::new(g), Arc::new(p)).unwrap();
+        assert!(m.is_profiled());
+        // x on a (measured 1.5), y on b (no kind: 900 / 300); w copied to both.
+        let chips = [0, 1];
+        assert_eq!(m.compute_times(&chips), vec![1.5 + 0.125, 900.0 / 300.0 + 30.0 / 300.0]);
+        assert_eq!(
+            m.stage_times(&chips).unwrap(),
+            vec![1.5 + 0.125 + 40.0 / 20.0, 900.0 / 300.0 + 30.0 / 300.0]
+        );
+        assert_eq!(m.profiled_ops(&chips), (2, 4));
+        assert_eq!(m.compute_times(&[0, 0]), vec![1.5 + 0.25 + 0.125, 0.0]);
+        assert_eq!(m.profiled_ops(&[0, 0]), (3, 3));
+        for chips in [[0, 0], [0, 1], [1, 0], [1, 1]] {
+            let Ok(stages) = m.stage_times(&chips) else { continue };
+            for d in 0..2 {
+                let parts = m.parts(&chips, d);
+                assert_eq!(m.stage_of(d, &parts).to_bits(), stages[d as usize].to_bits());
+            }
+        }
+        // Unprofiled, the same graph costs flops / compute.
+        assert_eq!(model().profiled_ops(&[0, 1, 2, 2]), (0, 6));
     }
 }

@@ -236,6 +236,59 @@ fn a_misspelt_attribute_is_refused_where_it_is_written() {
     assert!(chip.contains("unknown chip attribute `Compute`"), "{chip}");
 }
 
+/// `kind` is a known chip attribute: a string (the key of a graph's
+/// measured op times), with a did-you-mean for a slip; every standard
+/// topology takes it as an optional last parameter, no kind by default.
+#[test]
+fn kind_is_a_string_chip_attribute_of_every_standard_topology() {
+    let typed =
+        errors("topology one() {\n    chips die { memory = 1 MiB, compute = 1 TFLOP/s, kind = 3 }\n}\nlet p = one()\n");
+    assert!(
+        typed.contains("chip attribute `kind` is a str elsewhere, an int here"),
+        "{typed}"
+    );
+    let slip = errors(
+        "topology one() {\n    chips die { memory = 1 MiB, compute = 1 TFLOP/s, knd = \"a100\" }\n}\nlet p = one()\n",
+    );
+    assert!(
+        slip.contains("unknown chip attribute `knd`") && slip.contains("did you mean `kind`?"),
+        "{slip}"
+    );
+    assert!(slip.contains("`memory`, `compute`, `overhead` and `kind`"), "{slip}");
+    let c = compile(
+        "use std::topologies::*\n\
+         let r = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s, kind = \"die\")\n\
+         let m = mesh(rows = 2, cols = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s, kind = \"tile\")\n\
+         let t = torus(rows = 3, cols = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s, kind = \"tile\")\n\
+         let b = bidirectional_ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s, kind = \"die\")\n\
+         let f = fully_connected(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s, kind = \"chiplet\")\n\
+         let g = gpu_cluster(machines = 2, gpus = 2, memory = 80 GiB, compute = 400 TFLOP/s, nvlink = 300 GB/s, network = 25 GB/s, kind = \"a100\")\n\
+         let plain = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n",
+    );
+    assert!(c.ok(), "{}", render_text(&c.program.sources, &c.diags));
+    let kinds: Vec<(String, Vec<Option<String>>)> = c
+        .packages
+        .iter()
+        .map(|(name, p)| {
+            let k = (0..p.num_chips() as u32)
+                .map(|i| p.chip_kind(i).map(str::to_string))
+                .collect();
+            (name.clone(), k)
+        })
+        .collect();
+    for (name, k) in &kinds {
+        let want = match name.as_str() {
+            "r" | "b" => Some("die"),
+            "m" | "t" => Some("tile"),
+            "f" => Some("chiplet"),
+            "g" => Some("a100"),
+            _ => None,
+        };
+        assert!(!k.is_empty() && k.iter().all(|x| x.as_deref() == want), "{name}: {k:?}");
+    }
+    assert_eq!(kinds.len(), 7);
+}
+
 #[test]
 fn attributes_far_from_the_known_ones_are_the_programs_own() {
     let c = compile(&format!(
@@ -313,7 +366,7 @@ fn a_chips_overhead_is_a_known_time() {
     let out = errors("topology one() {\n    chips die { compute = 1 TFLOP/s, overhed = 5 us }\n}\nlet p = one()\n");
     assert!(out.contains("unknown chip attribute `overhed`"), "{out}");
     assert!(out.contains("did you mean `overhead`?"), "{out}");
-    assert!(out.contains("`memory`, `compute` and `overhead`"), "{out}");
+    assert!(out.contains("`memory`, `compute`, `overhead` and `kind`"), "{out}");
     let wrong = errors("topology one() {\n    chips die { compute = 1 TFLOP/s, overhead = 5 GB }\n}\nlet p = one()\n");
     assert!(wrong.contains("overhead"), "{wrong}");
 }

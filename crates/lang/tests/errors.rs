@@ -124,8 +124,10 @@ fn wrong_arity_shows_the_signature() {
         ],
     );
 
-    let out = errors(&format!("{HEADER}let t = ring(2, 1 MiB, 1 TFLOP/s, 1 GB/s, 5)\n"));
-    assert_has(&out, &["`ring` takes 4 argument(s), 5 given", "extra argument"]);
+    let out = errors(&format!(
+        "{HEADER}let t = ring(2, 1 MiB, 1 TFLOP/s, 1 GB/s, \"die\", 5)\n"
+    ));
+    assert_has(&out, &["`ring` takes 5 argument(s), 6 given", "extra argument"]);
 
     let out = errors(&format!(
         "{HEADER}constraint near(k: int) {{ forall (u, v) in edges: hops(chip(u), chip(v)) <= k }}\n\

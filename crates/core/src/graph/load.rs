@@ -31,7 +31,7 @@ pub fn load_graph_file(path: &Path) -> Result<Graph, GraphError> {
 /// Parses the graph format from JSON text.
 pub fn parse_graph_json(text: &str) -> Result<Graph, GraphError> {
     let p = super::reader::read(text)?;
-    Graph::indexed(p.name, p.nodes, p.index, p.edges)
+    Graph::indexed(p.name, p.nodes, p.index, p.edges)?.with_profile(p.profile)
 }
 
 /// Writes a graph in the file format.
@@ -39,7 +39,8 @@ pub fn to_json(g: &Graph) -> Value {
     let nodes: Vec<Value> = g
         .nodes
         .iter()
-        .map(|n| {
+        .enumerate()
+        .map(|(i, n)| {
             let mut o = Map::new();
             o.insert("id".into(), n.id.clone().into());
             o.insert("op".into(), n.op.clone().into());
@@ -51,6 +52,15 @@ pub fn to_json(g: &Graph) -> Value {
             }
             for (k, v) in &n.extra {
                 o.insert(k.clone(), v.clone());
+            }
+            let times = g.profile.times(i);
+            if !times.is_empty() {
+                let kinds = g.profile.kinds();
+                let t: Map<String, Value> = times
+                    .iter()
+                    .map(|&(k, s)| (kinds[k as usize].clone(), s.into()))
+                    .collect();
+                o.insert("times".into(), Value::Object(t));
             }
             Value::Object(o)
         })

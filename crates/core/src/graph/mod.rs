@@ -5,10 +5,12 @@ pub mod dot;
 mod load;
 pub mod manifest;
 pub mod onnx;
+mod profile;
 mod reader;
 pub mod stats;
 
 pub use load::{load_graph_file, parse_graph_json, to_json};
+pub use profile::{Profile, ProfileBuilder};
 
 use std::collections::HashMap;
 use std::fmt;
@@ -67,6 +69,8 @@ pub struct Graph {
     decision_of: Vec<Option<u32>>,
     placed_edges: Vec<PlacedEdge>,
     weight_users: Vec<Option<u32>>,
+    /// Measured op times per chip kind, by node index.
+    profile: Profile,
 }
 
 /// Why a graph is not valid, naming the offending ids.
@@ -198,9 +202,27 @@ impl Graph {
             decision_of,
             placed_edges,
             weight_users: Vec::new(),
+            profile: Profile::default(),
         };
         g.weight_users = g.find_weight_users();
         Ok(g)
+    }
+
+    /// The nodes' measured times (the graph format's `times`).
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// The graph with these measured times, built node by node in node
+    /// order ([`ProfileBuilder`]); a profile of other nodes is refused.
+    pub fn with_profile(mut self, profile: Profile) -> Result<Graph, GraphError> {
+        if !profile.fits(self.nodes.len()) {
+            return Err(GraphError::new(
+                "the measured times are not those of this graph's nodes",
+            ));
+        }
+        self.profile = profile;
+        Ok(self)
     }
 
     pub fn node_index(&self, id: &str) -> Option<usize> {

@@ -6,6 +6,7 @@
 //! level, `name`, the first bad node, the first duplicate id, `edges`, and
 //! the first bad edge.
 
+use super::profile::{Profile, ProfileBuilder};
 use super::{GraphError, Node};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -18,6 +19,7 @@ pub(super) struct Parsed {
     pub nodes: Vec<Node>,
     pub index: HashMap<String, usize>,
     pub edges: Vec<(usize, usize, Option<u64>)>,
+    pub profile: Profile,
 }
 
 /// Parses the graph format from JSON text.
@@ -40,6 +42,8 @@ struct Reader {
     /// `None` until a `nodes` array was read.
     nodes: Option<Vec<Node>>,
     nodes_error: Option<GraphError>,
+    /// The nodes' measured times, in node order.
+    profile: ProfileBuilder,
     /// Built once the nodes are read without error.
     index: Option<HashMap<String, usize>>,
     edges_seen: bool,
@@ -88,6 +92,7 @@ impl Reader {
             nodes,
             index,
             edges,
+            profile: self.profile.finish(),
         })
     }
 
@@ -103,7 +108,10 @@ impl Reader {
             return;
         }
         match parse_node(i, v) {
-            Ok(n) => nodes.push(n),
+            Ok((n, times)) => {
+                nodes.push(n);
+                self.profile.push(times);
+            }
             Err(e) => self.nodes_error = Some(e),
         }
     }
@@ -226,13 +234,39 @@ fn node_id(v: Option<&Value>) -> Option<String> {
     }
 }
 
-fn parse_node(i: usize, v: Value) -> Result<Node, GraphError> {
+/// A node's `times`: seconds of one execution per chip kind, each a
+/// non-negative finite number (`null`: none).
+fn parse_times(id: &str, v: Value) -> Result<Vec<(String, f64)>, GraphError> {
+    let o =
+        match v {
+            Value::Null => return Ok(Vec::new()),
+            Value::Object(o) => o,
+            other => return Err(GraphError::new(format!(
+                "node `{id}`: `times` is {other}, which is not an object of seconds per chip kind"
+            ))
+            .with_help(
+                "write e.g. `\"times\": {\"a100\": 1.25e-4}`: the seconds one execution takes on a chip of that `kind`",
+            )),
+        };
+    o.into_iter()
+        .map(|(kind, t)| match t.as_f64() {
+            Some(x) if x >= 0.0 && x.is_finite() => Ok((kind, x)),
+            _ => Err(GraphError::new(format!(
+                "node `{id}`: `times.{kind}` is {t}, which is not a non-negative number of seconds"
+            ))),
+        })
+        .collect()
+}
+
+/// A node and its measured times.
+fn parse_node(i: usize, v: Value) -> Result<(Node, Vec<(String, f64)>), GraphError> {
     let Value::Object(o) = v else {
         return Err(GraphError::new(format!("node {i} is not an object")));
     };
     let id =
         node_id(o.get("id")).ok_or_else(|| GraphError::new(format!("node {i} has no `id` (a string or a number)")))?;
     let mut node = Node::new(id);
+    let mut times = Vec::new();
     let mut extra = Map::new();
     for (k, val) in o {
         match k.as_str() {
@@ -256,6 +290,7 @@ fn parse_node(i: usize, v: Value) -> Result<Node, GraphError> {
                     _ => node.output_bytes = x,
                 }
             }
+            "times" => times = parse_times(&node.id, val)?,
             "replicable" => {
                 node.replicable = val
                     .as_bool()
@@ -267,7 +302,7 @@ fn parse_node(i: usize, v: Value) -> Result<Node, GraphError> {
         }
     }
     node.extra = extra;
-    Ok(node)
+    Ok((node, times))
 }
 
 // ------------------------------------------------------------ the pass
@@ -488,6 +523,53 @@ mod tests {
     fn a_key_given_twice_is_refused() {
         let e = error(r#"{"nodes": [{"id": "a"}], "nodes": [{"id": "b"}]}"#);
         assert_eq!(e, "the top level has `nodes` twice");
+    }
+
+    #[test]
+    fn measured_times_are_read_per_kind() {
+        let g = parse_graph_json(
+            r#"{"nodes": [{"id": "a", "times": {"a100": 1.25e-4, "cpu": 3}}, {"id": "b"},
+                          {"id": "c", "times": {"cpu": 0}}, {"id": "d", "times": null}]}"#,
+        )
+        .unwrap();
+        let p = g.profile();
+        let (a100, cpu) = (p.kind_index("a100").unwrap(), p.kind_index("cpu").unwrap());
+        assert_eq!((p.time(0, a100), p.time(0, cpu)), (Some(1.25e-4), Some(3.0)));
+        assert_eq!(
+            (p.time(1, cpu), p.time(2, cpu), p.time(3, cpu)),
+            (None, Some(0.0), None)
+        );
+        assert!(!g.nodes[0].extra.contains_key("times"), "read, not kept as unknown");
+        // Written back as read.
+        let again = parse_graph_json(&crate::graph::to_json(&g).to_string()).unwrap();
+        assert_eq!(again.profile(), g.profile());
+        assert!(parse_graph_json(r#"{"nodes": [{"id": "a"}]}"#)
+            .unwrap()
+            .profile()
+            .is_empty());
+    }
+
+    #[test]
+    fn bad_times_name_the_node() {
+        for (times, want) in [
+            (
+                r#"{"gpu": -1}"#,
+                "node `n7`: `times.gpu` is -1, which is not a non-negative number of seconds",
+            ),
+            (
+                r#"{"gpu": "fast"}"#,
+                r#"node `n7`: `times.gpu` is "fast", which is not"#,
+            ),
+            (r#"{"gpu": [1]}"#, "node `n7`: `times.gpu` is [1]"),
+            ("[1e-3]", "node `n7`: `times` is [0.001], which is not an object"),
+            ("2", "node `n7`: `times` is 2"),
+        ] {
+            let e = error(&format!(r#"{{"nodes": [{{"id": "n7", "times": {times}}}]}}"#));
+            assert!(e.starts_with(want), "{e}");
+        }
+        // A time too large for a float is the text's error, with its place.
+        let e = error("{\"nodes\": [\n{\"id\": \"n7\", \"times\": {\"gpu\": 1e999}}]}");
+        assert!(e.starts_with("line 2"), "{e}");
     }
 
     #[test]

@@ -40,6 +40,9 @@ pub struct GraphStats {
     pub sinks: usize,
     /// Operator kinds and how many nodes have each, most frequent first.
     pub ops: Vec<(String, usize)>,
+    /// Per chip kind with measured op times (`times`), how many nodes have
+    /// one, in the order the kinds first appear.
+    pub measured: Vec<(String, usize)>,
     pub top_flops: Vec<NodeFigure>,
     pub top_params: Vec<NodeFigure>,
     pub top_output: Vec<NodeFigure>,
@@ -80,6 +83,13 @@ pub fn stats(g: &Graph, n: usize) -> GraphStats {
     }
     let mut ops: Vec<(String, usize)> = ops.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     ops.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let profile = g.profile();
+    let mut measured: Vec<(String, usize)> = profile.kinds().iter().map(|k| (k.clone(), 0)).collect();
+    for v in 0..g.nodes.len() {
+        for &(k, _) in profile.times(v) {
+            measured[k as usize].1 += 1;
+        }
+    }
     GraphStats {
         name: g.name.clone(),
         nodes: g.nodes.len(),
@@ -94,6 +104,7 @@ pub fn stats(g: &Graph, n: usize) -> GraphStats {
         sources: indeg.iter().filter(|d| **d == 0).count(),
         sinks: outdeg.iter().filter(|d| **d == 0).count(),
         ops,
+        measured,
         top_flops: top(g, |x| x.flops, n),
         top_params: top(g, |x| x.params, n),
         top_output: top(g, |x| x.output_bytes, n),
@@ -125,6 +136,7 @@ mod tests {
         assert_eq!((s.flops, s.weight_bytes, s.edge_bytes), (12, 3, 7));
         assert_eq!(s.top_flops[0].id, "b");
         assert_eq!(s.top_flops.len(), 1);
+        assert!(s.measured.is_empty());
     }
 
     #[test]
@@ -143,5 +155,14 @@ mod tests {
             "{v}"
         );
         assert_eq!(v["weight_bytes"], 0);
+    }
+
+    #[test]
+    fn measured_kinds_are_counted() {
+        let g = crate::graph::parse_graph_json(
+            r#"{"nodes": [{"id": "a", "times": {"cpu": 1}}, {"id": "b", "times": {"cpu": 2, "a100": 0.5}}, {"id": "c"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(stats(&g, 1).measured, [("cpu".to_string(), 2), ("a100".to_string(), 1)]);
     }
 }

@@ -179,6 +179,15 @@ impl Package {
         self.chip_number(chip, "compute")
     }
 
+    /// A chip's `kind` (`"a100"`, `"die"`): the key of the graph's measured
+    /// op times; `None` when absent or empty (no kind).
+    pub fn chip_kind(&self, chip: u32) -> Option<&str> {
+        match self.chip_attr(chip, "kind")? {
+            Scalar::Str(s) if !s.is_empty() => Some(s),
+            _ => None,
+        }
+    }
+
     /// A link's `bandwidth` in bytes per second, when it has one.
     pub fn link_bandwidth(&self, link: usize) -> Option<f64> {
         self.links.get(link)?.attrs.get("bandwidth")?.as_f64()

@@ -28,9 +28,13 @@ impl Interpreter<'_> {
     ) -> R<Package> {
         let mut b = Builder::default();
         self.build_into(t, module, args.clone(), call, &mut b)?;
+        // An empty string is left out: the standard topologies' `kind = ""`
+        // (no kind) says nothing about the package.
         let shown: Vec<String> = args
             .iter()
-            .filter_map(|(n, v)| v.to_scalar().map(|s| format!("{n} = {s}")))
+            .filter_map(|(n, v)| v.to_scalar().map(|s| (n, s)))
+            .filter(|(_, s)| !matches!(s, Scalar::Str(x) if x.is_empty()))
+            .map(|(n, s)| format!("{n} = {s}"))
             .collect();
         let name = format!("{}({})", t.name.name, shown.join(", "));
         Package::new(name, b.chips, b.links).map_err(|m| rt(call, m))

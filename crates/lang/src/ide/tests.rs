@@ -19,7 +19,7 @@ fn hover_on_a_topology_call_lists_its_parameters_with_units() {
     let (span, text) = hover(&c, at("ring(n")).unwrap();
     assert_eq!(c.program.sources.snippet(span), "ring");
     assert!(
-        text.contains("topology ring(n: int, memory: bytes, compute: flop_rate, bandwidth: rate)"),
+        text.contains("topology ring(n: int, memory: bytes, compute: flop_rate, bandwidth: rate, kind: str = \"\")"),
         "{text}"
     );
     assert!(

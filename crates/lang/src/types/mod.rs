@@ -109,10 +109,12 @@ pub const GRAPH_NODE_ATTRS: &[(&str, Ty)] = &[
     ("replicable", Ty::Bool),
 ];
 /// Chip and link attributes whose type is fixed, whatever the topology.
+/// A chip's `kind` names the measured op times of a graph that apply to it.
 pub const CHIP_ATTRS: &[(&str, Ty)] = &[
     ("memory", Ty::Num(Dim::BYTES)),
     ("compute", Ty::Num(Dim::FLOP_RATE)),
     ("overhead", Ty::Num(Dim::TIME)),
+    ("kind", Ty::Str),
 ];
 pub const LINK_ATTRS: &[(&str, Ty)] = &[("bandwidth", Ty::Num(Dim::RATE)), ("latency", Ty::Num(Dim::TIME))];
 

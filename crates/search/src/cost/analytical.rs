@@ -88,6 +88,10 @@ pub struct CostReport {
     pub links: Vec<LinkCost>,
     /// The dynamic check's verdict; `None` when it passes.
     pub memory_overflow: Option<String>,
+    /// Ops (placed nodes and replicable copies) costed by a measured time
+    /// on their chip's kind rather than flops / compute, of `ops`.
+    pub profiled_ops: usize,
+    pub ops: usize,
 }
 
 impl CostModel {
@@ -145,6 +149,7 @@ impl CostModel {
             let chips = Chips {
                 compute: &self.core.compute,
                 pairs: self.chip_pairs(),
+                shortest: self.core.is_profiled().then(|| self.core.shortest_op_times()),
             };
             bounds::structural(&self.graph, &chips, self.confined)
         })
@@ -221,6 +226,7 @@ impl CostModel {
             })
             .collect();
         let bound = self.bound().clone();
+        let (profiled_ops, ops) = self.core.profiled_ops(chips);
         Ok(CostReport {
             latency_s: latency,
             throughput: 1.0 / latency,
@@ -231,6 +237,8 @@ impl CostModel {
             chips: per_chip,
             links: link_costs,
             memory_overflow: overflow,
+            profiled_ops,
+            ops,
         })
     }
 }
@@ -263,7 +271,7 @@ impl Objective for CostModel {
             cost: r.latency_s,
             bound: r.bound.clone(),
             json: serde_json::to_value(&r).map_err(|e| e.to_string())?,
-            text: text(&self.package, &r),
+            text: text(&self.package, &r, !self.graph.profile().is_empty()),
         })
     }
 
@@ -284,8 +292,9 @@ fn bytes(v: f64) -> String {
 const LINKS_SHOWN: usize = 12;
 
 /// The report in words: latency and throughput, the bound and the gap, a
-/// row per chip that holds anything, and the busiest links.
-fn text(package: &Package, r: &CostReport) -> String {
+/// row per chip that holds anything, and the busiest links; `profiled`:
+/// the graph has measured times, and the count of ops that used one.
+fn text(package: &Package, r: &CostReport, profiled: bool) -> String {
     let mut s = String::new();
     let name = |c: u32| &package.chips[c as usize].name;
     let _ = writeln!(
@@ -304,6 +313,9 @@ fn text(package: &Package, r: &CostReport) -> String {
         r.bound.because,
         r.latency_s / r.bound_latency_s
     );
+    if profiled {
+        let _ = writeln!(s, "{}", super::profiled_line(r.profiled_ops, r.ops));
+    }
     let _ = writeln!(
         s,
         "{:<12} {:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}",

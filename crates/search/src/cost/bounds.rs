@@ -24,6 +24,14 @@
 //!   T ≥ (F_S + c_a·B / bw(l)) / (c_a + c_b). The bound is the least of
 //!   these over the cases (one chip, every ordered pair with a route).
 //!
+//! With measured op times a node's time depends on the chip's kind, not
+//! on flops / c alone. Each bound above then holds with every node charged
+//! its shortest time on any chip (a chip spends at least that on it) in
+//! place of its flops, and every chip's rate set to 1: the total is the
+//! sum of shortest times over the number of chips, the largest node its
+//! shortest time, and an edge span's work W_S splits as T ≥ W_S on one
+//! chip, T ≥ (W_S + B / bw(l)) / 2 on two.
+//!
 //! Not claimed: a node whose consumers sit on several chips confines its
 //! whole neighbourhood to those chips only, not to two, so nothing is
 //! derived from it.
@@ -85,6 +93,10 @@ pub(super) struct Chips<'a> {
     /// link's bandwidth), deduplicated; `None` when there are too many to
     /// try per edge (then links are left out, which only weakens the bound).
     pub pairs: Option<Vec<(f64, f64, f64)>>,
+    /// With measured op times: per graph node, its shortest time on any
+    /// chip (`LatencyModel::shortest_op_times`); the bounds then count
+    /// seconds instead of flops.
+    pub shortest: Option<Vec<f64>>,
 }
 
 /// The most distinct (c_a, c_b, bandwidth) pairs tried per edge.
@@ -97,13 +109,44 @@ const MAX_SPAN_NODES: usize = 16_384;
 /// Every structural bound of `graph` on `chips`; `confined`: the rules force
 /// the nodes between an edge's ends onto its two chips.
 pub(super) fn structural(graph: &Graph, chips: &Chips, confined: bool) -> Vec<Bound> {
+    let Some(shortest) = &chips.shortest else {
+        return structural_in(
+            graph,
+            chips,
+            running(graph, |v| graph.nodes[v].flops as f64),
+            confined,
+            false,
+        );
+    };
+    // Seconds on chips of rate 1: see the module's note on measured times.
+    let ones = vec![1.0; chips.compute.len()];
+    let pairs = chips.pairs.as_ref().map(|p| {
+        let mut bw: Vec<f64> = p.iter().map(|&(_, _, w)| w).collect();
+        bw.sort_by(f64::total_cmp);
+        bw.dedup();
+        bw.into_iter().map(|w| (1.0, 1.0, w)).collect()
+    });
+    let seconds = Chips {
+        compute: &ones,
+        pairs,
+        shortest: None,
+    };
+    structural_in(graph, &seconds, running(graph, |v| shortest[v]), confined, true)
+}
+
+/// [`structural`] over a work per node: flops on chips of their rates, or
+/// seconds (`timed`) on chips of rate 1.
+fn structural_in(graph: &Graph, chips: &Chips, flops: Vec<f64>, confined: bool, timed: bool) -> Vec<Bound> {
     let total: f64 = chips.compute.iter().sum();
     let fastest = chips.compute.iter().copied().fold(0.0, f64::max);
-    let flops = running_flops(graph);
     let mut out = vec![Bound {
         kind: BoundKind::TotalCompute,
         latency_s: flops.iter().sum::<f64>() / total,
-        because: "total flops / total compute".into(),
+        because: if timed {
+            "total shortest op time / chips (measured op times)".into()
+        } else {
+            "total flops / total compute".into()
+        },
     }];
     if let Some((u, f)) = flops
         .iter()
@@ -116,7 +159,11 @@ pub(super) fn structural(graph: &Graph, chips: &Chips, confined: bool) -> Vec<Bo
         out.push(Bound {
             kind: BoundKind::LargestNode,
             latency_s: f / fastest,
-            because: format!("node `{}` on the fastest chip", graph.nodes[u].id),
+            because: if timed {
+                format!("node `{}` at its shortest time on any chip", graph.nodes[u].id)
+            } else {
+                format!("node `{}` on the fastest chip", graph.nodes[u].id)
+            },
         });
     }
     if let Some(b) = edge_span(graph, chips, &flops, confined && graph.num_placed() <= MAX_SPAN_NODES) {
@@ -147,10 +194,10 @@ pub fn proven(bounds: &[Bound]) -> Option<&Bound> {
     })
 }
 
-/// Flops per node that are computed at least once: placed nodes, and
-/// replicable nodes copied next to some placed consumer (one with none is
-/// never computed, and counts 0).
-fn running_flops(g: &Graph) -> Vec<f64> {
+/// The work (flops or seconds) per node that is computed at least once:
+/// placed nodes, and replicable nodes copied next to some placed consumer
+/// (one with none is never computed, and counts 0).
+fn running(g: &Graph, work: impl Fn(usize) -> f64) -> Vec<f64> {
     let mut runs: Vec<bool> = (0..g.nodes.len()).map(|v| g.decision_of(v).is_some()).collect();
     let mut outs: Vec<Vec<usize>> = vec![Vec::new(); g.nodes.len()];
     for e in &g.edges {
@@ -161,11 +208,16 @@ fn running_flops(g: &Graph) -> Vec<f64> {
             runs[v] = outs[v].iter().any(|&w| runs[w]);
         }
     }
-    g.nodes
-        .iter()
-        .zip(runs)
-        .map(|(n, r)| if r { n.flops as f64 } else { 0.0 })
+    runs.into_iter()
+        .enumerate()
+        .map(|(v, r)| if r { work(v) } else { 0.0 })
         .collect()
+}
+
+/// [`running`] of the flops.
+#[cfg(test)]
+fn running_flops(g: &Graph) -> Vec<f64> {
+    running(g, |v| g.nodes[v].flops as f64)
 }
 
 /// The tightest edge bound: S = the nodes between the edge's ends when
@@ -357,6 +409,7 @@ mod tests {
         let chips = Chips {
             compute: &[1.0, 1.0],
             pairs: None,
+            shortest: None,
         };
         let latency = |confined: bool, k: BoundKind| {
             structural(&g, &chips, confined)
@@ -376,10 +429,34 @@ mod tests {
         let linked = Chips {
             compute: &[1.0, 1.0],
             pairs: Some(vec![(1.0, 1.0, 100.0)]),
+            shortest: None,
         };
         let b = structural(&g, &linked, false);
         let span = b.iter().find(|b| b.kind == BoundKind::EdgeSpan).unwrap();
         assert_eq!(span.latency_s, 11.0);
         assert!(span.because.contains("`c` -> `d`"), "{span:?}");
+    }
+
+    /// With measured times the bounds count each node's shortest time on
+    /// chips of rate 1, whatever the chips' flop rates: the diamond with
+    /// times 3, 1, 2, 0.5 (and the unused replica's 50 not counted) on
+    /// three chips.
+    #[test]
+    fn measured_times_bound_in_seconds() {
+        let g = diamond();
+        let chips = Chips {
+            compute: &[1e9, 2e9, 4e9],
+            pairs: Some(vec![(1e9, 2e9, 4.0), (2e9, 1e9, 8.0)]),
+            shortest: Some(vec![3.0, 1.0, 2.0, 0.5, 50.0]),
+        };
+        let bounds = structural(&g, &chips, true);
+        let get = |k: BoundKind| bounds.iter().find(|b| b.kind == k).unwrap();
+        assert_eq!(get(BoundKind::TotalCompute).latency_s, 6.5 / 3.0);
+        assert!(get(BoundKind::TotalCompute).because.contains("shortest op time"));
+        assert_eq!(get(BoundKind::LargestNode).latency_s, 3.0);
+        assert!(get(BoundKind::LargestNode).because.contains("`a`"));
+        // a -> d confined with b and c: 6.5 on one chip; on two, the fastest
+        // link a -> d carries 1000 B at 8 B/s: (6.5 + 125) / 2 > 6.5.
+        assert_eq!(get(BoundKind::EdgeSpan).latency_s, 6.5);
     }
 }

@@ -128,3 +128,40 @@ impl Evaluate for Analytical {
         }
     }
 }
+
+/// The report line on measured op times: how many ops a cost model charged
+/// a measured time on their chip's kind (`eval` shows it whenever the graph
+/// has `times`).
+pub(crate) fn profiled_line(profiled: usize, ops: usize) -> String {
+    format!(
+        "profiled: {} of {} ops on their chip's kind (the rest cost flops / compute)",
+        grouped(profiled),
+        grouped(ops)
+    )
+}
+
+/// `1034` as `1,034`.
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+#[cfg(test)]
+mod profiled_tests {
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        let g: Vec<String> = [0, 999, 1000, 1034, 1234567].into_iter().map(super::grouped).collect();
+        assert_eq!(g, ["0", "999", "1,000", "1,034", "1,234,567"]);
+        assert_eq!(
+            super::profiled_line(812, 1034),
+            "profiled: 812 of 1,034 ops on their chip's kind (the rest cost flops / compute)"
+        );
+    }
+}

@@ -214,10 +214,15 @@ fn describe(
         })
         .collect();
     let gap = s.step_time_s / bound.latency_s;
+    let profiled_ops = s
+        .ops
+        .iter()
+        .filter(|o| model.times.is_measured(o.node as usize, o.chip))
+        .count();
     let json = serde_json::json!({
         "step_time_s": s.step_time_s,
         "bound_step_time_s": bound.latency_s, "bound": bound, "bounds": all, "gap": gap,
-        "ops": s.ops.len(), "transfers": s.transfers.len(),
+        "ops": s.ops.len(), "profiled_ops": profiled_ops, "transfers": s.transfers.len(),
         "chips": per_chip, "links": per_link,
         "last_op": s.last_op.map(op_json), "last_transfer": s.last_transfer.map(transfer_json),
         "critical_path": path, "memory_overflow": overflow,
@@ -236,6 +241,9 @@ fn describe(
         secs(bound.latency_s),
         bound.because
     );
+    if !g.profile().is_empty() {
+        let _ = writeln!(t, "{}", super::profiled_line(profiled_ops, s.ops.len()));
+    }
     if let Some(i) = s.last_transfer {
         let x = &s.transfers[i];
         let l = &p.links[x.link as usize];

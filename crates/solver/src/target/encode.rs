@@ -139,15 +139,16 @@ impl TargetSat {
     /// (defined here on first use).
     fn parts(&mut self, m: &mut Model, solver: &mut Solver<'static>, d: u32) -> Vec<(Lit, f64)> {
         let model = self.model.clone();
-        let rate = model.compute[d as usize];
         let mut items = Vec::new();
         for u in 0..model.flops.len() as u32 {
-            if model.flops[u as usize] > 0.0 {
-                items.push((m.x(u, d), model.flops[u as usize] / rate));
+            let t = model.op_time(u, d);
+            if t > 0.0 {
+                items.push((m.x(u, d), t));
             }
         }
-        for (r, (f, feeds)) in model.replicas.iter().enumerate() {
-            if *f == 0.0 {
+        for (r, (_, feeds)) in model.replicas.iter().enumerate() {
+            let t = model.replica_time(r as u32, d);
+            if t == 0.0 {
                 continue;
             }
             let lit = *self.copies.entry((r as u32, d)).or_insert_with(|| {
@@ -157,7 +158,7 @@ impl TargetSat {
                 }
                 h
             });
-            items.push((lit, f / rate));
+            items.push((lit, t));
         }
         for l in 0..model.bandwidth.len() {
             if model.package.links[l].src != d {
@@ -388,14 +389,13 @@ impl TargetSat {
 
 /// Drops parts, lightest first, while the rest alone stays over `t`.
 fn shrink(model: &LatencyModel, d: u32, mut parts: ChipParts, t: f64) -> ChipParts {
-    let rate = model.compute[d as usize];
     // (weight, kind, index) of every part; kind 0 node, 1 replica, 2 crossing.
     let mut all: Vec<(f64, u8, usize, usize)> = Vec::new();
     for (i, &u) in parts.nodes.iter().enumerate() {
-        all.push((model.flops[u as usize] / rate, 0, i, 0));
+        all.push((model.op_time(u, d), 0, i, 0));
     }
     for (i, &r) in parts.replicas.iter().enumerate() {
-        all.push((model.replicas[r as usize].0 / rate, 1, i, 0));
+        all.push((model.replica_time(r, d), 1, i, 0));
     }
     for (k, (l, crossing)) in parts.links.iter().enumerate() {
         for (i, &(_, b)) in crossing.iter().enumerate() {

@@ -3,7 +3,10 @@
 //!
 //! - compute: trailed loads per chip, added to as nodes are fixed (with the
 //!   replicable copies a fixed node brings to its chip), as `memory_capacity`
-//!   keeps its loads;
+//!   keeps its loads: flops (an integer, so that the order nodes are fixed
+//!   in does not change the sum), or seconds where measured op times make
+//!   the time of a node depend on the chip's kind (a sum in another order
+//!   differs by rounding only, far below `SLACK`);
 //! - links: the transfers between fixed nodes on different chips, each at
 //!   least the largest of its fixed off-chip edges, over every link of its
 //!   routes; recomputed once the queue is empty (`late`);
@@ -22,9 +25,11 @@ pub struct TargetPropagator {
     target: Target,
     /// What a bound may reach before it prunes.
     limit: f64,
-    /// Per chip, the flops fixed there, copies included: an integer, so
-    /// that the order nodes are fixed in does not change the sum.
+    /// Per chip, the flops fixed there, copies included; with measured
+    /// times, the seconds (f64 bits).
     load: Vec<u32>,
+    /// The model has measured times: loads are seconds.
+    profiled: bool,
     /// Per chip, the transfers forced out of it (f64 bits).
     links: Vec<u32>,
     /// Per node: a cell set once its compute is counted.
@@ -33,8 +38,12 @@ pub struct TargetPropagator {
     copy: Vec<u32>,
     /// Per placed node, the replicas it brings to its chip.
     brings: Vec<Vec<u32>>,
-    /// Nodes with flops, heaviest first.
-    heavy: Vec<u32>,
+    /// Per class of chips, the nodes that take time there, heaviest first:
+    /// one class without measured times (flops order every chip alike);
+    /// with them, one per measured kind and compute rate.
+    heavy: Vec<Vec<u32>>,
+    /// Per chip, its class.
+    class: Vec<u32>,
 }
 
 fn get(cx: &Cx, cell: u32) -> f64 {
@@ -56,16 +65,17 @@ impl TargetPropagator {
                 brings[u as usize].push(r as u32);
             }
         }
-        let mut heavy: Vec<u32> = (0..n as u32).filter(|&u| m.flops[u as usize] > 0.0).collect();
-        heavy.sort_by(|a, b| m.flops[*b as usize].total_cmp(&m.flops[*a as usize]));
+        let (heavy, class) = heavy_classes(m, n, c);
         let mut p = TargetPropagator {
             limit: target.latency_s * (1.0 + SLACK),
             load: (0..c).map(|_| cx.new_cell(0)).collect(),
+            profiled: m.is_profiled(),
             links: (0..c).map(|_| cx.new_cell(0)).collect(),
             counted: (0..n).map(|_| cx.new_cell(0)).collect(),
             copy: (0..m.replicas.len() * c).map(|_| cx.new_cell(0)).collect(),
             brings,
             heavy,
+            class,
             target,
         };
         p.propagate_from_scratch(cx)?;
@@ -75,14 +85,12 @@ impl TargetPropagator {
     /// Counts fixed node `x`'s compute (and the copies it brings) on chip `d`.
     fn count(&self, x: u32, d: u32, cx: &mut Cx) {
         let m = &self.target.model;
-        let mut load = cx
-            .cell(self.load[d as usize])
-            .saturating_add(m.flops[x as usize] as i64);
+        let mut load = self.plus(cx.cell(self.load[d as usize]), m.flops[x as usize], || m.op_time(x, d));
         for &r in &self.brings[x as usize] {
             let cell = self.copy[r as usize * cx.chips() + d as usize];
             if cx.cell(cell) == 0 {
                 cx.set_cell(cell, 1);
-                load = load.saturating_add(m.replicas[r as usize].0 as i64);
+                load = self.plus(load, m.replicas[r as usize].0, || m.replica_time(r, d));
             }
         }
         cx.set_cell(self.counted[x as usize], 1);
@@ -93,21 +101,20 @@ impl TargetPropagator {
     /// compute is more than the room left.
     fn crowd_out(&self, d: u32, cx: &mut Cx) -> Result<(), Fail> {
         let m = &self.target.model;
-        let rate = m.compute[d as usize];
         let (load, links) = (cx.cell(self.load[d as usize]), get(cx, self.links[d as usize]));
         // NaN is over: never reached with finite weights, refused if it is.
-        let over = |flops: i64| {
+        let over = |load: i64| {
             use std::cmp::Ordering::{Equal, Less};
             !matches!(
-                (flops as f64 / rate + links).partial_cmp(&self.limit),
+                (self.seconds(load, d) + links).partial_cmp(&self.limit),
                 Some(Less | Equal)
             )
         };
         if over(load) {
             return Err(cx.fail());
         }
-        for &y in &self.heavy {
-            if !over(load.saturating_add(m.flops[y as usize] as i64)) {
+        for &y in &self.heavy[self.class[d as usize] as usize] {
+            if !over(self.plus(load, m.flops[y as usize], || m.op_time(y, d))) {
                 break;
             }
             if !cx.is_fixed(y) {
@@ -115,6 +122,24 @@ impl TargetPropagator {
             }
         }
         Ok(())
+    }
+
+    /// A load with one more op: its flops, or its seconds when measured.
+    fn plus(&self, load: i64, flops: f64, seconds: impl FnOnce() -> f64) -> i64 {
+        if self.profiled {
+            (f64::from_bits(load as u64) + seconds()).to_bits() as i64
+        } else {
+            load.saturating_add(flops as i64)
+        }
+    }
+
+    /// The seconds of compute a load on chip `d` stands for.
+    fn seconds(&self, load: i64, d: u32) -> f64 {
+        if self.profiled {
+            f64::from_bits(load as u64)
+        } else {
+            load as f64 / self.target.model.compute[d as usize]
+        }
     }
 
     /// Per chip, the time of the links leaving it that fixed pairs force.
@@ -159,6 +184,30 @@ impl TargetPropagator {
         }
         Ok(out)
     }
+}
+
+/// The heavy lists and each chip's class (see [`TargetPropagator::heavy`]).
+fn heavy_classes(m: &LatencyModel, n: usize, c: usize) -> (Vec<Vec<u32>>, Vec<u32>) {
+    if !m.is_profiled() {
+        let mut heavy: Vec<u32> = (0..n as u32).filter(|&u| m.flops[u as usize] > 0.0).collect();
+        heavy.sort_by(|a, b| m.flops[*b as usize].total_cmp(&m.flops[*a as usize]));
+        return (vec![heavy], vec![0; c]);
+    }
+    let mut keys: Vec<(Option<u32>, u64)> = Vec::new();
+    let mut class = Vec::with_capacity(c);
+    let mut heavy = Vec::new();
+    for d in 0..c as u32 {
+        let key = (m.measured.column(d), m.compute[d as usize].to_bits());
+        let k = keys.iter().position(|&x| x == key).unwrap_or_else(|| {
+            keys.push(key);
+            let mut h: Vec<u32> = (0..n as u32).filter(|&u| m.op_time(u, d) > 0.0).collect();
+            h.sort_by(|a, b| m.op_time(*b, d).total_cmp(&m.op_time(*a, d)));
+            heavy.push(h);
+            keys.len() - 1
+        });
+        class.push(k as u32);
+    }
+    (heavy, class)
 }
 
 impl Propagator for TargetPropagator {

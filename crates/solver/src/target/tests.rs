@@ -2,7 +2,8 @@
 //! propagator on complete placements and SAT under decisions fixing every
 //! node agree with [`LatencyModel::latency`] for targets at and around each
 //! placement's latency; incremental propagation matches from-scratch; SAT
-//! with no decisions finds the optimum that enumeration finds.
+//! with no decisions finds the optimum that enumeration finds; with
+//! measured op times too.
 
 use super::{Target, TargetPropagator};
 use crate::domain::mask_of;
@@ -70,7 +71,7 @@ fn instance(rng: &mut ChaCha8Rng) -> (Arc<Graph>, Arc<Package>) {
         ),
         _ => (4, vec![(0, 1), (1, 0), (0, 2), (2, 0), (1, 3), (3, 1), (2, 3), (3, 2)]),
     };
-    let chips = (0..c)
+    let chips: Vec<Chip> = (0..c)
         .map(|i| Chip {
             name: format!("c{i}"),
             attrs: attrs(&[("compute", rng.random_range(1..=3) as f64 * 1000.0, Dim::FLOP_RATE)]),
@@ -90,6 +91,27 @@ fn instance(rng: &mut ChaCha8Rng) -> (Arc<Graph>, Arc<Package>) {
             dst: b,
             attrs: attrs(&at),
         });
+    }
+    let mut chips: Vec<Chip> = chips;
+    let mut g = g;
+    // Half the time, measured op times on some chips' kinds.
+    if rng.random_bool(0.5) {
+        for chip in &mut chips {
+            if let Some(k) = [Some("x"), Some("y"), None][rng.random_range(0..3)] {
+                chip.attrs.insert("kind".into(), Scalar::Str(k.into()));
+            }
+        }
+        let mut b = mcm_core::graph::ProfileBuilder::default();
+        for _ in 0..g.nodes.len() {
+            let mut times = Vec::new();
+            for k in ["x", "y"] {
+                if rng.random_bool(0.6) {
+                    times.push((k.to_string(), rng.random_range(0..=8) as f64 * 0.5));
+                }
+            }
+            b.push(times);
+        }
+        g = g.with_profile(b.finish()).expect("a profile of its nodes");
     }
     let p = Package::new("p", chips, links).expect("a package");
     (Arc::new(g), Arc::new(p))

@@ -186,3 +186,23 @@ fn the_shipped_step_time_examples_solve() {
         assert!(v["gap"].as_f64().unwrap() >= 1.0 - 1e-9, "{file}");
     }
 }
+
+/// `eval` against `tools/step_time_ref.py`, a second implementation of the
+/// spec in Python that shares no code with the simulator, on random graphs
+/// (replicable nodes, zero-time ops), packages (one-way and two-way links,
+/// link latency, op overhead, unequal chips) and partitions.
+#[test]
+fn eval_agrees_with_the_python_reference_on_random_problems() {
+    let d = scratch("step-reference");
+    let tool = common::root().join("tools/step_time_crosscheck.py");
+    let o = std::process::Command::new("python3")
+        .arg(&tool)
+        .arg(env!("CARGO_BIN_EXE_mcmpart"))
+        .arg("60")
+        .arg(&d)
+        .output()
+        .expect("python3 runs the cross-check");
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("60 cases, 0 disagreements"), "{out}");
+}

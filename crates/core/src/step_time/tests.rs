@@ -855,11 +855,11 @@ fn every_bound_is_below_the_exhaustive_optimum() {
         assert!(bounds.iter().any(|b| b.kind == StepBoundKind::TotalWork));
         for b in &bounds {
             assert!(
-                b.step_time_s <= best_step * (1.0 + 1e-12),
+                b.step_time_s <= best_step,
                 "case {case}: {b:?} above the optimum {best_step}"
             );
         }
-        if best(&bounds).is_some_and(|b| b.step_time_s == best_step) {
+        if best(&bounds).is_some_and(|b| b.step_time_s >= best_step * (1.0 - 1e-12)) {
             tight += 1;
         }
     }
@@ -875,18 +875,20 @@ fn bounds_on_a_hand_computed_case() {
     let m = model(g, p);
     let b = step_time_bounds(&m, None);
     let get = |k| b.iter().find(|x| x.kind == k).unwrap().step_time_s;
+    // Each bound is shaded a few units in the last place below its sum.
+    let near = |got: f64, want: f64| assert!(got <= want && got >= want * (1.0 - 1e-12), "{got} vs {want}");
     // Path: 1 + 2 on the fast chip; c alone is 3.
-    assert_eq!(get(StepBoundKind::CriticalPath), 3.0);
+    near(get(StepBoundKind::CriticalPath), 3.0);
     // 12 flops over 3 FLOP/s beats (1 + 2 + 3) / 2.
-    assert_eq!(get(StepBoundKind::TotalWork), 4.0);
+    near(get(StepBoundKind::TotalWork), 4.0);
     // c confined to the slow chip: 6 s there.
     let allowed = vec![vec![0, 1], vec![0, 1], vec![0]];
     let b = step_time_bounds(&m, Some(&allowed));
     let pinned = b.iter().find(|x| x.kind == StepBoundKind::Pinned).unwrap();
-    assert_eq!(pinned.step_time_s, 6.0);
+    near(pinned.step_time_s, 6.0);
     assert!(pinned.because.contains("`c`") && pinned.because.contains("`c0`"));
     // The path through c, now confined to the slow chip, is as long.
-    assert_eq!(best(&b).unwrap().step_time_s, 6.0);
+    near(best(&b).unwrap().step_time_s, 6.0);
 }
 
 #[test]

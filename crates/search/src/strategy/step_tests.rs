@@ -80,3 +80,21 @@ fn exact_under_throughput_still_proves_its_bound() {
     let o = run(&p, &judge, s.as_mut(), Budget::Samples(200), 1, None).expect("feasible");
     assert!(o.proven_bound_s.is_some());
 }
+
+#[test]
+fn auto_under_step_time_is_no_worse_than_any_heuristic() {
+    // auto judges the heuristics' proposals among its first partitions when
+    // the objective has no target encoding, so none of them beats it.
+    let p = problem("minimize step_time");
+    let best_of = |name: &str, samples: usize| {
+        let mut s = by_name(name, &RlOptions::default()).unwrap().unwrap();
+        let judge = Judge::new(&p, &JudgeOptions::default()).expect("a judge");
+        let o = run(&p, &judge, s.as_mut(), Budget::Samples(samples), 3, None).expect("feasible");
+        o.best.unwrap_or_else(|| panic!("{name} found no partition")).throughput
+    };
+    let auto = best_of("auto", 60);
+    for kind in super::heuristics::Kind::ALL {
+        let h = best_of(kind.name(), 4);
+        assert!(auto >= h, "auto {auto} below {} {h}", kind.name());
+    }
+}

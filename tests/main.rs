@@ -22,6 +22,7 @@ mod import;
 mod lsp;
 mod lsp_fuzz;
 mod memory;
+mod profiled_eval;
 mod rl;
 mod semantics;
 mod show;

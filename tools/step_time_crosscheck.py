@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Random problems (graphs with replicable nodes, packages with one-way and
-two-way links, link latency and op overhead, random partitions): the step
+"""Random problems (graphs with replicable nodes and measured op times, packages with one-way and
+two-way links, link latency, op overhead and chip kinds, random partitions): the step
 time `mcmpart eval --json` reports against step_time_ref.py's, an
 implementation of shared/spec/step-time.md that shares no code with it.
 
@@ -26,6 +26,8 @@ for case in range(N_CASES):
     for i in range(n):
         flops = rnd.choice([0, 0, 1e6, 2e6, 3e6, rnd.randint(1, 10**7)])
         nodes.append({"id": f"n{i}", "op": "x", "flops": int(flops), "output_bytes": rnd.choice([0, 1024, 4096, rnd.randint(1, 10**6)])})
+        if rnd.random() < 0.3:
+            nodes[-1]["times"] = {k: rnd.choice([0.0, 1e-6, rnd.uniform(0, 1e-5)]) for k in ("a", "b") if rnd.random() < 0.7}
         for j in range(i):
             if rnd.random() < (0.5 if j == i - 1 else 0.15):
                 e = {"from": f"n{j}", "to": f"n{i}"}
@@ -42,7 +44,8 @@ for case in range(N_CASES):
     for c in range(C):
         comp = rnd.choice([1, 2, 4])
         ov = rnd.choice(["", ", overhead = 1 us", ", overhead = 3 us"]) if rnd.random() < 0.4 else ""
-        lines.append(f"    chips c{c}[1] {{ memory = 1 GiB, compute = {comp} TFLOP/s{ov} }}")
+        kd = rnd.choice(["", "", ', kind = "a"', ', kind = "b"'])
+        lines.append(f"    chips c{c}[1] {{ memory = 1 GiB, compute = {comp} TFLOP/s{ov}{kd} }}")
     links = set()
     for c in range(C):
         if C > 1:

@@ -4,7 +4,8 @@ spec text alone, to cross-check `mcmpart eval --json` under step time.
 
 usage: step_time_ref.py GRAPH.json[.gz] PARTITION.json PACKAGE.json
   PACKAGE.json is `mcmpart show FILE --format json` (chips, links).
-Prints {"step_time_s": ...}."""
+Prints {"step_time_s": ...}. A node's measured time for its chip's `kind`
+("times": {"a100": 1.25e-4}) replaces flops / compute."""
 import gzip, heapq, json, sys
 from collections import deque
 
@@ -42,6 +43,7 @@ def main(gpath, ppath, kpath):
     C = len(chips)
     compute = [float(c["compute"]) for c in chips]
     overhead = [float(num(c, "overhead") or 0.0) for c in chips]
+    kind = [num(c, "kind") for c in chips]
     links = pkg["links"]
     bw = [float(l["bandwidth"]) for l in links]
     lat = [float(num(l, "latency") or 0.0) for l in links]
@@ -65,6 +67,9 @@ def main(gpath, ppath, kpath):
                     hosts[u].add(chip[v])
 
     def t(u, d):
+        measured = (nodes[u].get("times") or {}).get(kind[d]) if kind[d] else None
+        if measured is not None:
+            return float(measured) + overhead[d]
         return nodes[u].get("flops", 0) / compute[d] + overhead[d]
 
     # route tree from each chip: BFS, out-links by increasing destination

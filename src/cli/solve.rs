@@ -33,7 +33,9 @@ pub struct SolveArgs {
     #[arg(long)]
     pub problem: Option<String>,
     /// greedy, random, anneal, dp, rl, rl-zero-shot, rl-scratch, rl-nosolver,
-    /// exact, lns or auto (default: auto with `--time`, dp otherwise).
+    /// exact, lns, auto, or a heuristic of the literature: hash,
+    /// critical-path, m-topo, m-etf, m-sct, metis, parmesan (default: auto
+    /// with `--time`, dp otherwise).
     #[arg(long)]
     pub strategy: Option<String>,
     /// Budget in samples (evaluated partitions); 1000 when neither

@@ -285,8 +285,27 @@ const LEGACY_LAYOUTS: &[&str] = &[include_str!("legacy/topologies-before-fmt.txt
 /// longer matches, and is hashed.
 const LATER_ITEMS: &[&str] = &[include_str!("legacy/torus-added-after-runs.txt")];
 
+/// Text added to every standard topology after the committed runs were
+/// made, each exact, all occurrences removed before hashing: the optional
+/// chip `kind` (default `""`, which sets nothing, so a package made without
+/// it is the package the runs were made on; one made with it is hashed by
+/// its chips, kinds included).
+const LATER_EDITS: &[&str] = &[
+    " Each takes an\n// optional chip `kind` (`kind = \"a100\"`): a graph's measured op times for\n// that kind then replace flops / compute; the default, \"\", is no kind.",
+    ", kind: str = \"\"",
+    "    if kind != \"\" {\n        for i in 0..n {\n            set die[i] { kind = kind }\n        }\n    }\n",
+    "    if kind != \"\" {\n        for i in 0..rows * cols {\n            set tile[i] { kind = kind }\n        }\n    }\n",
+    "    if kind != \"\" {\n        for i in 0..machines * gpus {\n            set gpu[i] { kind = kind }\n        }\n    }\n",
+    "    if kind != \"\" {\n        for i in 0..n {\n            set chiplet[i] { kind = kind }\n        }\n    }\n",
+];
+
 fn without_later_items(text: &str) -> std::borrow::Cow<'_, str> {
     let mut out = std::borrow::Cow::Borrowed(text);
+    for edit in LATER_EDITS {
+        if out.contains(edit) {
+            out = std::borrow::Cow::Owned(out.replace(edit, ""));
+        }
+    }
     for item in LATER_ITEMS {
         if out.contains(item) {
             out = std::borrow::Cow::Owned(out.replacen(item, "", 1));

@@ -189,18 +189,6 @@ impl Summary {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn geomean_counts_zero_and_skips_nothing() {
-        assert_eq!(geomean(&[]), None);
-        assert_eq!(geomean(&[2.0, 0.0]), Some(0.0));
-        assert!((geomean(&[1.0, 4.0]).unwrap() - 2.0).abs() < 1e-12);
-    }
-}
-
 /// What the scores of `problems` are, in words: `throughput`, `steps per
 /// second (one over the step time)`, or both when the objectives differ.
 pub fn score_words(problems: &[ProblemRuns]) -> &'static str {
@@ -211,5 +199,17 @@ pub fn score_words(problems: &[ProblemRuns]) -> &'static str {
         "score (throughput; one over the step time under `minimize step_time`)"
     } else {
         "throughput"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geomean_counts_zero_and_skips_nothing() {
+        assert_eq!(geomean(&[]), None);
+        assert_eq!(geomean(&[2.0, 0.0]), Some(0.0));
+        assert!((geomean(&[1.0, 4.0]).unwrap() - 2.0).abs() < 1e-12);
     }
 }

@@ -264,8 +264,8 @@ fn describe(
         "chip", "ops", "busy", "busy %", "weights", "peak", "memory"
     );
     let mut idle = 0;
-    for c in 0..p.num_chips() {
-        if ops[c] == 0 && peak.peak[c] == 0 {
+    for (c, &n) in ops.iter().enumerate() {
+        if n == 0 && peak.peak[c] == 0 {
             idle += 1;
             continue;
         }
@@ -273,7 +273,7 @@ fn describe(
             t,
             "{:<12} {:>6} {:>12} {:>6.1}% {:>12} {:>12} {:>12}",
             chip_name(c as u32),
-            ops[c],
+            n,
             secs(s.chip_busy_s[c]),
             100.0 * s.chip_busy_s[c] / s.step_time_s,
             bytes(peak.weights[c] as f64),

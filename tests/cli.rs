@@ -466,6 +466,47 @@ fn bench_solver_checks_every_partition_and_writes_figures() {
     assert_eq!(v["mean_restarts"].as_f64().unwrap(), total / 5.0, "{v}");
 }
 
+#[test]
+fn bench_eval_times_both_models_on_valid_partitions() {
+    let dir = common::scratch("cli-bench-eval");
+    let f = dir.join("eval.json");
+    let o = mcmpart(&[
+        "bench",
+        "eval",
+        "examples/bert_ring36.mcm",
+        "--partitions",
+        "3",
+        "--seconds",
+        "0.05",
+        "--out",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let v = common::json_file(&f);
+    assert_eq!(v["partitions"], 3);
+    assert_eq!(v["chips"], 36);
+    for (model, mean) in [("step_time", "mean_step_time_s"), ("throughput", "mean_latency_s")] {
+        let m = &v[model];
+        assert!(m["evaluations"].as_u64().unwrap() >= 3, "{v}");
+        assert!(m["per_second"].as_f64().unwrap() > 0.0, "{v}");
+        assert!(m[mean].as_f64().unwrap() > 0.0, "{v}");
+    }
+    // One input through the whole graph takes at least a pipeline stage.
+    assert!(
+        v["step_time"]["mean_step_time_s"].as_f64().unwrap() >= v["throughput"]["mean_latency_s"].as_f64().unwrap()
+    );
+    // A package the models cannot cost is refused with the reason.
+    let bare = dir.join("bare.mcm");
+    std::fs::write(
+        &bare,
+        "topology bare() {\n    chips die[2] { memory = 1 GiB }\n    link die[0] -> die[1] { bandwidth = 1 GB/s }\n}\nlet g = graph { a -> b }\npartition g onto bare() {\n    maximize throughput\n}\n",
+    )
+    .unwrap();
+    let o = mcmpart(&["bench", "eval", bare.to_str().unwrap(), "--seconds", "0.01"]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    assert!(text(&o).1.contains("compute"), "{:?}", text(&o));
+}
+
 /// Packages of hundreds of chips: the SAT model leaves out its chip-level
 /// arcs (C³ clauses: ring(512) asked for 4 GiB and aborted) and SAMPLE
 /// still answers, validly.

@@ -7,6 +7,7 @@
 mod args;
 mod bench;
 mod bench_bounds;
+mod bench_eval;
 mod bench_memory;
 mod check;
 mod compare;
@@ -219,6 +220,9 @@ pub enum BenchCommand {
     /// The structural lower bounds on every graph of a data set, checked
     /// against a strategy's best partition.
     Bounds(bench_bounds::BoundsArgs),
+    /// Step-time and throughput evaluations per second, one thread, on
+    /// random valid partitions of a problem.
+    Eval(bench_eval::EvalArgs),
     /// Peak memory and time of stats, check, sample and solve (greedy)
     /// on a generated chain and tree of N nodes.
     Memory(bench_memory::MemoryArgs),
@@ -391,6 +395,7 @@ pub fn run(cli: Cli) -> i32 {
             out: dest,
         }) => bench::load(&out, &dir, repeats, dest.as_deref()),
         Command::Bench(BenchCommand::Bounds(args)) => bench_bounds::run(&out, &args),
+        Command::Bench(BenchCommand::Eval(args)) => bench_eval::run(&out, &args),
         Command::Bench(BenchCommand::Memory(args)) => bench_memory::run(&out, &args),
     };
     out.finish(result)

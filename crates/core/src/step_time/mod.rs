@@ -26,6 +26,10 @@ pub use svg::timeline_svg;
 /// No link, no op, no replica: an absent index.
 const NONE: u32 = u32::MAX;
 
+/// The most op times kept in a table (8 MiB of them); a larger graph and
+/// package ask [`OpTimes::time`] at every op.
+const MAX_DURATIONS: usize = 1 << 20;
+
 /// The static part of the step-time model of one graph on one package.
 #[derive(Debug)]
 pub struct StepTimeModel {
@@ -34,6 +38,9 @@ pub struct StepTimeModel {
     pub times: Arc<OpTimes>,
     net: Net,
     deps: Deps,
+    /// Seconds of node v on chip c at `v * C + c` ([`OpTimes::time`]),
+    /// when the table is small enough to keep; empty otherwise.
+    durations: Vec<f64>,
     /// Scratch buffers of finished runs, reused so that a run allocates
     /// nothing once the pool holds one per thread.
     pool: Mutex<Vec<sim::Scratch>>,
@@ -157,12 +164,19 @@ impl StepTimeModel {
         let times = Arc::new(OpTimes::new(graph.clone(), package.clone())?);
         let net = Net::new(&package)?;
         let deps = Deps::new(&graph);
+        let (n, c) = (graph.nodes.len(), package.num_chips());
+        let durations = if n.saturating_mul(c) <= MAX_DURATIONS {
+            (0..n * c).map(|i| times.time(i / c, (i % c) as u32)).collect()
+        } else {
+            Vec::new()
+        };
         Ok(StepTimeModel {
             graph,
             package,
             times,
             net,
             deps,
+            durations,
             pool: Mutex::new(Vec::new()),
         })
     }
@@ -203,6 +217,14 @@ impl StepTimeModel {
         }
         path.reverse();
         Some(path)
+    }
+
+    /// Seconds graph node `v` takes on chip `c`.
+    fn duration(&self, v: u32, c: u32) -> f64 {
+        match self.durations.get(v as usize * self.net.chips + c as usize) {
+            Some(&t) => t,
+            None => self.times.time(v as usize, c),
+        }
     }
 
     /// Seconds a transfer of `bytes` takes over link `l`.

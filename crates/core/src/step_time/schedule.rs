@@ -41,7 +41,7 @@ pub(super) fn build(m: &StepTimeModel, s: &Scratch, rec: &Record, step_time_s: f
             prev_op[i] = last_on_chip[chip as usize].replace(i);
             let (start_s, end_s) = (rec.op_start[o as usize], rec.op_end[o as usize]);
             let node = s.op_node[o as usize];
-            chip_busy_s[chip as usize] += m.times.time(node as usize, chip);
+            chip_busy_s[chip as usize] += m.duration(node, chip);
             OpRun {
                 of: if o < np { OpOf::Placed(o) } else { OpOf::Replica(node) },
                 node,

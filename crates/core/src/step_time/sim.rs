@@ -3,19 +3,46 @@
 //! numbered by producer, each producer's links in the order its route tree
 //! was walked.
 //!
-//! Every queue is a binary heap of one packed key, so that the order the
-//! spec asks for is one integer comparison: the instant (a non-negative
-//! float's bits sort as the float does), then the node's place in the node
-//! list, then the op or transfer.
+//! Every queue orders one packed key, so that the order the spec asks for
+//! is one integer comparison: the instant (a non-negative float's bits sort
+//! as the float does), then the node's place in the node list, then the op
+//! or transfer. Events wait in a binary heap; the chips' and links' queues
+//! are sorted deques ([`Queue`]), since work only ever joins them at the
+//! present instant, at or after everything already there.
 
 use super::{StepTimeModel, NONE};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// Marks a transfer among events and causes.
 const TX: u32 = 1 << 31;
 
 type Heap = BinaryHeap<Reverse<u128>>;
+
+/// Keys in increasing order. A key joins at the present instant, so it
+/// goes after every earlier instant: at the back, or among the keys of
+/// this same instant by node order (a few at most).
+#[derive(Clone, Debug, Default)]
+struct Queue(VecDeque<u128>);
+
+impl Queue {
+    fn push(&mut self, k: u128) {
+        if self.0.back().is_none_or(|&b| b < k) {
+            self.0.push_back(k);
+        } else {
+            let at = self.0.partition_point(|&x| x < k);
+            self.0.insert(at, k);
+        }
+    }
+
+    fn pop(&mut self) -> Option<u128> {
+        self.0.pop_front()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
 
 fn key(t: f64, order: u32, id: u32) -> u128 {
     (u128::from(t.to_bits()) << 64) | (u128::from(order) << 32) | u128::from(id)
@@ -32,19 +59,20 @@ pub(super) struct Scratch {
     pub op_node: Vec<u32>,
     pub op_chip: Vec<u32>,
     pending: Vec<u32>,
-    /// The copy of replica r on chip c at `r * C + c`, `NONE` if none.
-    copy_of: Vec<u32>,
+    /// The copies of replica r are ops `copy_start[r]..copy_start[r + 1]`,
+    /// by increasing chip (a few each: no table of replicas × chips).
+    copy_start: Vec<u32>,
     /// Per placed node, its transfers `tx_start[u]..tx_start[u + 1]`, each
     /// with its link; and the size it sends.
     tx_start: Vec<u32>,
     pub tx_link: Vec<u32>,
     pub tx_node: Vec<u32>,
     pub tx_size: Vec<u64>,
-    /// Route-tree marks per chip, by epoch.
+    /// Marks per chip (a route tree, a replica's hosts), by epoch.
     stamp: Vec<u32>,
     epoch: u32,
-    chip_q: Vec<Heap>,
-    link_q: Vec<Heap>,
+    chip_q: Vec<Queue>,
+    link_q: Vec<Queue>,
     chip_busy: Vec<bool>,
     link_busy: Vec<bool>,
     dirty_chips: Vec<u32>,
@@ -52,6 +80,11 @@ pub(super) struct Scratch {
     chip_dirty: Vec<bool>,
     link_dirty: Vec<bool>,
     events: Heap,
+    /// Ops and transfers that end at the instant they started (zero-time
+    /// ops: the graph's weights and constants), kept off the heap; their
+    /// ends are applied, with the others of that instant, before the next
+    /// picks.
+    ending_now: Vec<u32>,
     /// The instant being applied.
     now: f64,
 }
@@ -81,14 +114,14 @@ pub(super) fn cause(c: u32) -> Option<(bool, u32)> {
 
 impl StepTimeModel {
     /// Runs the step under `chips`; returns the instant the last op ends.
-    pub(super) fn run(&self, chips: &[u32], s: &mut Scratch, mut rec: Option<&mut Record>) -> Result<f64, String> {
+    pub(super) fn run(&self, chips: &[u32], s: &mut Scratch, rec: Option<&mut Record>) -> Result<f64, String> {
         self.check(chips)?;
         let d = &self.deps;
         let net = &self.net;
         let c = net.chips;
         let np = d.placed_node.len();
         let nl = net.link_src.len();
-        s.prepare(c, nl, d.reps.len());
+        s.prepare(c, nl);
 
         // Ops: placed nodes, then the copies.
         s.op_node.clear();
@@ -97,26 +130,24 @@ impl StepTimeModel {
         s.op_node.extend_from_slice(&d.placed_node);
         s.op_chip.extend_from_slice(chips);
         s.pending.extend_from_slice(&d.placed_inputs);
+        s.copy_start.clear();
+        s.copy_start.push(np as u32);
         for r in 0..d.reps.len() {
+            s.next_epoch();
+            let first = s.op_node.len();
             for &f in &d.feeds[d.feeds_start[r] as usize..d.feeds_start[r + 1] as usize] {
-                let at = r * c + chips[f as usize] as usize;
-                if s.copy_of[at] == NONE {
-                    s.copy_of[at] = s.op_node.len() as u32;
+                let ch = chips[f as usize];
+                if s.stamp[ch as usize] != s.epoch {
+                    s.stamp[ch as usize] = s.epoch;
                     s.op_node.push(d.reps[r]);
-                    s.op_chip.push(chips[f as usize]);
+                    s.op_chip.push(ch);
                     s.pending.push(d.rep_inputs[r]);
                 }
             }
+            s.op_chip[first..].sort_unstable();
+            s.copy_start.push(s.op_node.len() as u32);
         }
-        let result = self
-            .transfers(chips, s)
-            .and_then(|()| self.events(chips, s, rec.as_deref_mut()));
-        // Leave the copy table empty for the next run.
-        for o in np..s.op_node.len() {
-            let r = d.rep_of[s.op_node[o] as usize] as usize;
-            s.copy_of[r * c + s.op_chip[o] as usize] = NONE;
-        }
-        result
+        self.transfers(chips, s).and_then(|()| self.events(chips, s, rec))
     }
 
     /// Every placed node's transfers: the links of the union of its routes
@@ -133,11 +164,7 @@ impl StepTimeModel {
         for u in 0..d.placed_node.len() {
             let a = chips[u];
             let mut size = 0u64;
-            s.epoch = s.epoch.wrapping_add(1);
-            if s.epoch == 0 {
-                s.stamp.iter_mut().for_each(|x| *x = 0);
-                s.epoch = 1;
-            }
+            s.next_epoch();
             s.stamp[a as usize] = s.epoch;
             for &(v, b) in &d.cons[d.cons_start[u] as usize..d.cons_start[u + 1] as usize] {
                 let to = chips[v as usize];
@@ -157,7 +184,11 @@ impl StepTimeModel {
                     x = net.link_src[l as usize];
                 }
             }
-            let n = s.tx_link.len() - *s.tx_start.last().unwrap_or(&0) as usize;
+            let first = *s.tx_start.last().unwrap_or(&0) as usize;
+            // By the chip each link leaves, so that the links going on from
+            // a chip the output reached are found by a binary search.
+            s.tx_link[first..].sort_unstable_by_key(|&l| net.link_src[l as usize]);
+            let n = s.tx_link.len() - first;
             s.tx_size.extend(std::iter::repeat_n(size, n));
             s.tx_start.push(s.tx_link.len() as u32);
         }
@@ -183,14 +214,14 @@ impl StepTimeModel {
                 if s.chip_busy[ch as usize] {
                     continue;
                 }
-                let Some(Reverse(k)) = s.chip_q[ch as usize].pop() else {
+                let Some(k) = s.chip_q[ch as usize].pop() else {
                     continue;
                 };
                 let (_, o) = unkey(k);
                 let now = s.now;
-                let end = now + self.times.time(s.op_node[o as usize] as usize, ch);
+                let end = now + self.duration(s.op_node[o as usize], ch);
                 s.chip_busy[ch as usize] = true;
-                s.events.push(Reverse(key(end, 0, o)));
+                s.schedule_end(end, o);
                 if let Some(r) = rec.as_deref_mut() {
                     r.op_start[o as usize] = now;
                     r.op_end[o as usize] = end;
@@ -202,30 +233,42 @@ impl StepTimeModel {
                 if s.link_busy[l as usize] {
                     continue;
                 }
-                let Some(Reverse(k)) = s.link_q[l as usize].pop() else {
+                let Some(k) = s.link_q[l as usize].pop() else {
                     continue;
                 };
                 let (_, x) = unkey(k);
                 let now = s.now;
                 let end = now + self.transfer_time(l as usize, s.tx_size[x as usize]);
                 s.link_busy[l as usize] = true;
-                s.events.push(Reverse(key(end, 0, TX | x)));
+                s.schedule_end(end, TX | x);
                 if let Some(r) = rec.as_deref_mut() {
                     r.tx_start[x as usize] = now;
                     r.tx_end[x as usize] = end;
                     r.tx_order.push(x);
                 }
             }
-            // The next instant: apply everything that happens then.
-            let Some(&Reverse(k)) = s.events.peek() else { break };
-            let now = unkey(k).0;
+            // The next instant (this one again when work just started ends
+            // now): apply everything that happens then.
+            let now = if !s.ending_now.is_empty() {
+                s.now
+            } else if let Some(&Reverse(k)) = s.events.peek() {
+                unkey(k).0
+            } else {
+                break;
+            };
             s.now = now;
-            while let Some(&Reverse(k)) = s.events.peek() {
-                let (t, e) = unkey(k);
-                if t != now {
-                    break;
-                }
-                s.events.pop();
+            loop {
+                let e = if let Some(e) = s.ending_now.pop() {
+                    e
+                } else {
+                    match s.events.peek() {
+                        Some(&Reverse(k)) if unkey(k).0 == now => {
+                            s.events.pop();
+                            unkey(k).1
+                        }
+                        _ => break,
+                    }
+                };
                 if e & TX == 0 {
                     ended += 1;
                     last = last.max(now);
@@ -265,11 +308,10 @@ impl StepTimeModel {
                 s.input(v, o, rec.as_deref_mut());
             }
         }
-        let c = self.net.chips;
         for &w in &d.rep_cons_rep[d.rep_rcons_start[r] as usize..d.rep_rcons_start[r + 1] as usize] {
-            let copy = s.copy_of[w as usize * c + ch as usize];
-            if copy != NONE {
-                s.input(copy, o, rec.as_deref_mut());
+            let (lo, hi) = (s.copy_start[w as usize] as usize, s.copy_start[w as usize + 1] as usize);
+            if let Ok(k) = s.op_chip[lo..hi].binary_search(&ch) {
+                s.input((lo + k) as u32, o, rec.as_deref_mut());
             }
         }
     }
@@ -285,47 +327,69 @@ impl StepTimeModel {
             }
         }
         let order = d.placed_node[u as usize];
-        for x in s.tx_start[u as usize]..s.tx_start[u as usize + 1] {
-            let l = s.tx_link[x as usize];
-            if self.net.link_src[l as usize] == at {
-                s.link_q[l as usize].push(Reverse(key(s.now, order, x)));
-                s.mark_link(l);
-                if let Some(r) = rec.as_deref_mut() {
-                    r.tx_able[x as usize] = s.now;
-                    r.tx_cause[x as usize] = cause;
-                }
+        let (lo, hi) = (s.tx_start[u as usize] as usize, s.tx_start[u as usize + 1] as usize);
+        let src = &self.net.link_src;
+        let from = lo + s.tx_link[lo..hi].partition_point(|&l| src[l as usize] < at);
+        for x in from..hi {
+            let l = s.tx_link[x];
+            if src[l as usize] != at {
+                break;
+            }
+            s.link_q[l as usize].push(key(s.now, order, x as u32));
+            s.mark_link(l);
+            if let Some(r) = rec.as_deref_mut() {
+                r.tx_able[x] = s.now;
+                r.tx_cause[x] = cause;
             }
         }
     }
 }
 
 impl Scratch {
-    /// Sizes the buffers for a package of `c` chips and `l` links with `r`
-    /// replicas (a no-op after the first run).
-    fn prepare(&mut self, c: usize, l: usize, r: usize) {
-        if self.chip_q.len() != c || self.link_q.len() != l || self.copy_of.len() != r * c {
-            self.chip_q = vec![Heap::new(); c];
-            self.link_q = vec![Heap::new(); l];
+    /// Sizes the buffers for a package of `c` chips and `l` links (a no-op
+    /// after the first run).
+    fn prepare(&mut self, c: usize, l: usize) {
+        if self.chip_q.len() != c || self.link_q.len() != l {
+            self.chip_q = vec![Queue::default(); c];
+            self.link_q = vec![Queue::default(); l];
             self.chip_busy = vec![false; c];
             self.link_busy = vec![false; l];
             self.chip_dirty = vec![false; c];
             self.link_dirty = vec![false; l];
-            self.copy_of = vec![NONE; r * c];
             self.stamp = vec![0; c];
             self.epoch = 0;
         }
         // A finished run leaves these empty; cleared all the same, so that
         // no run can see another's leftovers.
-        self.chip_q.iter_mut().for_each(Heap::clear);
-        self.link_q.iter_mut().for_each(Heap::clear);
+        self.chip_q.iter_mut().for_each(Queue::clear);
+        self.link_q.iter_mut().for_each(Queue::clear);
         self.chip_busy.iter_mut().for_each(|x| *x = false);
         self.link_busy.iter_mut().for_each(|x| *x = false);
         self.events.clear();
+        self.ending_now.clear();
         self.dirty_chips.clear();
         self.dirty_links.clear();
         self.chip_dirty.iter_mut().for_each(|x| *x = false);
         self.link_dirty.iter_mut().for_each(|x| *x = false);
         self.now = 0.0;
+    }
+
+    /// Work started at `self.now` (op or `TX | transfer`) ends at `end`.
+    fn schedule_end(&mut self, end: f64, e: u32) {
+        if end == self.now {
+            self.ending_now.push(e);
+        } else {
+            self.events.push(Reverse(key(end, 0, e)));
+        }
+    }
+
+    /// A fresh mark for `stamp`.
+    fn next_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.stamp.iter_mut().for_each(|x| *x = 0);
+            self.epoch = 1;
+        }
     }
 
     fn mark_chip(&mut self, ch: u32) {
@@ -352,7 +416,7 @@ impl Scratch {
 
     fn ready(&mut self, o: u32, t: f64, cause: u32, rec: Option<&mut Record>) {
         let ch = self.op_chip[o as usize];
-        self.chip_q[ch as usize].push(Reverse(key(t, self.op_node[o as usize], o)));
+        self.chip_q[ch as usize].push(key(t, self.op_node[o as usize], o));
         self.mark_chip(ch);
         if let Some(r) = rec {
             r.op_ready[o as usize] = t;

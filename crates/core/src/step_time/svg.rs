@@ -48,10 +48,10 @@ pub fn timeline_svg(schedule: &Schedule, graph: &Graph, package: &Package) -> St
     let nc = package.num_chips();
     let mut chip_row = vec![None; nc];
     let mut rows: Vec<String> = Vec::new();
-    for c in 0..nc {
+    for (c, (row, chip)) in chip_row.iter_mut().zip(&package.chips).enumerate() {
         if nc <= ALL_CHIPS || schedule.ops.iter().any(|o| o.chip as usize == c) {
-            chip_row[c] = Some(rows.len());
-            rows.push(package.chips[c].name.clone());
+            *row = Some(rows.len());
+            rows.push(chip.name.clone());
         }
     }
     let mut link_row = vec![None; package.links.len()];

@@ -672,13 +672,13 @@ fn naive(g: &Graph, p: &Package, chips: &[u32]) -> Result<Naive, ()> {
         .zip(&op_run)
         .map(|(&(v, c), r)| (v, c, r.unwrap().0, r.unwrap().1))
         .collect();
-    out_ops.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    out_ops.sort_by_key(|a| (a.0, a.1));
     let mut out_txs: Vec<_> = txs
         .iter()
         .zip(&tx_run)
         .map(|(&(v, l, _), r)| (g.decision_of(v).unwrap(), l, r.unwrap().0, r.unwrap().1))
         .collect();
-    out_txs.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    out_txs.sort_by_key(|a| (a.0, a.1));
     let step = out_ops.iter().map(|o| o.3).fold(0.0, f64::max);
     Ok(Naive {
         step,
@@ -784,14 +784,14 @@ fn the_simulator_agrees_with_a_naive_one_on_random_problems() {
                 .iter()
                 .map(|o| (o.node as usize, o.chip, o.start_s, o.end_s))
                 .collect();
-            ops.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            ops.sort_by_key(|a| (a.0, a.1));
             assert_eq!(ops, want.ops, "case {case} {chips:?}");
             let mut txs: Vec<_> = got
                 .transfers
                 .iter()
                 .map(|t| (t.node, t.link as usize, t.start_s, t.end_s))
                 .collect();
-            txs.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            txs.sort_by_key(|a| (a.0, a.1));
             assert_eq!(txs, want.txs, "case {case} {chips:?}");
             compared += 1;
         }
@@ -803,14 +803,14 @@ fn the_simulator_agrees_with_a_naive_one_on_random_problems() {
     );
 }
 
-/// Every partition of the placed nodes onto `c` chips within `allowed`.
-fn partitions(n: usize, c: u32, allowed: &[Vec<u32>]) -> Vec<Vec<u32>> {
+/// Every partition onto `c` chips within `allowed` (a list per placed node).
+fn partitions(c: u32, allowed: &[Vec<u32>]) -> Vec<Vec<u32>> {
     let mut out = vec![Vec::new()];
-    for d in 0..n {
+    for a in allowed {
         let mut next = Vec::new();
         for p in &out {
             for x in 0..c {
-                if allowed[d].contains(&x) {
+                if a.contains(&x) {
                     let mut q = p.clone();
                     q.push(x);
                     next.push(q);
@@ -843,7 +843,7 @@ fn every_bound_is_below_the_exhaustive_optimum() {
                 a
             })
             .collect();
-        let best_step = partitions(n, c, &allowed)
+        let best_step = partitions(c, &allowed)
             .iter()
             .filter_map(|ch| m.step_time(ch).ok())
             .fold(f64::INFINITY, f64::min);

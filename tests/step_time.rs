@@ -82,7 +82,7 @@ fn eval_says_the_step_in_words_and_draws_it() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(out.contains("step time 6 ms; the last op is `c` on `die[2]`"), "{out}");
     assert!(
-        out.contains("bound     4 ms proven (critical path from `a` to `c` (3 ops)"),
+        out.contains("bound     4 ms proven (the path `a` ~> `c` (3 ops)"),
         "{out}"
     );
     assert!(out.contains("gap 1.50x"), "{out}");

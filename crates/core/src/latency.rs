@@ -468,32 +468,10 @@ impl LatencyModel {
 /// nodes it feeds through replicable nodes only; and its node index.
 #[allow(clippy::type_complexity)]
 fn replica_feeds(g: &Graph) -> (Vec<(f64, Vec<u32>)>, Vec<usize>) {
-    let n = g.nodes.len();
-    if g.num_placed() == n {
+    if g.num_placed() == g.nodes.len() {
         return (Vec::new(), Vec::new());
     }
-    let mut outs: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for e in &g.edges {
-        outs[e.src].push(e.dst);
-    }
-    let mut feeds: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for &v in g.topological_order().iter().rev() {
-        if g.decision_of(v).is_some() {
-            continue;
-        }
-        // Consumers come later in topological order, so theirs are known.
-        let mut f: Vec<u32> = Vec::new();
-        for &w in &outs[v] {
-            match g.decision_of(w) {
-                Some(d) => f.push(d),
-                None => f.extend_from_slice(&feeds[w]),
-            }
-        }
-        f.sort_unstable();
-        f.dedup();
-        feeds[v] = f;
-    }
-    feeds
+    g.replica_feeds()
         .into_iter()
         .enumerate()
         .filter(|(v, f)| g.decision_of(*v).is_none() && !f.is_empty())

@@ -297,6 +297,39 @@ impl Graph {
         order
     }
 
+    /// Per node, the placed nodes (decision indices, ascending) a replicable
+    /// node feeds through replicable nodes only: its copies run on their
+    /// chips. Empty for a placed node, and for a replicable node that feeds
+    /// none (it never runs).
+    pub fn replica_feeds(&self) -> Vec<Vec<u32>> {
+        let n = self.nodes.len();
+        let mut feeds: Vec<Vec<u32>> = vec![Vec::new(); n];
+        if self.num_placed() == n {
+            return feeds;
+        }
+        let mut outs: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for e in &self.edges {
+            outs[e.src].push(e.dst);
+        }
+        for &v in self.topological_order().iter().rev() {
+            if self.decision_of(v).is_some() {
+                continue;
+            }
+            // Consumers come later in topological order, so theirs are known.
+            let mut f: Vec<u32> = Vec::new();
+            for &w in &outs[v] {
+                match self.decision_of(w) {
+                    Some(d) => f.push(d),
+                    None => f.extend_from_slice(&feeds[w]),
+                }
+            }
+            f.sort_unstable();
+            f.dedup();
+            feeds[v] = f;
+        }
+        feeds
+    }
+
     /// Per decision, the one node that uses it when it is a weight only that
     /// node uses (no inputs, no flops, some params, one consumer): placing
     /// it elsewhere only streams its bytes over a link at every inference,

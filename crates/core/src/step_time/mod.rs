@@ -367,24 +367,7 @@ impl Deps {
             o.sort_unstable();
             o.dedup();
         }
-        // Which placed nodes each replicable node feeds through replicable
-        // nodes only; consumers come later in topological order.
-        let mut feeds: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for &v in g.topological_order().iter().rev() {
-            if g.decision_of(v).is_some() {
-                continue;
-            }
-            let mut f: Vec<u32> = Vec::new();
-            for &w in &outs[v] {
-                match g.decision_of(w) {
-                    Some(d) => f.push(d),
-                    None => f.extend_from_slice(&feeds[w]),
-                }
-            }
-            f.sort_unstable();
-            f.dedup();
-            feeds[v] = f;
-        }
+        let mut feeds = g.replica_feeds();
         let reps: Vec<u32> = (0..n)
             .filter(|&v| g.decision_of(v).is_none() && !feeds[v].is_empty())
             .map(|v| v as u32)

@@ -516,14 +516,7 @@ fn report(
         }));
         return Ok(done);
     }
-    println!(
-        "{}: best of {} samples in {} (found at sample {}), written to {}",
-        o.strategy,
-        o.records.len(),
-        secs(o.elapsed_s),
-        best.sample,
-        dest.display()
-    );
+    print_found(o, best, dest);
     println!("throughput  {:.4} /s (latency {})", best.throughput, secs(latency));
     match (greedy, improvement) {
         (Some(g), Some(x)) => println!("vs greedy   {x:.3}x (greedy: {g:.4} /s)"),
@@ -596,14 +589,7 @@ fn report_step(
         }));
         return Ok(());
     }
-    println!(
-        "{}: best of {} samples in {} (found at sample {}), written to {}",
-        o.strategy,
-        o.records.len(),
-        secs(o.elapsed_s),
-        best.sample,
-        dest.display()
-    );
+    print_found(o, best, dest);
     println!("step time   {}", secs(step));
     match (greedy, improvement) {
         (Some(g), Some(x)) => println!("vs greedy   {x:.3}x faster (greedy: {})", secs(g)),
@@ -634,6 +620,19 @@ fn report_step(
 /// No valid partition was found within `--time` (`t` seconds): exit 3,
 /// which is neither "infeasible" nor a failed search. `why`: the most
 /// common reason samples were invalid, when some were taken.
+/// The first line of a text report, whatever the objective: the strategy,
+/// its samples and time, and where the best partition went.
+fn print_found(o: &Outcome, best: &Best, dest: &Path) {
+    println!(
+        "{}: best of {} samples in {} (found at sample {}), written to {}",
+        o.strategy,
+        o.records.len(),
+        secs(o.elapsed_s),
+        best.sample,
+        dest.display()
+    );
+}
+
 fn out_of_time(p: &Problem, o: &Outcome, t: f64, why: Option<String>) -> Error {
     let help = match why {
         None => format!(

@@ -114,6 +114,7 @@ fn solve(t: &TestCase) -> Result<crate::problem::Placement, String> {
         },
         evaluator: None,
         span: t.span,
+        stricter: Default::default(),
     };
     let conflict = |cs: &[usize]| -> String {
         match cs {

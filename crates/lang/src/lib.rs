@@ -8,6 +8,7 @@ pub mod format;
 pub mod ide;
 pub mod loader;
 pub mod parse;
+pub mod stricter;
 pub mod types;
 
 #[cfg(test)]

@@ -13,3 +13,4 @@ mod fix;
 mod lns;
 mod rollouts;
 mod strategies;
+mod twin;

@@ -13,7 +13,7 @@ use crate::graph::Graph;
 use crate::package::Package;
 use crate::quantity::Scalar;
 use crate::source::Span;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Whether the objective is to be maximised or minimised.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +32,63 @@ pub struct Problem {
     /// An external evaluator command and the folder it runs in.
     pub evaluator: Option<Evaluator>,
     pub span: Span,
+    /// The same problem under the stricter structure of the standard
+    /// library's pipeline rules it does not require ([`Problem::stricter`]).
+    pub stricter: Stricter,
+}
+
+/// How the front end makes a problem's stricter twin: every partition valid
+/// under the twin is valid under the problem (the twin only adds rules), and
+/// a search may look there first, where pipeline order and contiguous stages
+/// make good partitions easy to find and to prove, so that dropping rules
+/// never leaves a search worse off than keeping them. Made on first use: the
+/// added rules are grounded over the whole graph. A clone keeps the maker and
+/// makes its own twin (a clone may be given other rules).
+#[derive(Default)]
+pub struct Stricter {
+    make: Option<MakeStricter>,
+    made: OnceLock<Option<Box<Problem>>>,
+}
+
+/// Builds the stricter twin of a problem, `None` when it has none.
+pub type MakeStricter = Arc<dyn Fn(&Problem) -> Option<Problem> + Send + Sync>;
+
+impl Stricter {
+    pub fn new(make: MakeStricter) -> Stricter {
+        Stricter {
+            make: Some(make),
+            made: OnceLock::new(),
+        }
+    }
+}
+
+impl Clone for Stricter {
+    fn clone(&self) -> Stricter {
+        Stricter {
+            make: self.make.clone(),
+            made: OnceLock::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Stricter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.make.is_some() {
+            "Stricter(some)"
+        } else {
+            "Stricter(none)"
+        })
+    }
+}
+
+impl Problem {
+    /// The problem with the standard library's pipeline rules it lacks
+    /// added (see [`Stricter`]); `None` when it lacks none of them or the
+    /// front end made it without a maker.
+    pub fn stricter(&self) -> Option<&Problem> {
+        let make = self.stricter.make.as_ref()?;
+        self.stricter.made.get_or_init(|| make(self).map(Box::new)).as_deref()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

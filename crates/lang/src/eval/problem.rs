@@ -133,6 +133,7 @@ pub(crate) fn build_problem(
         objective,
         evaluator,
         span: p.span,
+        stricter: crate::stricter::maker(),
     })
 }
 

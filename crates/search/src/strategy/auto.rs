@@ -9,7 +9,11 @@
 //! incumbent that both work from next; every target the whole problem
 //! refuses raises the shared proven bound (the structural bounds at first).
 //! It ends when the bound meets the incumbent (proven optimal) or the budget
-//! is spent.
+//! is spent. When the problem does not require all of the standard
+//! library's pipeline rules, its stricter twin (the same problem with them
+//! added, [`Twin`]) is searched too: the first proposals settled under the
+//! twin's rules (under a sample budget only when nothing valid was found
+//! otherwise), and under a time budget a third worker bisecting the twin.
 //!
 //! Under a time budget both workers run at once and the search waits for
 //! them only until the deadline (a SAT call cannot be interrupted; an
@@ -56,6 +60,23 @@ struct Portfolio {
     lns_over: bool,
     /// `exact` may ask of the whole problem (see the module's comment).
     exact_on: bool,
+    /// `exact` on the problem's stricter twin, under a time budget.
+    twin: Option<Twin>,
+}
+
+/// Bisection on the problem's stricter twin ([`Problem::stricter`]): the
+/// pipeline rules the problem does not require make good partitions easy to
+/// find and prove there, and each is valid here, so that a problem with
+/// fewer rules is never searched worse than one with more. Its refusals
+/// bound only the twin, never the problem.
+struct Twin {
+    worker: Worker,
+    /// No partition of the twin is faster.
+    lb: f64,
+    /// The target asked, and the incumbent's latency then.
+    asked: Option<(f64, f64)>,
+    /// The twin has nothing faster than the incumbent.
+    over: bool,
 }
 
 /// Exact's next target: the midpoint while the gap is wide, else just below
@@ -115,6 +136,54 @@ impl Portfolio {
         self.exact_asked = Some((t, ub));
     }
 
+    fn ask_twin(&mut self) {
+        let ub = self.best.latency;
+        let Some(t) = self.twin.as_mut().filter(|t| !t.over && t.asked.is_none()) else {
+            return;
+        };
+        if t.lb >= ub {
+            t.over = true;
+            return;
+        }
+        let target = bisect(t.lb, ub);
+        t.worker.ask(Ask::Solve {
+            target,
+            decisions: Vec::new(),
+        });
+        t.asked = Some((target, ub));
+    }
+
+    /// Takes the twin's answer if there is one, without waiting.
+    fn poll_twin(&mut self, search: &mut Search) -> bool {
+        let Some(t) = self.twin.as_mut() else { return false };
+        let Some((target, ub)) = t.asked else { return false };
+        let answer = match t.worker.poll(Duration::ZERO) {
+            Poll::Ready(a) => a,
+            Poll::Waiting => return false,
+            Poll::Gone => {
+                t.over = true;
+                return false;
+            }
+        };
+        t.asked = None;
+        match answer {
+            Some(chips) => {
+                if !self.best.offer(search, &self.model, chips.clone()) {
+                    if let Some(t) = self.twin.as_mut() {
+                        t.worker.ask(Ask::Exclude(chips));
+                    }
+                }
+            }
+            None => {
+                t.lb = t.lb.max(target);
+                // Nothing in the twin just below the incumbent: it has
+                // nothing more to offer.
+                t.over = target == below(ub);
+            }
+        }
+        true
+    }
+
     fn lns_answered(&mut self, search: &mut Search, answer: Option<Vec<u32>>) {
         let Some((q, asked)) = self.lns_asked.take() else {
             return;
@@ -151,6 +220,10 @@ impl Portfolio {
         while !search.done() && !self.optimal() {
             self.ask_lns(search);
             self.ask_exact();
+            self.ask_twin();
+            if self.poll_twin(search) {
+                continue;
+            }
             if let Poll::Ready(a) = self.exact.poll(Duration::ZERO) {
                 self.exact_answered(search, a);
                 continue;
@@ -188,6 +261,36 @@ impl Portfolio {
     }
 }
 
+/// Asks `sat` for a partition the judge accepts, each answer it refuses
+/// followed by a question for one faster than it (bisecting down from it to
+/// the bound `lb`): the judge refuses for what the rules do not see, such as
+/// activations that overflow a chip's memory, and a faster partition spreads
+/// the work, and with it the activations, over more chips.
+fn seek_balanced(search: &mut Search, sat: &Worker, model: &LatencyModel, best: &mut Incumbent, mut lb: f64) {
+    let mut ub = f64::INFINITY;
+    while !search.done() && !best.found() {
+        let target = if ub.is_finite() { bisect(lb, ub) } else { ub };
+        if target <= lb {
+            return;
+        }
+        sat.ask(Ask::Solve {
+            target,
+            decisions: Vec::new(),
+        });
+        match sat.answer(search) {
+            Some(Some(chips)) => {
+                let lat = model.latency(&chips).unwrap_or(f64::INFINITY);
+                if !best.offer(search, model, chips.clone()) {
+                    sat.ask(Ask::Exclude(chips));
+                    ub = ub.min(lat);
+                }
+            }
+            Some(None) if ub.is_finite() => lb = target,
+            _ => return,
+        }
+    }
+}
+
 impl Strategy for Auto {
     fn name(&self) -> &str {
         "auto"
@@ -202,10 +305,31 @@ impl Strategy for Auto {
             return Ok(());
         };
         let problem = search.problem;
+        // The stricter twin's structure (see [`Twin`]): the same first
+        // proposals settled under its rules, where pipeline order keeps
+        // activations and weights apart. Under a sample budget only when
+        // nothing valid was found, so that a seed's run stays as it was.
+        let twin = problem.stricter();
+        if let Some(t) = twin.filter(|_| search.timed() || !best.found()) {
+            // A twin with no valid partition offers none; the problem may
+            // still have some.
+            let _ = search.on_twin(t, |s| incumbent::first(s, &model, &mut best, cuts));
+        }
         if best.found() {
             super::rl::policy_offers(search, &model, &mut best, POLICY_DRAWS)?;
         }
         search.prove(lb);
+        // Under a time budget the stricter twin is bisected too (see
+        // [`Twin`]), and asked first when nothing valid is found yet. Not
+        // under a sample budget, whose SAT calls are waited for to their end:
+        // a question below a refused answer can take long.
+        let twin = match search.timed() {
+            true => twin.map(|t| Worker::start(t, model.clone())),
+            false => None,
+        };
+        if let (false, Some(w)) = (best.found(), &twin) {
+            seek_balanced(search, w, &model, &mut best, lb);
+        }
         let exact = Worker::start(problem, model.clone());
         if !best.found() {
             seek_any(search, &exact, &model, &mut best);
@@ -214,7 +338,16 @@ impl Strategy for Auto {
             return Ok(());
         }
         let lns = Worker::start(problem, model.clone());
-        for w in [&lns, &exact] {
+        let twin = twin.map(|worker| Twin {
+            worker,
+            lb,
+            asked: None,
+            over: false,
+        });
+        for w in [Some(&lns), Some(&exact), twin.as_ref().map(|t| &t.worker)]
+            .into_iter()
+            .flatten()
+        {
             w.ask(Ask::Hint(best.chips.clone()));
         }
         let mut p = Portfolio {
@@ -229,6 +362,7 @@ impl Strategy for Auto {
             lns_over: false,
             exact_on: search.timed()
                 || problem.graph.num_placed() * problem.package.num_chips().saturating_sub(1) <= FREE_CAP,
+            twin,
         };
         if search.timed() {
             p.race(search);

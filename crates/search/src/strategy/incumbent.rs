@@ -127,7 +127,12 @@ pub(super) fn start(search: &mut Search, cuts: usize) -> Result<Option<Start>, I
 /// device-placement literature, which aim at that objective where the
 /// pipeline's target does not. `Err` only when the problem has no valid
 /// partition.
-fn first(search: &mut Search, model: &LatencyModel, best: &mut Incumbent, cuts: usize) -> Result<(), Infeasible> {
+pub(super) fn first(
+    search: &mut Search,
+    model: &LatencyModel,
+    best: &mut Incumbent,
+    cuts: usize,
+) -> Result<(), Infeasible> {
     let problem = search.problem;
     if let Some(start) = search.start()? {
         best.offer(search, model, start);

@@ -364,6 +364,25 @@ impl<'p> Search<'p> {
         self.allowed.clone().unwrap_or_else(|| Allowed::all(0, 0))
     }
 
+    /// Runs `f` with this search on `twin`, a problem with the same graph
+    /// and package and more rules (say, [`Problem::stricter`]): its solver
+    /// and root domains are the twin's while the judge, the budget, the
+    /// samples and the best so far stay this search's, so every partition
+    /// `f` makes is valid here too. `Err` when the twin has no valid
+    /// partition at its root.
+    pub fn on_twin<R>(&mut self, twin: &'p Problem, f: impl FnOnce(&mut Search<'p>) -> R) -> Result<R, Infeasible> {
+        let mut solver = Solver::new(twin, self.solver.options())?;
+        solver.set_stop(self.solver.stop());
+        let solver = std::mem::replace(&mut self.solver, solver);
+        let problem = std::mem::replace(&mut self.problem, twin);
+        let allowed = self.allowed.take();
+        let r = f(self);
+        self.solver = solver;
+        self.problem = problem;
+        self.allowed = allowed;
+        Ok(r)
+    }
+
     /// What memory relief needs (see [`start::settle`]), made on first use.
     pub fn relief(&mut self) -> std::sync::Arc<start::Relief> {
         self.relief

@@ -129,6 +129,7 @@ fn problem(g: &Arc<Graph>, p: &Arc<Package>) -> Problem {
         },
         evaluator: None,
         span: Default::default(),
+        stricter: Default::default(),
     }
 }
 

@@ -29,6 +29,9 @@ mod test;
 mod train;
 mod verify;
 
+pub use compare::{
+    config_from_words as compare_config, report_text as compare_report_text, ArgsError as CompareArgsError,
+};
 pub use judge_args::EvalArgs;
 pub use output::Output;
 pub use problem::SolverArgs;

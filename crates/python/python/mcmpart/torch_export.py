@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Export PyTorch model architectures to mcmpart computation-graph JSON.
 
+As a library: :func:`from_torch` exports one module (``mcmpart.from_torch``
+imports this module, and so torch, only when called).  As a script,
+``tools/export_torch.py`` runs :func:`main` over the registry below.
+
 Every model is built from its architecture only, on the ``meta`` device: no
 weights are downloaded, initialised or saved.  The graph is captured with
 ``torch.export`` (ATen "training" IR, which keeps high-level ops such as
@@ -656,6 +660,28 @@ def export_training(name: str, module: nn.Module, args: tuple, kwargs: dict | No
     if profile is not None:
         times = measure(gm, list(params.values()) + list(buffers.values()) + inputs, profile["repeats"])
     return graph_to_json(name, gm.graph, kind_of, {}, times, profile)
+
+
+def from_torch(module: nn.Module, example_inputs: Any, profile: bool = False, training: bool = False,
+               name: str | None = None, kwargs: dict | None = None, device_kind: str = "cpu",
+               repeats: int = 5) -> dict:
+    """One module's graph in mcmpart's graph format (the dict a ``.json``
+    graph file holds): the inference graph, or with ``training`` one
+    training step (forward, backward, SGD update).  ``example_inputs`` is
+    a tensor or a tuple of the positional inputs (``meta`` tensors will
+    do, as will ``kwargs``); ``profile`` measures every op on this machine
+    and records its time for chip kind ``device_kind`` (the median of
+    ``repeats`` runs; the module's weights are materialised at random if
+    it is on ``meta``).  ``name`` defaults to the module's class name."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"from_torch exports a torch.nn.Module, not {type(module).__name__}")
+    args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+    name = name or type(module).__name__.lower()
+    prof = {"kind": device_kind, "repeats": max(1, int(repeats))} if profile else None
+    export = export_training if training else export_graph
+    g = export(name, module, args, kwargs, prof)
+    _check_dag(g["nodes"], g["edges"], name)
+    return g
 
 
 def _check_dag(nodes, edges, name):

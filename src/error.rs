@@ -119,6 +119,20 @@ impl Error {
         }
     }
 
+    /// What the command line prints for this error on stderr (without
+    /// `--json`): the rendered diagnostics, or `error:` and `help:` lines.
+    /// The Python package raises it as the text of its exception.
+    pub fn text(&self) -> String {
+        match &self.report {
+            Report::Plain => match &self.help {
+                Some(h) => format!("error: {}\n  help: {h}\n", self.message),
+                None => format!("error: {}\n", self.message),
+            },
+            Report::Diagnostics { text, errors, .. } => format!("{text}error: {errors} error(s)\n"),
+            Report::Infeasible { text, .. } => text.clone(),
+        }
+    }
+
     pub fn usage(message: impl Into<String>) -> Error {
         Error::new(Kind::Usage, message)
     }

@@ -453,6 +453,111 @@ fn parallel_runs_give_the_same_curves() {
     assert_eq!(first, curves("two"));
 }
 
+/// A run file's outcome without its wall times.
+fn run_without_times(path: &Path) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.remove("elapsed_s");
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    strip(&mut v);
+    v
+}
+
+#[test]
+fn jobs_run_alone_from_their_specs_make_the_command_lines_runs() {
+    let dir = common::scratch("compare-jobs");
+    let (a, b) = tiny_problems(&dir);
+    let words = |out: &str| -> Vec<String> {
+        let flags = [
+            "--strategies",
+            "random,anneal",
+            "--budget",
+            "15",
+            "--repeats",
+            "2",
+            "--seed",
+            "4",
+        ];
+        let mut w = vec![a.display().to_string(), b.display().to_string()];
+        w.extend(flags.iter().map(|s| s.to_string()));
+        w.extend(["--out".to_string(), dir.join(out).display().to_string()]);
+        w
+    };
+    let cli = dir.join("cli");
+    let mut argv = vec!["compare".to_string()];
+    argv.extend(words("cli"));
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let o = mcmpart(&argv);
+    assert!(o.status.success(), "{}", text(&o).1);
+
+    // The command line's words give the command line's comparison; each job
+    // made alone from its spec (as a worker makes it) and kept by the
+    // plan gives the same run file, and the same summary.
+    let config = mcmpart::cli::compare_config(words("jobs")).unwrap_or_else(|e| panic!("{e:?}"));
+    let plan = compare::Compare::prepare(&config, &|_| {}).unwrap();
+    assert_eq!(plan.jobs().len(), 2 * 2 * 2);
+    let mut results = Vec::new();
+    for k in 0..plan.jobs().len() {
+        assert!(plan.resumed(k, &|_| {}).is_none());
+        let spec: compare::JobSpec = serde_json::from_str(&serde_json::to_string(&plan.spec(k)).unwrap()).unwrap();
+        let run = compare::run_job(&config, &spec).unwrap();
+        plan.check(k, &run).unwrap();
+        plan.save(k, &run, &|_| {});
+        results.push(Ok(run));
+    }
+    // A run of another job, or one whose best partition breaks a rule, is
+    // not taken for this one.
+    let run = results[0].as_ref().unwrap().clone();
+    assert!(plan.check(1, &run).unwrap_err().contains("came back for"));
+    let mut broken = run.clone();
+    if let Some(b) = broken.best.as_mut() {
+        b.chips.iter_mut().for_each(|c| *c = 99);
+    }
+    assert!(plan.check(0, &broken).is_err());
+    let report = plan.finish(results, 0, &|_| {}).unwrap();
+    assert_eq!(report.runs, 8);
+    let jobs = dir.join("jobs");
+    let mut files = 0;
+    for entry in std::fs::read_dir(cli.join("runs")).unwrap().flatten() {
+        for run in std::fs::read_dir(entry.path()).unwrap().flatten() {
+            let rel = run.path().strip_prefix(&cli).unwrap().to_path_buf();
+            assert_eq!(
+                run_without_times(&run.path()),
+                run_without_times(&jobs.join(&rel)),
+                "{}",
+                rel.display()
+            );
+            files += 1;
+        }
+    }
+    assert_eq!(files, 8);
+    assert_eq!(curves_without_times(&cli), curves_without_times(&jobs));
+    // A spec whose problem changed under it is refused.
+    let config = mcmpart::cli::compare_config(words("again")).unwrap_or_else(|e| panic!("{e:?}"));
+    let plan = compare::Compare::prepare(&config, &|_| {}).unwrap();
+    let mut spec = plan.spec(0);
+    spec.fingerprint = "0".repeat(16);
+    assert!(compare::run_job(&config, &spec)
+        .unwrap_err()
+        .contains("not the problem the job was planned on"));
+    // Words the command line refuses are refused, with its text; --help is help.
+    match mcmpart::cli::compare_config(["x.mcm", "--out", "o", "--repeats", "0"]) {
+        Err(mcmpart::cli::CompareArgsError::Invalid(e)) => assert!(e.message.contains("--repeats"), "{}", e.message),
+        other => panic!("{other:?}"),
+    }
+    match mcmpart::cli::compare_config(["--help"]) {
+        Err(mcmpart::cli::CompareArgsError::Help(t)) => assert!(t.contains("--strategies"), "{t}"),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn resume_takes_the_finished_runs_made_with_the_same_settings() {
     let dir = common::scratch("compare-resume");

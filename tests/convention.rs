@@ -10,7 +10,7 @@ use mcmpart::cli::Cli;
 
 /// The commands that only read, and so take no `-o/--out`; every other
 /// command writes something.
-const READ_ONLY: &[&str] = &["check", "verify", "test", "lsp", "stats"];
+const READ_ONLY: &[&str] = &["check", "domains", "verify", "test", "lsp", "stats"];
 
 /// `fmt` rewrites the files it is given, in place.
 const IN_PLACE: &[&str] = &["fmt"];

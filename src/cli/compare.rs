@@ -4,9 +4,9 @@
 use super::judge_args::EvalArgs;
 use super::output::Output;
 use super::strategy_args::{self, RlArgs};
-use crate::error::{Result, Status};
-use crate::experiment::compare::{self, Config, Settings};
-use std::path::PathBuf;
+use crate::error::{Error, Result, Status};
+use crate::experiment::compare::{self, Config, Report, Settings};
+use std::path::{Path, PathBuf};
 
 /// The strategies compared when none are named.
 pub const DEFAULT_STRATEGIES: &str = "random,anneal,dp";
@@ -88,7 +88,48 @@ impl CompareArgs {
     }
 }
 
-pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> Result {
+/// `mcmpart compare`'s words after `compare`: the files and the flags.
+#[derive(clap::Parser, Debug)]
+#[command(name = "compare", about = "Compare strategies over problems and seeds")]
+struct CompareCommand {
+    /// The .mcm files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    #[command(flatten)]
+    args: CompareArgs,
+}
+
+/// Words that are not a comparison `mcmpart compare` would run.
+#[derive(Debug)]
+pub enum ArgsError {
+    /// `--help` was asked for: the text to print.
+    Help(String),
+    /// Flags clap cannot read (its text, usage included), or a comparison
+    /// the checks refuse.
+    Invalid(Error),
+}
+
+/// The comparison `mcmpart compare WORDS...` runs, from the same flags and
+/// with the same checks (for drivers of other runners, such as the Python
+/// package's Ray compare, which must take the same options).
+pub fn config_from_words<I, T>(words: I) -> std::result::Result<Config, ArgsError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::Parser;
+    let argv = std::iter::once(std::ffi::OsString::from("compare")).chain(words.into_iter().map(Into::into));
+    let cmd = CompareCommand::try_parse_from(argv).map_err(|e| match e.kind() {
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+            ArgsError::Help(e.render().to_string())
+        }
+        _ => ArgsError::Invalid(Error::usage(e.render().to_string().trim_end().to_string())),
+    })?;
+    checked_config(&cmd.files, &cmd.args).map_err(ArgsError::Invalid)
+}
+
+/// The comparison `args` asks for, checked before anything runs.
+fn checked_config(files: &[PathBuf], args: &CompareArgs) -> Result<Config> {
     let names = compare::strategies(&args.strategies)?;
     let named: Vec<&str> = names.iter().map(String::as_str).collect();
     strategy_args::check(&named, &args.rl)?;
@@ -98,26 +139,37 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> Result {
     for name in &named {
         strategy_args::build(name, &args.rl)?;
     }
+    Ok(config)
+}
+
+pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> Result {
+    let config = checked_config(files, args)?;
     // On stderr, terminal or not (`--json` too, its answer is on stdout).
     let report = compare::run(&config, &|line| eprintln!("{line}"))?;
     if out.json {
         out.print_json(&report.figures);
         return Ok(Status::Success);
     }
-    print!("{}", report.markdown);
-    println!();
+    print!("{}", report_text(&report, &args.out));
+    Ok(Status::Success)
+}
+
+/// What `compare` prints on stdout when it is done (without `--json`):
+/// the summary, the runs taken from the journal, the files written.
+pub fn report_text(report: &Report, out: &Path) -> String {
+    let mut text = format!("{}\n", report.markdown);
     if report.reused > 0 {
-        println!(
-            "{} of {} runs taken from {} (--resume)",
+        text += &format!(
+            "{} of {} runs taken from {} (--resume)\n",
             report.reused,
             report.runs,
-            args.out.join("runs").display()
+            out.join("runs").display()
         );
     }
     let written = &report.written;
-    println!(
-        "written to {}: {}",
-        args.out.display(),
+    text += &format!(
+        "written to {}: {}\n",
+        out.display(),
         if written.len() > 8 {
             format!(
                 "{} and {} per-problem curves.svg",
@@ -128,5 +180,5 @@ pub fn run(out: &Output, files: &[PathBuf], args: &CompareArgs) -> Result {
             written.join(", ")
         }
     );
-    Ok(Status::Success)
+    text
 }

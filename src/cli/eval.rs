@@ -50,10 +50,7 @@ pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>, a
     with_problem(file, problem, None, |p, sources| {
         let placement = read_partition(partition, &p.graph, p.package.num_chips())?;
         let judge = Judge::new(p, &args.options())?;
-        let model = match judge.objective() {
-            Some(m) => m.clone(),
-            None => crate::cost::objective::objective(p)?,
-        };
+        let model = model_of(p, &judge)?;
         if dest.format == Some(Format::Svg) {
             let drawing = model
                 .picture(&placement.chips)
@@ -78,30 +75,18 @@ pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>, a
             }
             return Ok(Status::Success);
         }
-        let report = model
-            .report(&placement.chips)
-            .map_err(|m| Error::input(format!("the partition cannot be evaluated: {m}")))?;
-        let violations = check(&p.graph, &p.package, &p.constraints, &placement);
-        let verdict = judge.evaluate(&placement.chips);
-        let valid = violations.is_empty() && matches!(verdict, Verdict::Valid { .. });
+        let e = evaluation(p, &judge, &model, &placement)?;
+        let (report, violations, verdict, valid) = (&e.report, &e.violations, &e.verdict, e.valid);
         let metric = p.objective.metric;
         if out.json {
-            let vs: Vec<String> = violations.iter().map(|v| v.describe()).collect();
-            let mut v = serde_json::json!({
-                "ok": true, "problem": p.name, "valid": valid, "violations": vs,
-                "judge": judge.describe, "verdict": verdict,
-                "objective": metric.name(), "model": model.name(),
-                "gap": report.gap(), "cost": report.json,
-            });
-            v[model.cost_key()] = serde_json::json!(report.cost);
-            out.print_json(&v);
+            out.print_json(&e.json);
         } else {
             if !violations.is_empty() {
-                let diags = super::verify::violation_diags(p, &violations);
+                let diags = super::verify::violation_diags(p, violations);
                 eprint!("{}", render_text(sources, &diags));
             }
             print!("{}", report.text);
-            match &verdict {
+            match verdict {
                 Verdict::Valid { throughput } if judge.describe != "analytical" => match model.name() {
                     "pipeline" => println!("evaluator `{}`: throughput {throughput:.4} /s", judge.describe),
                     _ => println!("evaluator `{}`: {} {}", judge.describe, metric, secs(1.0 / throughput)),
@@ -121,5 +106,58 @@ pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>, a
             }
         }
         Ok(Status::of(valid))
+    })
+}
+
+/// A partition judged as `eval` judges it: the cost model's report, the
+/// checker's violations, the judge's verdict, and the `eval --json` object.
+pub struct Evaluation {
+    pub report: crate::cost::objective::Report,
+    pub violations: Vec<crate::solver::Violation>,
+    pub verdict: Verdict,
+    /// No violation and a valid verdict.
+    pub valid: bool,
+    pub json: serde_json::Value,
+}
+
+/// Evaluates `placement` of `p` under `model` (the objective's cost model)
+/// and `judge`, as `eval` reports it; `Err` when the model cannot cost it.
+pub fn evaluation(
+    p: &crate::problem::Problem,
+    judge: &Judge,
+    model: &std::sync::Arc<dyn crate::cost::objective::Objective>,
+    placement: &crate::problem::Placement,
+) -> Result<Evaluation> {
+    let report = model
+        .report(&placement.chips)
+        .map_err(|m| Error::input(format!("the partition cannot be evaluated: {m}")))?;
+    let violations = check(&p.graph, &p.package, &p.constraints, placement);
+    let verdict = judge.evaluate(&placement.chips);
+    let valid = violations.is_empty() && matches!(verdict, Verdict::Valid { .. });
+    let vs: Vec<String> = violations.iter().map(|v| v.describe()).collect();
+    let mut json = serde_json::json!({
+        "ok": true, "problem": p.name, "valid": valid, "violations": vs,
+        "judge": judge.describe, "verdict": verdict,
+        "objective": p.objective.metric.name(), "model": model.name(),
+        "gap": report.gap(), "cost": report.json,
+    });
+    json[model.cost_key()] = serde_json::json!(report.cost);
+    Ok(Evaluation {
+        report,
+        violations,
+        verdict,
+        valid,
+        json,
+    })
+}
+
+/// The cost model `eval` reports with: the judge's, else the objective's.
+pub fn model_of(
+    p: &crate::problem::Problem,
+    judge: &Judge,
+) -> Result<std::sync::Arc<dyn crate::cost::objective::Objective>> {
+    Ok(match judge.objective() {
+        Some(m) => m.clone(),
+        None => crate::cost::objective::objective(p)?,
     })
 }

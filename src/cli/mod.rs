@@ -12,7 +12,8 @@ mod bench_memory;
 mod check;
 mod compare;
 mod deadline;
-mod eval;
+mod domains;
+pub mod eval;
 mod fmt;
 pub mod import;
 mod judge_args;
@@ -22,13 +23,16 @@ mod problem;
 mod repair;
 mod sample;
 mod show;
-mod solve;
+pub mod solve;
 mod stats;
 mod strategy_args;
 mod test;
 mod train;
 mod verify;
 
+pub use compare::{
+    config_from_words as compare_config, report_text as compare_report_text, ArgsError as CompareArgsError,
+};
 pub use judge_args::EvalArgs;
 pub use output::Output;
 pub use problem::SolverArgs;
@@ -116,6 +120,17 @@ pub enum Command {
         solver: SolverArgs,
         #[command(flatten)]
         own: sample::SampleArgs,
+    },
+    /// The chips each node can still take after propagation, at the root
+    /// or after decisions (`--set NODE=CHIPS`, each a `set_domain`).
+    Domains {
+        /// The .mcm file.
+        file: PathBuf,
+        /// A decision: restrict NODE to CHIPS (`fc1=2`, `fc1=0,1`), in order.
+        #[arg(long = "set", value_name = "NODE=CHIPS", value_parser = domains::decision)]
+        sets: Vec<domains::Decision>,
+        #[command(flatten)]
+        solver: SolverArgs,
     },
     /// Search for a good valid partition within a budget and write the best.
     Solve {
@@ -370,6 +385,7 @@ pub fn run(cli: Cli) -> i32 {
             },
         ),
         Command::Sample { file, solver, own } => sample::run(&out, &file, &solver, &own),
+        Command::Domains { file, sets, solver } => domains::run(&out, &file, &solver, &sets),
         Command::Solve { file, args } => solve::run(&out, &file, &args),
         Command::Compare { files, args } => compare::run(&out, &files, &args),
         Command::Train { args } => train::run(&out, &args),

@@ -39,23 +39,13 @@ impl Output {
             (Report::Plain, true) => {
                 self.print_json(&serde_json::json!({"ok": false, "error": e.message, "help": e.help}))
             }
-            (Report::Plain, false) => {
-                eprintln!("error: {}", e.message);
-                if let Some(h) = &e.help {
-                    eprintln!("  help: {h}");
-                }
-            }
+            (_, false) => eprint!("{}", e.text()),
             (Report::Diagnostics { json, .. }, true) => {
                 self.print_json(&serde_json::json!({"ok": false, "diagnostics": json}))
-            }
-            (Report::Diagnostics { text, errors, .. }, false) => {
-                eprint!("{text}");
-                eprintln!("error: {errors} error(s)");
             }
             (Report::Infeasible { constraints, .. }, true) => self.print_json(
                 &serde_json::json!({"ok": false, "infeasible": true, "error": e.message, "constraints": constraints}),
             ),
-            (Report::Infeasible { text, .. }, false) => eprint!("{text}"),
         }
     }
 }

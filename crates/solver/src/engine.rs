@@ -288,6 +288,24 @@ impl<'p> Solver<'p> {
         }
     }
 
+    /// Undoes the latest decisions until at most `n` stand: the
+    /// backtracking of a caller that explores by hand (a mark taken with
+    /// [`Solver::num_decisions`], then undone to). What a backjump of
+    /// [`Solver::set_domain`] excluded at a level that stays, stays: it
+    /// follows from the decisions still standing.
+    pub fn undo_to(&mut self, n: usize) {
+        if self.decisions.len() <= n {
+            return;
+        }
+        while self.decisions.len() > n {
+            self.decisions.pop();
+            self.store.pop_level();
+        }
+        for p in &mut self.props {
+            p.on_backtrack();
+        }
+    }
+
     fn propagate(&mut self) -> Result<(), Fail> {
         loop {
             while let Some(x) = self.store.dequeue() {

@@ -315,6 +315,33 @@ fn get_and_set_domain_follow_the_contract() {
 }
 
 #[test]
+fn undo_to_a_mark_restores_the_domains_of_that_mark() {
+    let p = problem(
+        "use std::placement::{acyclic_flow, no_skip}\nuse std::topologies::ring\n\
+         let t = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph { a -> b -> c }\npartition g onto t { require acyclic_flow, no_skip }\n",
+    );
+    let mut s = Solver::new(&p, Options::default()).unwrap();
+    let domains = |s: &Solver| (0..3).map(|u| s.get_domain(u)).collect::<Vec<_>>();
+    let at_root = domains(&s);
+    assert_eq!(s.set_domain(2, &[1]), 1);
+    let (mark, at_mark) = (s.num_decisions(), domains(&s));
+    assert_eq!(s.set_domain(1, &[1]), 2);
+    assert_ne!(domains(&s), at_mark);
+    // Fewer decisions than the mark: nothing to undo.
+    s.undo_to(5);
+    assert_eq!(s.num_decisions(), 2);
+    s.undo_to(mark);
+    assert_eq!(s.num_decisions(), mark);
+    assert_eq!(domains(&s), at_mark);
+    // The solver goes on from there as from any state.
+    assert_eq!(s.set_domain(1, &[0]), 2);
+    assert_eq!(s.get_domain(0), vec![0]);
+    s.undo_to(0);
+    assert_eq!(domains(&s), at_root);
+}
+
+#[test]
 fn packages_wider_than_a_machine_word_work() {
     // 130 chips, domains over three 64-bit words; one node's weights fill a
     // chip, so 130 nodes take every chip exactly once.

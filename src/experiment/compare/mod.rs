@@ -10,6 +10,7 @@ pub mod render;
 pub mod runner;
 pub mod summary;
 
+pub use runner::{run_job, Compare, Job, JobSpec};
 pub use summary::{Cell, ProblemRuns, Summary};
 
 use crate::cost::JudgeOptions;
@@ -148,6 +149,8 @@ pub struct Prepared {
     file: PathBuf,
     problem: Problem,
     graph: String,
+    /// The graph of the manifest its file's problem is applied to.
+    source_graph: Option<(String, PathBuf)>,
     /// What decides its runs' results ([`Journal::problem_basis`]).
     basis: Fnv1a,
 }
@@ -162,48 +165,12 @@ struct Source {
 /// `config.out`. Its strategies must be known (the command line checks
 /// their names and flags first). Progress lines and warnings go to `log`.
 pub fn run(config: &Config, log: Log) -> Result<Report> {
-    for f in &config.files {
-        if let Err(e) = std::fs::read(f) {
-            return Err(Error::input(format!("cannot read `{}`: {e}", f.display())));
-        }
-    }
-    let sources = sources(config).map_err(|(m, help)| Error::input(m).with_help_opt(help))?;
-    std::fs::create_dir_all(&config.out)
-        .map_err(|e| Error::output(format!("cannot create `{}`: {e}", config.out.display())))?;
-    // Held until this compare ends (the OS lets go of it if it is killed).
-    let _lock = journal::lock(&config.out).map_err(|(m, help)| Error::input(m).with_help(help))?;
-
-    let mut skipped: Vec<Skipped> = Vec::new();
-    let prepared = prepare(config, &sources, &mut skipped, log)?;
-
     // Greedy first, the baseline of the progress lines; then every run of
     // every problem at once, each on its own judge and seed, so the results
     // do not depend on how many run together.
-    let runner::Runs { problems, reused, jobs } = runner::run_all(prepared, config, &mut skipped, log);
-    if problems.is_empty() {
-        return Err(
-            Error::input("no problem could be compared").with_help(match skipped.len() {
-                0 => "no graph to run on".to_string(),
-                n => format!("all {n} were skipped (see the warnings above)"),
-            }),
-        );
-    }
-
-    let budgets = config.table_budgets();
-    let summary = Summary::new(&problems, &config.strategies, &budgets, &config.levels, config.budget);
-    let markdown = render::markdown(&summary, &problems, &skipped, config);
-    let figures = render::figures_json(&problems, &skipped, &summary, config, &budgets);
-    let written = write_files(config, &problems, &summary, &markdown, &figures)?;
-    Ok(Report {
-        problems,
-        skipped,
-        summary,
-        markdown,
-        figures,
-        written,
-        reused,
-        runs: jobs,
-    })
+    let compare = Compare::prepare(config, log)?;
+    let (results, reused) = compare.run_local(log);
+    compare.finish(results, reused, log)
 }
 
 /// Compiles each source into a problem ready to run, with its label and
@@ -273,6 +240,7 @@ fn prepare(config: &Config, sources: &[Source], skipped: &mut Vec<Skipped>, log:
             basis: Journal::problem_basis(p, &texts),
             problem: p.clone(),
             graph,
+            source_graph: src.graph.clone(),
         });
     }
     Ok(prepared)

@@ -17,7 +17,7 @@ mod step;
 
 pub use analytical::{ChipCost, CostModel, CostReport, LinkCost};
 pub use bounds::{Bound, BoundKind};
-pub use external::External;
+pub use external::{parse_reply, External};
 pub use memory::{MemoryOverflow, PeakMemory};
 pub use objective::{score, Objective, Report};
 pub use service::{Judge, JudgeOptions, JudgeStats};

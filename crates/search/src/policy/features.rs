@@ -17,6 +17,30 @@ pub const NODE_FEATURES: usize = 10;
 /// Features per chip.
 pub const CHIP_FEATURES: usize = 6;
 
+/// What the columns of the numeric node features are, in order (the
+/// scaling of each is in [`GraphFeatures::new`]).
+pub const NODE_FEATURE_NAMES: [&str; NODE_FEATURES] = [
+    "log_flops",
+    "log_params",
+    "log_output_bytes",
+    "log_in_degree",
+    "log_out_degree",
+    "depth",
+    "flops_share",
+    "params_share",
+    "flops_before",
+    "params_before",
+];
+/// What the columns of the chip features are, in order.
+pub const CHIP_FEATURE_NAMES: [&str; CHIP_FEATURES] = [
+    "id",
+    "log_memory",
+    "log_relative_compute",
+    "memory_over_weights",
+    "log_chips",
+    "log_nodes_per_chip",
+];
+
 /// `ln(1 + flops)` of the largest operators is about 25-30.
 const FLOPS_SCALE: f64 = 30.0;
 /// `ln(1 + bytes)` of a few GiB is about 22.
@@ -278,6 +302,21 @@ impl GraphFeatures {
             Tensor::from_vec(slide, (n, c), device)?.to_dtype(dtype)?,
             Tensor::from_vec(relief, (n, c), device)?.to_dtype(dtype)?,
         ))
+    }
+
+    /// The numeric node features as a row-major [N * NODE_FEATURES]
+    /// vector, and each node's operator bucket: the policy's inputs for
+    /// callers outside candle (the Python package's GNN features).
+    pub fn node_table(&self) -> Result<(Vec<f32>, Vec<u32>), PolicyError> {
+        Ok((
+            self.nodes.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?,
+            self.ops.to_vec1::<u32>()?,
+        ))
+    }
+
+    /// The chip features as a row-major [C * CHIP_FEATURES] vector.
+    pub fn chip_table(&self) -> Result<Vec<f32>, PolicyError> {
+        Ok(self.chips.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?)
     }
 
     /// [`GraphFeatures::anchor_terms`] as row-major [N * C] vectors.

@@ -334,6 +334,28 @@ fn features_are_finite_and_of_order_one() {
     assert!(err.contains("previous placement"), "{err}");
 }
 
+/// The plain tables hand out the tensors the network reads, row by row.
+#[test]
+fn feature_tables_are_the_network_inputs_row_major() {
+    let g = real("lstm_lm_small");
+    let f = GraphFeatures::new(&g, &ring(8, 128.0 * 1024.0 * 1024.0), 64, &Device::Cpu, DType::F64).unwrap();
+    let (nodes, ops) = f.node_table().unwrap();
+    assert_eq!(nodes.len(), g.num_placed() * features::NODE_FEATURES);
+    assert_eq!(features::NODE_FEATURE_NAMES.len(), features::NODE_FEATURES);
+    let rows = f.nodes.to_vec2::<f64>().unwrap();
+    for (d, row) in rows.iter().enumerate() {
+        for (k, x) in row.iter().enumerate() {
+            assert_eq!(nodes[d * features::NODE_FEATURES + k], *x as f32, "node {d} column {k}");
+        }
+        assert_eq!(ops[d], features::op_bucket(&g.placed_node(d as u32).op, 64));
+    }
+    // Column 5 is the depth, as `depth` has it.
+    assert_eq!(nodes[5], f.depth[0]);
+    let chips = f.chip_table().unwrap();
+    assert_eq!(chips.len(), 8 * features::CHIP_FEATURES);
+    assert_eq!(chips[features::CHIP_FEATURES * 7], 1.0, "the last chip's normalised id");
+}
+
 /// The pairwise pipeline distance: one chip apart on a package of equal
 /// chips, and the nearest chip never goes back along the pipeline.
 #[test]

@@ -73,12 +73,15 @@ impl Default for HdpConfig {
 
 /// The reward of a judged placement: `-sqrt(step / greedy's step)` (scores
 /// are one over the step), less `failure_weight` times the share of nodes
-/// FIX moved; `invalid` (a placement the judge refused) counts as ten times
-/// greedy's step.
+/// FIX moved; a placement the judge refused counts as a hundred times
+/// greedy's step. Valid steps are not capped: the first draws of a fresh
+/// network spread a graph over every device and can be tens of times
+/// slower than greedy, and a cap there would give them all one reward and
+/// the policy no gradient.
 pub fn reward(score: Option<f64>, unit: f64, moved: usize, nodes: usize, failure_weight: f64) -> f64 {
-    const INVALID: f64 = 10.0;
+    const INVALID: f64 = 100.0;
     let ratio = match score {
-        Some(s) if s > 0.0 && s.is_finite() && unit > 0.0 => (unit / s).min(INVALID),
+        Some(s) if s > 0.0 && s.is_finite() && unit > 0.0 => (unit / s).min(1e12),
         _ => INVALID,
     };
     -ratio.sqrt() - failure_weight * moved as f64 / nodes.max(1) as f64

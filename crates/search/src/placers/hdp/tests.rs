@@ -39,7 +39,9 @@ fn the_reward_prefers_faster_placements_and_fewer_repairs() {
     assert!(reward(Some(2.0), 1.0, 0, 10, 1.0) > reward(Some(1.0), 1.0, 0, 10, 1.0));
     assert!((reward(Some(1.0), 1.0, 0, 10, 1.0) + 1.0).abs() < 1e-12);
     assert!(reward(Some(1.0), 1.0, 5, 10, 1.0) < reward(Some(1.0), 1.0, 0, 10, 1.0));
-    // A refused placement is worse than any valid one within ten times greedy's step.
-    assert!(reward(None, 1.0, 0, 10, 1.0) <= reward(Some(0.1), 1.0, 0, 10, 1.0));
+    // A refused placement is worse than any valid one within a hundred times
+    // greedy's step, and valid ones are told apart however slow they are.
+    assert!(reward(None, 1.0, 0, 10, 1.0) <= reward(Some(0.01), 1.0, 0, 10, 1.0));
+    assert!(reward(Some(0.01), 1.0, 0, 10, 1.0) > reward(Some(0.001), 1.0, 0, 10, 1.0));
     assert!(reward(Some(f64::NAN), 1.0, 0, 10, 1.0).is_finite());
 }

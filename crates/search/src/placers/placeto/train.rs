@@ -1,8 +1,11 @@
 //! Pretraining Placeto on a set of graphs (the training split), as the
 //! paper does before applying the policy to unseen graphs: episodes go
-//! round the graphs in a seeded order, each followed by a REINFORCE step;
-//! each graph's episodes start from its best partition so far (greedy's
-//! at first), as they do in deployment.
+//! round the graphs in a seeded order, each followed by a REINFORCE step.
+//! Each episode starts, as the paper's MDP does, from an arbitrary
+//! placement: every group on a device drawn at random, made valid by the
+//! solver and judged outside the budget. (Started from the best partition
+//! so far, as in deployment, most moves only lose, and the policy learned
+//! to leave every group where it was.)
 
 use super::{episode, save, Learner, PlacetoConfig, PlacetoNet, Stop};
 use crate::policy::PolicyError;
@@ -103,7 +106,14 @@ pub fn run(
             stalled += 1;
             continue;
         };
-        let ep = match episode(&net, &features[i], &plans[i], &mut search, best[i].clone()) {
+        let start = match random_start(&mut search, &plans[i]) {
+            Ok(s) => s,
+            Err(_) => {
+                stalled += 1;
+                continue;
+            }
+        };
+        let ep = match episode(&net, &features[i], &plans[i], &mut search, start) {
             Ok(ep) => ep,
             Err(Stop::Policy(e)) => return Err(e),
             // A graph the solver cannot place is skipped.
@@ -149,4 +159,21 @@ pub fn run(
             .collect(),
     };
     Ok((net, report))
+}
+
+/// Every group of `plan` on a device drawn from the search's generator,
+/// made valid, and its score (judged outside the budget; 0 when refused).
+fn random_start(search: &mut Search, plan: &super::Plan) -> Result<(Vec<u32>, f64), mcm_solver::Infeasible> {
+    use rand::Rng;
+    let c = search.problem.package.num_chips().max(1) as u32;
+    let mut chips = vec![0u32; search.problem.graph.num_placed()];
+    for group in &plan.members {
+        let d = search.rng.random_range(0..c);
+        for &u in group {
+            chips[u as usize] = d;
+        }
+    }
+    let chips = crate::strategy::settle_full(search, &chips)?;
+    let score = search.reference(&chips).throughput().unwrap_or(0.0);
+    Ok((chips, score))
 }

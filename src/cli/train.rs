@@ -103,6 +103,12 @@ pub struct TrainArgs {
     /// its network shape is kept (`--layers`, `--hidden`, `--iterations` are ignored).
     #[arg(long, value_name = "PATH")]
     pub init: Option<PathBuf>,
+    /// Pretrain a learned placer of the literature (`placeto`) instead of
+    /// the `rl` policy: it reads --graphs, --split, --package, --samples,
+    /// --seed, --max-nodes and --out, and writes OUT/placeto.safetensors,
+    /// OUT/placeto.json and OUT/log.csv.
+    #[arg(long, value_name = "NAME")]
+    pub placer: Option<String>,
 }
 
 impl TrainArgs {
@@ -142,6 +148,9 @@ impl TrainArgs {
 }
 
 pub fn run(out: &Output, args: &TrainArgs) -> Result {
+    if let Some(name) = &args.placer {
+        return run_placer(out, args, name);
+    }
     let cfg = args.config();
     let config = Config {
         graphs: args.graphs.clone(),
@@ -227,6 +236,47 @@ pub fn run(out: &Output, args: &TrainArgs) -> Result {
                 args.out.join("best").display()
             );
         }
+    }
+    Ok(Status::Success)
+}
+
+/// `train --placer NAME`: the placer's own training, one line per ten episodes.
+fn run_placer(out: &Output, args: &TrainArgs, name: &str) -> Result {
+    let config = Config {
+        graphs: args.graphs.clone(),
+        split: args.split.clone(),
+        val_split: "none".into(),
+        packages: args.packages.clone(),
+        out: args.out.clone(),
+        max_nodes: args.max_nodes,
+        train: args.config(),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let quiet = out.json;
+    let report = crate::experiment::train_placer::run(
+        &config,
+        name,
+        &mut |event| {
+            if let Event::Warning(w) = event {
+                eprintln!("{w}")
+            }
+        },
+        &mut |log| {
+            if !quiet && log.episode % 10 == 0 {
+                eprintln!(
+                    "episode {} ({} samples, {:.0} s): reward {:.3} on {}, best {:.3}x greedy",
+                    log.episode, log.samples, log.elapsed_s, log.reward, log.task, log.gain
+                );
+            }
+        },
+    )?;
+    if out.json {
+        out.print_json(&serde_json::json!({ "ok": true, "report": report }));
+    } else {
+        println!(
+            "{} episodes, {} samples in {:.1} s; checkpoint {}",
+            report.episodes, report.samples, report.seconds, report.checkpoint
+        );
     }
     Ok(Status::Success)
 }

@@ -8,3 +8,4 @@ pub mod bounds;
 pub mod compare;
 pub mod scale;
 pub mod train;
+pub mod train_placer;

@@ -211,7 +211,10 @@ pub trait Strategy: Send {
 /// policy fine-tuned within the budget; `rl-zero-shot` samples it as it is;
 /// `rl-scratch` trains a fresh policy within the budget; `rl-nosolver` is
 /// `rl` without the solver (the paper's ablation). `hash` to `parmesan` are
-/// the placement heuristics of the literature ([`heuristics`]).
+/// the placement heuristics of the literature ([`heuristics`]); `hdp`,
+/// `placeto` (the shipped checkpoint, zero-shot), `placeto-tune` (it,
+/// fine-tuned within the budget) and `placeto-scratch` (trained on the
+/// graph alone) the learned placers ([`crate::placers`]).
 pub const NAMES: &[&str] = &[
     "greedy",
     "random",
@@ -231,6 +234,10 @@ pub const NAMES: &[&str] = &[
     "m-sct",
     "metis",
     "parmesan",
+    "hdp",
+    "placeto",
+    "placeto-tune",
+    "placeto-scratch",
 ];
 
 /// A strategy by name, with its default settings and, for the `rl`
@@ -248,6 +255,13 @@ pub fn by_name(name: &str, rl: &RlOptions) -> Result<Option<Box<dyn Strategy>>, 
         "lns" => Box::new(Lns),
         "auto" => Box::new(Auto),
         "rl" => return learned(rl.clone()),
+        "hdp" => Box::new(crate::placers::hdp::Hdp::default()),
+        "placeto-scratch" => Box::new(crate::placers::placeto::Placeto::scratch(name)?),
+        "placeto" | "placeto-tune" => Box::new(crate::placers::placeto::Placeto::load(
+            name,
+            None,
+            name == "placeto-tune",
+        )?),
         "rl-zero-shot" => {
             return learned(RlOptions {
                 zero_shot: true,

@@ -18,5 +18,5 @@ pub mod testing;
 
 pub use mcm_core::{diag, digest, graph, package, problem, quantity, source, textfile, WORKER_STACK};
 pub use mcm_lang as lang;
-pub use mcm_search::{baseline, cost, policy, pretrain, strategy};
+pub use mcm_search::{baseline, cost, placers, policy, pretrain, strategy};
 pub use mcm_solver as solver;

@@ -103,6 +103,14 @@ pub struct TrainArgs {
     /// its network shape is kept (`--layers`, `--hidden`, `--iterations` are ignored).
     #[arg(long, value_name = "PATH")]
     pub init: Option<PathBuf>,
+    /// Pretrain a learned placer instead of `rl`'s policy: `gdp` (PPO on
+    /// the split's graphs for --samples) or `mars` (its encoder by Deep
+    /// Graph Infomax for --dgi-steps); the checkpoint is `OUT/NAME.*`.
+    #[arg(long, value_name = "NAME")]
+    pub placer: Option<String>,
+    /// Deep Graph Infomax steps, a graph each (`--placer mars`).
+    #[arg(long, default_value_t = 1000, value_parser = counting)]
+    pub dgi_steps: usize,
 }
 
 impl TrainArgs {
@@ -142,6 +150,15 @@ impl TrainArgs {
 }
 
 pub fn run(out: &Output, args: &TrainArgs) -> Result {
+    if let Some(placer) = &args.placer {
+        return match placer.as_str() {
+            "gdp" => super::train_gdp_mars::gdp(out, args),
+            "mars" => super::train_gdp_mars::mars(out, args),
+            other => Err(crate::error::Error::usage(format!(
+                "--placer `{other}` is not a placer that pretrains (gdp, mars)"
+            ))),
+        };
+    }
     let cfg = args.config();
     let config = Config {
         graphs: args.graphs.clone(),

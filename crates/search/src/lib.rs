@@ -6,6 +6,7 @@
 
 pub mod baseline;
 pub mod cost;
+pub mod placers;
 pub mod policy;
 pub mod pretrain;
 pub mod strategy;

@@ -11,7 +11,7 @@ pub mod features;
 pub mod net;
 pub mod ppo;
 pub mod rollout;
-mod sage;
+pub(crate) mod sage;
 
 pub use checkpoint::{load, save, FORMAT_VERSION};
 pub use features::{GraphFeatures, FEATURE_SCHEMA};

@@ -211,7 +211,10 @@ pub trait Strategy: Send {
 /// policy fine-tuned within the budget; `rl-zero-shot` samples it as it is;
 /// `rl-scratch` trains a fresh policy within the budget; `rl-nosolver` is
 /// `rl` without the solver (the paper's ablation). `hash` to `parmesan` are
-/// the placement heuristics of the literature ([`heuristics`]).
+/// the placement heuristics of the literature ([`heuristics`]). `gdp` and
+/// `mars` are the learned placers of [`crate::placers`] (`gdp-scratch`:
+/// GDP without pretraining; `mars-nopretrain`: Mars without its
+/// contrastive pretraining).
 pub const NAMES: &[&str] = &[
     "greedy",
     "random",
@@ -231,6 +234,10 @@ pub const NAMES: &[&str] = &[
     "m-sct",
     "metis",
     "parmesan",
+    "gdp",
+    "gdp-scratch",
+    "mars",
+    "mars-nopretrain",
 ];
 
 /// A strategy by name, with its default settings and, for the `rl`
@@ -247,6 +254,8 @@ pub fn by_name(name: &str, rl: &RlOptions) -> Result<Option<Box<dyn Strategy>>, 
         "exact" => Box::new(Exact),
         "lns" => Box::new(Lns),
         "auto" => Box::new(Auto),
+        "gdp" | "gdp-scratch" => Box::new(crate::placers::gdp::Gdp::new(name, None, name == "gdp-scratch")?),
+        "mars" | "mars-nopretrain" => Box::new(crate::placers::mars::Mars::new(name, None, name == "mars-nopretrain")?),
         "rl" => return learned(rl.clone()),
         "rl-zero-shot" => {
             return learned(RlOptions {

@@ -62,6 +62,7 @@ fn finish(out: &Output, stem: &std::path::Path, what: String, elapsed_s: f64) ->
     if out.json {
         out.print_json(&serde_json::json!({
             "ok": true,
+            "out": stem.parent().map(|d| d.display().to_string()),
             "checkpoint": stem.display().to_string(),
             "elapsed_s": elapsed_s,
             "trained": what,

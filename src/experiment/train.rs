@@ -62,7 +62,7 @@ pub enum Event<'a> {
 
 /// Each graph of the split under each package file; graphs that cannot be
 /// used are skipped with a warning.
-pub fn tasks(config: &Config, split: &str, on: &mut dyn FnMut(Event)) -> Result<Vec<Task>> {
+pub(crate) fn tasks(config: &Config, split: &str, on: &mut dyn FnMut(Event)) -> Result<Vec<Task>> {
     let entries =
         manifest::entries(&config.graphs, Some(split)).map_err(|(m, help)| Error::input(m).with_help_opt(help))?;
     let mut tasks = Vec::new();

@@ -8,4 +8,4 @@ pub mod gdp;
 pub mod mars;
 mod seq;
 #[cfg(test)]
-mod testing;
+mod small_problem;

@@ -3,7 +3,7 @@
 
 use super::{load, save, Gdp, GdpConfig, GdpNet};
 use crate::placers::agent::{self, AgentConfig, Net};
-use crate::placers::testing::{ends, optimum, problem, run_on, task};
+use crate::placers::small_problem::{ends, optimum, problem, run_on, task};
 use crate::policy::PolicyError;
 
 fn small() -> GdpConfig {

@@ -4,7 +4,7 @@
 
 use super::{dgi, load, save, Mars, MarsConfig, MarsNet};
 use crate::placers::agent::{self, AgentConfig, Net};
-use crate::placers::testing::{ends, optimum, problem, run_on, task};
+use crate::placers::small_problem::{ends, optimum, problem, run_on, task};
 
 fn small() -> MarsConfig {
     MarsConfig {

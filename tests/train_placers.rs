@@ -63,7 +63,8 @@ fn gdp_pretraining_writes_its_checkpoint_and_log_reproducibly() {
     // The folder holds a checkpoint now: a second run there is refused.
     let o = train(&dir, "gdp", "one", &["--samples", "16"]);
     assert_ne!(o.status.code(), Some(0));
-    assert!(text(&o).1.contains("holds a gdp checkpoint"), "{:?}", text(&o));
+    // Under --json the error is the JSON answer on stdout.
+    assert!(text(&o).0.contains("holds a gdp checkpoint"), "{:?}", text(&o));
 }
 
 #[test]
@@ -85,6 +86,6 @@ fn a_placer_that_does_not_pretrain_is_refused() {
     let dir = setup("train-placer-unknown");
     let o = train(&dir, "annealing", "run", &[]);
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
-    assert!(text(&o).1.contains("(gdp, mars)"), "{:?}", text(&o));
+    assert!(text(&o).0.contains("(gdp, mars)"), "{:?}", text(&o));
     assert!(!dir.join("run").exists());
 }

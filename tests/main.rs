@@ -29,3 +29,4 @@ mod show;
 mod solve_auto;
 mod spec;
 mod step_time;
+mod train_placers;

@@ -28,6 +28,7 @@ mod stats;
 mod strategy_args;
 mod test;
 mod train;
+mod train_gdp_mars;
 mod verify;
 
 pub use compare::{

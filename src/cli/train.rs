@@ -103,12 +103,16 @@ pub struct TrainArgs {
     /// its network shape is kept (`--layers`, `--hidden`, `--iterations` are ignored).
     #[arg(long, value_name = "PATH")]
     pub init: Option<PathBuf>,
-    /// Pretrain a learned placer of the literature (`placeto`) instead of
-    /// the `rl` policy: it reads --graphs, --split, --package, --samples,
-    /// --seed, --max-nodes and --out, and writes OUT/placeto.safetensors,
-    /// OUT/placeto.json and OUT/log.csv.
+    /// Pretrain a learned placer instead of `rl`'s policy: `placeto` (on
+    /// the split's graphs for --samples), `gdp` (PPO on the split's graphs
+    /// for --samples) or `mars` (its encoder by Deep Graph Infomax for
+    /// --dgi-steps); the checkpoint is `OUT/NAME.safetensors` and
+    /// `OUT/NAME.json`.
     #[arg(long, value_name = "NAME")]
     pub placer: Option<String>,
+    /// Deep Graph Infomax steps, a graph each (`--placer mars`).
+    #[arg(long, default_value_t = 1000, value_parser = counting)]
+    pub dgi_steps: usize,
 }
 
 impl TrainArgs {
@@ -148,8 +152,17 @@ impl TrainArgs {
 }
 
 pub fn run(out: &Output, args: &TrainArgs) -> Result {
-    if let Some(name) = &args.placer {
-        return run_placer(out, args, name);
+    if let Some(placer) = &args.placer {
+        return match placer.as_str() {
+            "gdp" => super::train_gdp_mars::gdp(out, args),
+            "mars" => super::train_gdp_mars::mars(out, args),
+            "placeto" => run_placer(out, args, "placeto"),
+            other => Err(crate::error::Error::usage(format!(
+                "--placer `{other}` is not a placer that pretrains ({})",
+                crate::experiment::train_placer::PLACERS.join(", ")
+            ))
+            .with_help("hdp trains on each graph within `solve`'s budget")),
+        };
     }
     let cfg = args.config();
     let config = Config {

@@ -8,7 +8,7 @@ use crate::error::{Error, Kind, Result};
 use crate::placers::placeto;
 
 /// The placers `train --placer` knows.
-pub const PLACERS: &[&str] = &["placeto"];
+pub const PLACERS: &[&str] = &["placeto", "gdp", "mars"];
 
 /// What a placer's training run left.
 #[derive(Clone, Debug, serde::Serialize)]

@@ -214,7 +214,9 @@ pub trait Strategy: Send {
 /// the placement heuristics of the literature ([`heuristics`]); `hdp`,
 /// `placeto` (the shipped checkpoint, zero-shot), `placeto-tune` (it,
 /// fine-tuned within the budget) and `placeto-scratch` (trained on the
-/// graph alone) the learned placers ([`crate::placers`]).
+/// graph alone), `gdp` and `mars` the learned placers of
+/// [`crate::placers`] (`gdp-scratch`: GDP without pretraining;
+/// `mars-nopretrain`: Mars without its contrastive pretraining).
 pub const NAMES: &[&str] = &[
     "greedy",
     "random",
@@ -238,6 +240,10 @@ pub const NAMES: &[&str] = &[
     "placeto",
     "placeto-tune",
     "placeto-scratch",
+    "gdp",
+    "gdp-scratch",
+    "mars",
+    "mars-nopretrain",
 ];
 
 /// A strategy by name, with its default settings and, for the `rl`
@@ -254,6 +260,8 @@ pub fn by_name(name: &str, rl: &RlOptions) -> Result<Option<Box<dyn Strategy>>, 
         "exact" => Box::new(Exact),
         "lns" => Box::new(Lns),
         "auto" => Box::new(Auto),
+        "gdp" | "gdp-scratch" => Box::new(crate::placers::gdp::Gdp::new(name, None, name == "gdp-scratch")?),
+        "mars" | "mars-nopretrain" => Box::new(crate::placers::mars::Mars::new(name, None, name == "mars-nopretrain")?),
         "rl" => return learned(rl.clone()),
         "hdp" => Box::new(crate::placers::hdp::Hdp::default()),
         "placeto-scratch" => Box::new(crate::placers::placeto::Placeto::scratch(name)?),

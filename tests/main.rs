@@ -22,6 +22,7 @@ mod import;
 mod lsp;
 mod lsp_fuzz;
 mod memory;
+mod placeto_hdp;
 mod profiled_eval;
 mod rl;
 mod semantics;

@@ -1,0 +1,116 @@
+//! The literature's learned placers from the command line: `train --placer
+//! placeto` writes a checkpoint, a log and a report, the same for the same
+//! seed; an unknown placer is a usage error; `solve --strategy hdp` and
+//! `placeto` emit partitions `verify` accepts.
+
+use crate::common;
+
+use common::{chain_graph, json, mcmpart_in, ring_problem, text};
+use std::path::PathBuf;
+
+/// A graph folder (train: two chains) and a problem file.
+fn setup(name: &str) -> PathBuf {
+    let dir = common::scratch(name);
+    let graphs = dir.join("graphs");
+    std::fs::create_dir_all(&graphs).unwrap();
+    let mut entries = Vec::new();
+    for (g, n) in [("a", 5), ("b", 8)] {
+        std::fs::write(graphs.join(format!("{g}.json")), chain_graph(g, n, 0)).unwrap();
+        entries.push(serde_json::json!({"name": g, "split": "train", "file": format!("{g}.json"), "nodes": n + 1}));
+    }
+    let manifest = serde_json::json!({"format_version": 1, "graphs": entries});
+    std::fs::write(graphs.join("manifest.json"), manifest.to_string()).unwrap();
+    std::fs::write(dir.join("own.json"), chain_graph("own", 8, 0)).unwrap();
+    std::fs::write(dir.join("ring.mcm"), ring_problem("own.json", 4)).unwrap();
+    dir
+}
+
+fn train(dir: &std::path::Path, out: &str) -> serde_json::Value {
+    let o = mcmpart_in(
+        dir,
+        &[
+            "train",
+            "--json",
+            "--placer",
+            "placeto",
+            "--package",
+            "ring.mcm",
+            "--graphs",
+            "graphs",
+            "--samples",
+            "40",
+            "--seed",
+            "3",
+            "--out",
+            out,
+        ],
+    );
+    let (stdout, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{err}");
+    json(&o)
+}
+
+#[test]
+fn train_placer_placeto_writes_a_checkpoint_reproducibly() {
+    let dir = setup("placeto-train");
+    let a = train(&dir, "a");
+    let b = train(&dir, "b");
+    assert_eq!(a["report"]["samples"], 40, "{a}");
+    assert_eq!(a["report"]["episodes"], b["report"]["episodes"]);
+    assert_eq!(a["report"]["gains"], b["report"]["gains"]);
+    for f in ["placeto.safetensors", "placeto.json", "log.csv"] {
+        assert!(dir.join("a").join(f).exists(), "{f}");
+    }
+    let weights = |d: &str| std::fs::read(dir.join(d).join("placeto.safetensors")).unwrap();
+    assert_eq!(weights("a"), weights("b"));
+}
+
+#[test]
+fn an_unknown_placer_is_a_usage_error() {
+    let dir = setup("placeto-unknown");
+    let o = mcmpart_in(
+        &dir,
+        &[
+            "train",
+            "--placer",
+            "nope",
+            "--package",
+            "ring.mcm",
+            "--graphs",
+            "graphs",
+            "--out",
+            "x",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("no placer `nope`") && err.contains("placeto"), "{err}");
+}
+
+#[test]
+fn hdp_and_placeto_partitions_pass_verify() {
+    let dir = setup("placers-solve");
+    for s in ["hdp", "placeto", "placeto-tune", "placeto-scratch"] {
+        let out = format!("{s}.json");
+        let o = mcmpart_in(
+            &dir,
+            &[
+                "solve",
+                "ring.mcm",
+                "--strategy",
+                s,
+                "--budget",
+                "24",
+                "--seed",
+                "1",
+                "--out",
+                &out,
+            ],
+        );
+        let (stdout, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{s}: {stdout}\n{err}");
+        let v = mcmpart_in(&dir, &["verify", "ring.mcm", "--partition", &out]);
+        let (stdout, err) = text(&v);
+        assert_eq!(v.status.code(), Some(0), "{s}: {stdout}\n{err}");
+    }
+}

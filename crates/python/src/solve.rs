@@ -97,7 +97,7 @@ type Found = Result<(serde_json::Value, Vec<u32>, f64, Option<f64>, Option<f64>)
 
 /// Runs strategy `name` on the problem as `mcmpart solve` does, then
 /// greedy's one partition and the bound.
-fn search(l: &Loaded, name: &str, budget: Budget, seed: u64) -> Found {
+fn search(l: &Loaded, name: &str, budget: Budget, seed: u64, evaluator: Option<(Py<PyAny>, usize)>) -> Found {
     let p = l.problem();
     let sources = &l.compiled.program.sources;
     let mut strat = match strategy::by_name(name, &RlOptions::default()) {
@@ -105,7 +105,10 @@ fn search(l: &Loaded, name: &str, budget: Budget, seed: u64) -> Found {
         Ok(None) => return Err(unknown(name)),
         Err(e) => return Err(Error::input(format!("strategy `{name}`: {e}"))),
     };
-    let judge = Judge::new(p, &JudgeOptions::default())?;
+    let judge = match evaluator {
+        Some((callable, jobs)) => crate::evaluator::judge(p, callable, jobs),
+        None => Judge::new(p, &JudgeOptions::default())?,
+    };
     let (o, _) = strategy::run_from(p, &judge, strat.as_mut(), budget, seed, None, None)
         .map_err(|inf| Error::infeasible(p, &inf, sources))?;
     if let Some(why) = &o.failure {
@@ -116,8 +119,13 @@ fn search(l: &Loaded, name: &str, budget: Budget, seed: u64) -> Found {
         )));
     }
     let Some(best) = &o.best else {
+        // The evaluator's reasons (an external one's refusals, crashes).
+        let why = match o.invalid.iter().max_by_key(|(_, n)| **n) {
+            Some((reason, n)) => format!("; the most frequent reason ({n} sample(s)): {reason}"),
+            None => String::new(),
+        };
         return Err(Error::search(format!(
-            "no valid partition of `{}` in {} sample(s): strategy `{}` found none valid",
+            "no valid partition of `{}` in {} sample(s): strategy `{}` found none valid{why}",
             p.name,
             o.records.len(),
             o.strategy
@@ -174,6 +182,7 @@ fn unknown(name: &str) -> Error {
     Error::usage(format!("unknown strategy `{name}`")).with_help(help)
 }
 
+#[allow(clippy::too_many_arguments)]
 pub fn solve(
     py: Python<'_>,
     problem: &Problem,
@@ -181,7 +190,19 @@ pub fn solve(
     budget: Option<usize>,
     time: Option<f64>,
     seed: u64,
+    evaluator: Option<Py<PyAny>>,
+    jobs: usize,
 ) -> PyResult<SolveResult> {
+    if jobs == 0 {
+        return Err(PyValueError::new_err("`jobs` must be at least 1"));
+    }
+    if let Some(e) = &evaluator {
+        if !e.bind(py).is_callable() {
+            return Err(PyValueError::new_err(
+                "`evaluator` must be callable: partition dict -> reply dict (e.g. mcmpart.distributed.EvaluatorPool)",
+            ));
+        }
+    }
     let budget = match (budget, time) {
         (Some(_), Some(_)) => {
             return Err(PyValueError::new_err(
@@ -210,7 +231,7 @@ pub fn solve(
             .name("mcmpart-solve".into())
             .stack_size(mcmpart::WORKER_STACK)
             .spawn(move || {
-                let _ = tx.send(search(&loaded, &name, budget, seed));
+                let _ = tx.send(search(&loaded, &name, budget, seed, evaluator.map(|e| (e, jobs))));
             })
             .map_err(|e| PyValueError::new_err(format!("cannot start the search: {e}")))?
     };

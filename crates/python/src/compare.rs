@@ -55,7 +55,9 @@ impl ComparePlan {
     fn index(&self, k: usize) -> PyResult<usize> {
         let n = self.results.len();
         if k >= n {
-            return Err(PyIndexError::new_err(format!("job {k} is out of range: there are {n} jobs")));
+            return Err(PyIndexError::new_err(format!(
+                "job {k} is out of range: there are {n} jobs"
+            )));
         }
         Ok(k)
     }
@@ -83,7 +85,10 @@ impl ComparePlan {
     /// the runs the journal holds for a job are taken here (said on
     /// stderr as the command line says them) and the job is not listed.
     fn missing(&mut self, py: Python<'_>) -> PyResult<Vec<usize>> {
-        let c = self.compare.as_ref().ok_or_else(|| PyRuntimeError::new_err("the comparison is finished"))?;
+        let c = self
+            .compare
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("the comparison is finished"))?;
         let mut missing = Vec::new();
         for k in c.schedule() {
             if self.results[k].is_some() {
@@ -128,8 +133,8 @@ impl ComparePlan {
     /// Raises ValueError for a run that is not the job's.
     fn accept(&mut self, py: Python<'_>, k: usize, outcome: &str) -> PyResult<()> {
         let k = self.index(k)?;
-        let o: Outcome = serde_json::from_str(outcome)
-            .map_err(|e| PyValueError::new_err(format!("job {k}: not a run: {e}")))?;
+        let o: Outcome =
+            serde_json::from_str(outcome).map_err(|e| PyValueError::new_err(format!("job {k}: not a run: {e}")))?;
         let c = self.compare()?;
         py.detach(|| c.check(k, &o)).map_err(PyValueError::new_err)?;
         py.detach(|| c.save(k, &o, &log));
@@ -180,9 +185,12 @@ fn run_job(py: Python<'_>, words: Vec<String>, spec: &str) -> PyResult<String> {
     };
     let spec: JobSpec =
         serde_json::from_str(spec).map_err(|e| PyValueError::new_err(format!("not a job spec: {e}")))?;
-    let o = py
-        .detach(|| compare::run_job(&config, &spec))
-        .map_err(|why| to_py(py, Error::search(format!("{} seed {}: {why}", spec.strategy, spec.seed))))?;
+    let o = py.detach(|| compare::run_job(&config, &spec)).map_err(|why| {
+        to_py(
+            py,
+            Error::search(format!("{} seed {}: {why}", spec.strategy, spec.seed)),
+        )
+    })?;
     serde_json::to_string(&o).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 

@@ -65,6 +65,9 @@ pub struct EnvCore {
     /// Greedy's score (higher is better) under the objective; the rewards'
     /// unit.
     greedy: f64,
+    /// What `greedy` is: "greedy", or "bound" when greedy's partition
+    /// fails at evaluation.
+    unit: &'static str,
     dead_end: bool,
 }
 
@@ -182,12 +185,20 @@ impl EnvCore {
             )
         })?;
         let base = py.detach(|| baseline(&judged, &judge, 0));
-        let greedy = base.throughput().filter(|g| g.is_finite() && *g > 0.0).ok_or_else(|| {
-            PyRuntimeError::new_err(format!(
-                "greedy finds no partition of `{}` valid at evaluation: the rewards would have no unit",
-                p.name
-            ))
-        })?;
+        let usable = |v: Option<f64>| v.filter(|x| x.is_finite() && *x > 0.0);
+        // Greedy's score; when its partition fails at evaluation (the
+        // dynamic memory check), the lower bound's, so that rewards still
+        // have a unit (then at most 1).
+        let (greedy, unit) = match (usable(base.throughput()), usable(base.bound_throughput())) {
+            (Some(g), _) => (g, "greedy"),
+            (None, Some(b)) => (b, "bound"),
+            (None, None) => {
+                return Err(PyRuntimeError::new_err(format!(
+                    "neither greedy's partition of `{}` nor the lower bound gives the rewards a unit",
+                    p.name
+                )))
+            }
+        };
         let words = chips.div_ceil(64).max(1);
         let mut core = EnvCore {
             cell,
@@ -200,6 +211,7 @@ impl EnvCore {
             placed: PyArray1::zeros(py, n, false).unbind(),
             judge,
             greedy,
+            unit,
             dead_end: false,
         };
         core.sync(py);
@@ -241,7 +253,10 @@ impl EnvCore {
         let (what, undone) = if standing == before + 1 {
             self.decided = standing;
             (Outcome::Placed, 0)
-        } else if self.cell.with_dependent(|_, s| s.options().sat && s.infeasible().is_none()) {
+        } else if self
+            .cell
+            .with_dependent(|_, s| s.options().sat && s.infeasible().is_none())
+        {
             self.decided = standing;
             (Outcome::Backjumped, before - standing)
         } else {
@@ -275,16 +290,25 @@ impl EnvCore {
         let Some(chips) = self.partition() else {
             return Err(PyRuntimeError::new_err("the episode has no finished partition"));
         };
-        Ok(match py.detach(|| self.judge.evaluate(&chips)) {
+        let judge = &self.judge;
+        Ok(match py.detach(|| judge.evaluate(&chips)) {
             Verdict::Valid { throughput } => (Some(throughput / self.greedy), None),
             Verdict::Invalid { reason } => (None, Some(reason)),
         })
     }
 
-    /// Greedy's score under the objective (throughput, or steps per second).
+    /// The rewards' unit: greedy's score under the objective (throughput,
+    /// or steps per second), or the lower bound's (see `reward_unit`).
     #[getter]
     fn greedy_score(&self) -> f64 {
         self.greedy
+    }
+
+    /// "greedy", or "bound" when greedy's partition fails at evaluation and
+    /// the rewards are over the lower bound's score.
+    #[getter]
+    fn reward_unit(&self) -> &'static str {
+        self.unit
     }
 
     /// The node indices in the order they are placed.

@@ -1,9 +1,12 @@
 //! The Python package `mcmpart`'s native module, `mcmpart._native`: one
 //! file per area, each registering its classes and functions here.
 
+mod compare;
 mod convert;
+mod env;
 mod errors;
 mod eval;
+mod evaluator;
 mod partition;
 mod problem;
 mod solve;
@@ -21,5 +24,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     eval::register(m)?;
     solve::register(m)?;
     svg::register(m)?;
+    env::register(m)?;
+    compare::register(m)?;
     Ok(())
 }

@@ -340,7 +340,14 @@ impl Problem {
     /// `time` seconds (default 1000 samples), and returns the best
     /// partition with its value, greedy's and the proven bound. The GIL is
     /// released while it runs; Ctrl-C stops it (KeyboardInterrupt).
-    #[pyo3(signature = (strategy = None, budget = None, time = None, seed = 0))]
+    ///
+    /// `evaluator`: a callable that judges each partition in place of the
+    /// cost model, as an external evaluator command does (it gets the
+    /// partition dict a command reads on stdin and returns the dict it
+    /// would print; `mcmpart.distributed.EvaluatorPool` is one over Ray
+    /// actors); `jobs` evaluations run at once.
+    #[pyo3(signature = (strategy = None, budget = None, time = None, seed = 0, evaluator = None, jobs = 1))]
+    #[allow(clippy::too_many_arguments)]
     fn solve(
         &self,
         py: Python<'_>,
@@ -348,8 +355,10 @@ impl Problem {
         budget: Option<usize>,
         time: Option<f64>,
         seed: u64,
+        evaluator: Option<Py<PyAny>>,
+        jobs: usize,
     ) -> PyResult<crate::solve::SolveResult> {
-        crate::solve::solve(py, self, strategy, budget, time, seed)
+        crate::solve::solve(py, self, strategy, budget, time, seed, evaluator, jobs)
     }
 
     /// The package as an SVG picture, coloured by `partition` when given

@@ -30,8 +30,17 @@ fn default_strategy(time: Option<f64>) -> &'static str {
 #[pyclass(module = "mcmpart._native", frozen)]
 pub struct SolveResult {
     partition: Py<Partition>,
-    json: serde_json::Value,
+    found: Found,
     metric: Metric,
+}
+
+/// What the search thread finds: the report, the best partition's chips,
+/// its figures.
+struct Found {
+    json: serde_json::Value,
+    chips: Vec<u32>,
+    /// The objective's figure as `solve` reports it (throughput, or seconds).
+    value: f64,
     cost: f64,
     bound: Option<f64>,
     gap: Option<f64>,
@@ -49,55 +58,55 @@ impl SolveResult {
     /// `maximize throughput`, seconds under the time metrics.
     #[getter]
     fn value(&self) -> f64 {
-        match self.metric {
-            Metric::Throughput => 1.0 / self.cost,
-            _ => self.cost,
-        }
+        self.found.value
     }
 
     /// Its cost in seconds (the pipeline's period, or the step time).
     #[getter]
     fn cost(&self) -> f64 {
-        self.cost
+        self.found.cost
     }
 
     /// The proven lower bound on the cost in seconds (`None` when the
     /// partitions are judged by an external evaluator).
     #[getter]
     fn bound(&self) -> Option<f64> {
-        self.bound
+        self.found.bound
     }
 
     /// The cost over the proven bound (1: proven optimal).
     #[getter]
     fn gap(&self) -> Option<f64> {
-        self.gap
+        self.found.gap
     }
 
     /// The report as `mcmpart solve --json` prints it (less `out`, and
     /// `curve`, the per-sample records).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        convert::json(py, &self.json)
+        convert::json(py, &self.found.json)
     }
 
     fn __repr__(&self) -> String {
         format!(
             "<mcmpart.SolveResult {} {}: {} {:.6e}, gap {}>",
-            self.json["strategy"].as_str().unwrap_or(""),
-            self.json["problem"],
+            self.found.json["strategy"].as_str().unwrap_or(""),
+            self.found.json["problem"],
             self.metric.name(),
             self.value(),
-            self.gap.map_or("unknown".to_string(), |g| format!("{g:.4}"))
+            self.found.gap.map_or("unknown".to_string(), |g| format!("{g:.4}"))
         )
     }
 }
 
-/// What the search thread hands back.
-type Found = Result<(serde_json::Value, Vec<u32>, f64, Option<f64>, Option<f64>), Error>;
-
 /// Runs strategy `name` on the problem as `mcmpart solve` does, then
 /// greedy's one partition and the bound.
-fn search(l: &Loaded, name: &str, budget: Budget, seed: u64) -> Found {
+fn search(
+    l: &Loaded,
+    name: &str,
+    budget: Budget,
+    seed: u64,
+    evaluator: Option<(Py<PyAny>, usize)>,
+) -> Result<Found, Error> {
     let p = l.problem();
     let sources = &l.compiled.program.sources;
     let mut strat = match strategy::by_name(name, &RlOptions::default()) {
@@ -105,7 +114,10 @@ fn search(l: &Loaded, name: &str, budget: Budget, seed: u64) -> Found {
         Ok(None) => return Err(unknown(name)),
         Err(e) => return Err(Error::input(format!("strategy `{name}`: {e}"))),
     };
-    let judge = Judge::new(p, &JudgeOptions::default())?;
+    let judge = match evaluator {
+        Some((callable, jobs)) => crate::evaluator::judge(p, callable, jobs),
+        None => Judge::new(p, &JudgeOptions::default())?,
+    };
     let (o, _) = strategy::run_from(p, &judge, strat.as_mut(), budget, seed, None, None)
         .map_err(|inf| Error::infeasible(p, &inf, sources))?;
     if let Some(why) = &o.failure {
@@ -116,8 +128,13 @@ fn search(l: &Loaded, name: &str, budget: Budget, seed: u64) -> Found {
         )));
     }
     let Some(best) = &o.best else {
+        // The evaluator's reasons (an external one's refusals, crashes).
+        let why = match o.invalid.iter().max_by_key(|(_, n)| **n) {
+            Some((reason, n)) => format!("; the most frequent reason ({n} sample(s)): {reason}"),
+            None => String::new(),
+        };
         return Err(Error::search(format!(
-            "no valid partition of `{}` in {} sample(s): strategy `{}` found none valid",
+            "no valid partition of `{}` in {} sample(s): strategy `{}` found none valid{why}",
             p.name,
             o.records.len(),
             o.strategy
@@ -153,6 +170,10 @@ fn search(l: &Loaded, name: &str, budget: Budget, seed: u64) -> Found {
         "interrupted": o.interrupted,
     });
     let greedy = base.latency();
+    let value = match metric {
+        Metric::Throughput => best.throughput,
+        _ => cost,
+    };
     if metric == Metric::StepTime {
         json["step_time_s"] = serde_json::json!(cost);
         json["greedy_step_time_s"] = serde_json::json!(greedy);
@@ -163,7 +184,14 @@ fn search(l: &Loaded, name: &str, budget: Budget, seed: u64) -> Found {
         json["greedy_throughput"] = serde_json::json!(base.throughput());
         json["proven_bound_latency_s"] = serde_json::json!(proven.as_ref().map(|b| b.latency_s));
     }
-    Ok((json, best.chips.clone(), cost, proven.map(|b| b.latency_s), gap))
+    Ok(Found {
+        json,
+        chips: best.chips.clone(),
+        value,
+        cost,
+        bound: proven.map(|b| b.latency_s),
+        gap,
+    })
 }
 
 fn unknown(name: &str) -> Error {
@@ -174,6 +202,7 @@ fn unknown(name: &str) -> Error {
     Error::usage(format!("unknown strategy `{name}`")).with_help(help)
 }
 
+#[allow(clippy::too_many_arguments)]
 pub fn solve(
     py: Python<'_>,
     problem: &Problem,
@@ -181,7 +210,19 @@ pub fn solve(
     budget: Option<usize>,
     time: Option<f64>,
     seed: u64,
+    evaluator: Option<Py<PyAny>>,
+    jobs: usize,
 ) -> PyResult<SolveResult> {
+    if jobs == 0 {
+        return Err(PyValueError::new_err("`jobs` must be at least 1"));
+    }
+    if let Some(e) = &evaluator {
+        if !e.bind(py).is_callable() {
+            return Err(PyValueError::new_err(
+                "`evaluator` must be callable: partition dict -> reply dict (e.g. mcmpart.distributed.EvaluatorPool)",
+            ));
+        }
+    }
     let budget = match (budget, time) {
         (Some(_), Some(_)) => {
             return Err(PyValueError::new_err(
@@ -203,21 +244,21 @@ pub fn solve(
         return Err(unknown(&name)).or_raise(py);
     }
     let loaded = problem.loaded.clone();
-    let (tx, rx) = mpsc::channel::<Found>();
+    let (tx, rx) = mpsc::channel::<Result<Found, Error>>();
     let worker = {
         let loaded: Arc<Loaded> = loaded.clone();
         std::thread::Builder::new()
             .name("mcmpart-solve".into())
             .stack_size(mcmpart::WORKER_STACK)
             .spawn(move || {
-                let _ = tx.send(search(&loaded, &name, budget, seed));
+                let _ = tx.send(search(&loaded, &name, budget, seed, evaluator.map(|e| (e, jobs))));
             })
             .map_err(|e| PyValueError::new_err(format!("cannot start the search: {e}")))?
     };
     // Waited on with the GIL released: a receiver shared across threads
     // must be behind a lock.
     let rx = std::sync::Mutex::new(rx);
-    let recv = |wait: Option<Duration>| -> Result<Found, mpsc::RecvTimeoutError> {
+    let recv = |wait: Option<Duration>| -> Result<Result<Found, Error>, mpsc::RecvTimeoutError> {
         let rx = rx.lock().map_err(|_| mpsc::RecvTimeoutError::Disconnected)?;
         match wait {
             Some(w) => rx.recv_timeout(w),
@@ -256,14 +297,11 @@ pub fn solve(
             }
         }
     };
-    let (json, chips, cost, bound, gap) = found.or_raise(py)?;
+    let found = found.or_raise(py)?;
     Ok(SolveResult {
-        partition: Py::new(py, Partition::new(&loaded, chips))?,
+        partition: Py::new(py, Partition::new(&loaded, found.chips.clone()))?,
         metric: loaded.problem().objective.metric,
-        json,
-        cost,
-        bound,
-        gap,
+        found,
     })
 }
 

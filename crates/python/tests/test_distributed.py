@@ -16,11 +16,12 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import mcmpart  # noqa: E402
+from mcmpart import _native as native  # noqa: E402
 from mcmpart import distributed  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
-PROBLEMS = [str(EXAMPLES / f) for f in ("quickstart.mcm", "mesh.mcm", "fast_last.mcm")]
+PROBLEMS = [str(EXAMPLES / f) for f in ("quickstart.mcm", "fast_last.mcm", "torus_big_corners.mcm")]
 FLAGS = ["--strategies", "random,anneal", "--budget", "12", "--repeats", "2", "--seed", "3"]
 
 
@@ -155,7 +156,7 @@ def test_a_worker_refuses_a_job_planned_on_other_files(tmp_path):
     data = tmp_path / "data"
     shutil.copytree(EXAMPLES / "data", data)
     words = [str(src), "--strategies", "random", "--budget", "5", "--repeats", "1", "--out", str(tmp_path / "o")]
-    plan = mcmpart._native.ComparePlan(words)
+    plan = native.ComparePlan(words)
     (k,) = plan.missing()
     spec = plan.spec(k)
     # The problem changes under the plan (another package size).
@@ -169,7 +170,7 @@ def test_a_worker_refuses_a_job_planned_on_other_files(tmp_path):
 
 def test_a_run_that_is_not_the_jobs_is_refused(tmp_path):
     words = [PROBLEMS[0], "--strategies", "random", "--budget", "5", "--repeats", "2", "--out", str(tmp_path / "o")]
-    plan = mcmpart._native.ComparePlan(words)
+    plan = native.ComparePlan(words)
     first, second = sorted(plan.missing())
     run = distributed.run_job(words, plan.spec(first))
     with pytest.raises(ValueError, match="came back for"):
@@ -195,8 +196,7 @@ class Board:
         self.calls += 1
         if self.crash_after is not None and self.calls > self.crash_after:
             os._exit(1)
-        report = self.problem.evaluate(partition["chips"])
-        return {"valid": True, "throughput": report["throughput"]}
+        return {"valid": True, "throughput": self.problem.evaluate(partition["placement"]).value}
 
     def count(self):
         return self.calls
@@ -208,7 +208,10 @@ def test_an_evaluator_pool_fans_a_search_out_and_survives_a_dead_board(ray_local
     boards = [Board.remote(path), Board.remote(path, crash_after=2)]
     pool = distributed.EvaluatorPool(boards)
     found = problem.solve(strategy="random", budget=30, seed=1, evaluator=pool, jobs=2)
-    plain = problem.solve(strategy="random", budget=30, seed=1)
+    # The same search with the analytical model called in-process.
+    local = lambda partition: {"valid": True, "throughput": problem.evaluate(partition["placement"]).value}  # noqa: E731
+    plain = problem.solve(strategy="random", budget=30, seed=1, evaluator=local, jobs=2)
+    assert plain.value == pytest.approx(problem.solve(strategy="random", budget=30, seed=1).value, rel=1e-12)
     assert found.value == pytest.approx(plain.value, rel=1e-12)
     assert list(found.partition.chips) == list(plain.partition.chips)
     assert len(pool) == 1 and len(pool.dropped) == 1

@@ -104,11 +104,11 @@ def test_evaluations(case, cli, tmp_path):
     f = tmp_path / "p.json"
     part.save(f)
     e = p.evaluate(part)
-    assert e.to_dict() == cli.json("eval", path, "--partition", f)
-    r = cli.run("eval", path, "--partition", f)
+    # An invalid verdict (the dynamic memory check) exits 1 with the same report.
+    assert e.to_dict() == cli.json("eval", path, "--partition", f, check=False)
+    r = cli.run("eval", path, "--partition", f, check=False)
     assert r.stdout.startswith(e.text)
-    assert e.valid and e.violations == []
-    assert e.to_dict()["valid"] is True
+    assert e.violations == [] and e.valid == e.to_dict()["valid"]
 
 
 def test_an_invalid_partition_is_judged_as_the_cli_judges_it(cli, tmp_path, quickstart):

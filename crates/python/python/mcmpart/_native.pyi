@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -127,11 +127,16 @@ class Problem:
         budget: Optional[int] = None,
         time: Optional[float] = None,
         seed: int = 0,
+        evaluator: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]] = None,
+        jobs: int = 1,
     ) -> SolveResult:
         """Runs a strategy (STRATEGIES; default ``dp``, ``auto`` with
         ``time``) as ``mcmpart solve`` does, within ``budget`` samples or
         ``time`` seconds (default 1000 samples). Releases the GIL while it
-        runs; Ctrl-C stops it and raises KeyboardInterrupt."""
+        runs; Ctrl-C stops it and raises KeyboardInterrupt. ``evaluator``
+        judges each partition in place of the cost model (it gets what an
+        external evaluator reads and returns what one prints, e.g.
+        ``mcmpart.distributed.EvaluatorPool``), ``jobs`` at once."""
     def package_svg(self, partition: Optional[PartitionLike] = None) -> str:
         """The package as SVG (``mcmpart show FILE --format svg``),
         coloured by the partition's chip loads when given."""
@@ -251,3 +256,76 @@ class SolveResult:
         """Cost over the proven bound."""
     def to_dict(self) -> Dict[str, Any]:
         """The report as ``mcmpart solve --json`` prints it (without ``out`` and ``curve``)."""
+
+# --- mcmpart.gym's core (crates/python/src/env.rs) ---
+
+class EnvCore:
+    """The step loop of `mcmpart.gym.PlacementEnv`: a solver driven one node at
+    a time in a fixed order, with NumPy buffers of the domains updated in place."""
+
+    def __init__(
+        self,
+        problem: Problem,
+        order: Optional[Sequence[Union[int, str]]] = None,
+        sat: bool = True,
+        objective: Optional[str] = None,
+    ) -> None: ...
+    def reset(self) -> None:
+        """Undoes every decision: a new episode."""
+    @property
+    def node(self) -> Optional[int]:
+        """The index of the node to place now; None once the episode is over."""
+    def step(self, chip: int) -> Tuple[int, int]:
+        """Places the current node on `chip`: (0 placed, 1 backjumped, 2 dead end,
+        3 masked; decisions a backjump undid)."""
+    @property
+    def done(self) -> bool: ...
+    def partition(self) -> Optional[List[int]]:
+        """The finished partition's chips by node index."""
+    def reward(self) -> Tuple[Optional[float], Optional[str]]:
+        """The finished partition's score over greedy's, or None and why it is invalid."""
+    @property
+    def greedy_score(self) -> float: ...
+    @property
+    def reward_unit(self) -> str:
+        """"greedy", or "bound" when greedy's partition fails at evaluation."""
+    @property
+    def order(self) -> List[int]: ...
+    @property
+    def domains(self) -> "np.ndarray":
+        """int8 [num_nodes, num_chips], updated in place."""
+    @property
+    def placed(self) -> "np.ndarray":
+        """int8 [num_nodes], updated in place."""
+    @property
+    def stats(self) -> Dict[str, Any]: ...
+    @property
+    def num_nodes(self) -> int: ...
+    @property
+    def num_chips(self) -> int: ...
+
+# --- compare as jobs (crates/python/src/compare.rs) ---
+
+def compare_help(words: List[str]) -> Optional[str]:
+    """`mcmpart compare`'s help when `words` ask for it; raises MCMError for words it refuses."""
+
+def run_job(words: List[str], spec: str) -> str:
+    """Runs one job of a comparison from its spec; returns the run as JSON."""
+
+class ComparePlan:
+    """A comparison prepared from `mcmpart compare`'s words (problems compiled,
+    greedy run, jobs listed); holds the output folder's lock until `finish`."""
+
+    def __init__(self, words: List[str]) -> None: ...
+    def missing(self) -> List[int]:
+        """The jobs not yet finished (with --resume, those the journal lacks)."""
+    def job(self, k: int) -> Tuple[str, str, int]:
+        """(problem label, strategy, seed)."""
+    @property
+    def num_jobs(self) -> int: ...
+    def spec(self, k: int) -> str: ...
+    def accept(self, k: int, outcome: str) -> None:
+        """Checks a worker's run of job k and keeps it in the journal."""
+    def fail(self, k: int, why: str) -> None: ...
+    def finish(self) -> str:
+        """Writes the summaries and figures; gives what `mcmpart compare` prints."""

@@ -8,7 +8,9 @@ domain, which nodes are placed and the node to place now. The reward is 0
 until the last step, where it is the finished partition's score over
 greedy's: throughput / greedy's throughput under ``maximize throughput``,
 greedy's step time / its step time under ``minimize step_time`` (above 1:
-better than greedy).
+better than greedy). When greedy's own partition fails at evaluation (the
+dynamic memory check), the unit is the lower bound's score instead
+(``reward_unit == "bound"``; rewards are then at most 1).
 
 With the SAT backing on (the default) every episode ends in a valid
 partition: a chip that propagation later proves a dead end makes the SAT
@@ -74,7 +76,7 @@ class PlacementEnv(gym.Env):
         self._core = _native.EnvCore(problem, None if order is None else list(order), sat, objective)
         n, chips = self._core.num_nodes, self._core.num_chips
         self._features = np.ascontiguousarray(problem.node_features(), dtype=np.float32)
-        self._ids = [node["id"] for node in problem.nodes()]
+        self._ids = [node["id"] for node in problem.nodes]
         self.action_space = spaces.Discrete(chips, seed=seed)
         self.observation_space = spaces.Dict(
             {
@@ -90,8 +92,16 @@ class PlacementEnv(gym.Env):
 
     @property
     def greedy_score(self) -> float:
-        """Greedy's score, the rewards' unit (throughput, or steps per second)."""
+        """The rewards' unit: greedy's score (throughput, or steps per
+        second), or the lower bound's when ``reward_unit`` is ``"bound"``."""
         return self._core.greedy_score
+
+    @property
+    def reward_unit(self) -> str:
+        """``"greedy"``, or ``"bound"`` when greedy's partition fails at
+        evaluation (the dynamic memory check): the rewards are then the
+        score over the lower bound's (at most 1)."""
+        return self._core.reward_unit
 
     @property
     def order(self) -> list:
@@ -101,7 +111,7 @@ class PlacementEnv(gym.Env):
     def _obs(self) -> dict:
         node = self._core.node
         return {
-            "node_features": self._features,
+            "node_features": self._features.copy(),
             "domains": self._domains.copy(),
             "placed": self._placed.copy(),
             "node": np.int64(0 if node is None else node),
@@ -152,7 +162,7 @@ class PlacementEnv(gym.Env):
 
 def _register() -> None:
     if ENV_ID not in gym.registry:
-        gym.register(id=ENV_ID, entry_point=PlacementEnv, vector_entry_point=None)
+        gym.register(id=ENV_ID, entry_point=PlacementEnv)
 
 
 _register()

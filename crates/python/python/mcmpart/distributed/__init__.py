@@ -126,8 +126,9 @@ class EvaluatorPool:
     of them at once (give the search as many evaluation jobs as actors).
 
     Each actor has a method ``evaluate(partition)`` (``method`` names
-    another) that takes a partition as ``{"chips": [...], "nodes": {id:
-    chip}}`` and answers as an external evaluator prints:
+    another) that takes a partition as an external evaluator command reads
+    it, ``{"graph": ..., "chips": NUM_CHIPS, "placement": {node id: chip}}``,
+    and answers as such a command prints:
     ``{"valid": True, "throughput": x}`` (or ``"step_time_s"``), or
     ``{"valid": False, "reason": "..."}``. An actor that dies is dropped
     from the pool and its evaluation is sent to another (up to ``retries``

@@ -11,5 +11,6 @@ mod cost;
 mod exact;
 mod fix;
 mod lns;
+mod rl;
 mod rollouts;
 mod strategies;

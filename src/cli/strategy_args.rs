@@ -35,10 +35,10 @@ pub struct RlArgs {
     /// those the policy is surest of; above 1, more.
     #[arg(long, default_value_t = 1.0, value_parser = positive)]
     pub temperature: f64,
-    /// Fine-tuning: PPO epochs over each round's rollouts (default 4).
+    /// Fine-tuning: PPO epochs over each round's rollouts (default 1).
     #[arg(long, value_name = "N", value_parser = counting)]
     pub epochs: Option<usize>,
-    /// Fine-tuning: minibatches per epoch, each an optimiser step (default 4).
+    /// Fine-tuning: minibatches per epoch, each an optimiser step (default 1).
     #[arg(long, value_name = "N", value_parser = counting)]
     pub minibatches: Option<usize>,
     /// Fine-tuning: AdamW's learning rate (default 3e-4).

@@ -11,6 +11,7 @@ mod cost;
 mod exact;
 mod fix;
 mod lns;
+mod rl;
 mod rollouts;
 mod strategies;
 mod twin;

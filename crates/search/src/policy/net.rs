@@ -248,11 +248,15 @@ impl Policy {
     /// What a rollout needs from one forward pass: [`Policy::probs`] and the
     /// value the policy predicts.
     pub fn act(&self, f: &GraphFeatures, prev: Option<&[u32]>) -> Result<(Vec<Vec<f32>>, f32), PolicyError> {
-        let out = self.forward(f, prev)?;
-        let probs = out.last().detach().exp()?.to_dtype(DType::F32)?.to_vec2::<f32>()?;
-        let value = out.value.to_dtype(DType::F32)?.to_scalar::<f32>()?;
-        Ok((probs, value))
+        act_of(&self.forward(f, prev)?)
     }
+}
+
+/// [`Policy::act`]'s numbers from a forward pass's output.
+pub fn act_of(out: &PolicyOutput) -> Result<(Vec<Vec<f32>>, f32), PolicyError> {
+    let probs = out.last().detach().exp()?.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+    let value = out.value.to_dtype(DType::F32)?.to_scalar::<f32>()?;
+    Ok((probs, value))
 }
 
 /// Row-wise log-softmax from plain ops (all of which have a backward pass).

@@ -6,7 +6,7 @@
 //! advantage is reward minus the value predicted when the proposal was made.
 
 use super::features::GraphFeatures;
-use super::net::Policy;
+use super::net::{Policy, PolicyOutput};
 use super::PolicyError;
 use candle_core::{DType, Tensor};
 use candle_nn::{AdamW, Optimizer, ParamsAdamW};
@@ -173,6 +173,21 @@ pub fn loss(
     advantages: &[f64],
     cfg: &PpoConfig,
 ) -> Result<Loss, PolicyError> {
+    loss_from(policy, batch, which, advantages, cfg, None)
+}
+
+/// [`loss`], with `cached` as the policy's output for rollouts whose graph
+/// and `prev` are the first rollout's, when the caller has it from the same
+/// weights (the forward pass the rollouts were drawn from): a deployment
+/// round then costs one forward pass and one backward, not two and one.
+fn loss_from(
+    policy: &Policy,
+    batch: &Batch,
+    which: &[usize],
+    advantages: &[f64],
+    cfg: &PpoConfig,
+    cached: Option<&PolicyOutput>,
+) -> Result<Loss, PolicyError> {
     if which.is_empty() {
         return Err(PolicyError::Input("a PPO loss needs at least one rollout".into()));
     }
@@ -201,7 +216,11 @@ pub fn loss(
                 batch.features.len()
             ))
         })?;
-        let out = policy.forward(f, first.prev.as_deref())?;
+        let lead = &batch.rollouts[0];
+        let out = match cached {
+            Some(out) if first.graph == lead.graph && first.prev == lead.prev => out.clone(),
+            _ => policy.forward(f, first.prev.as_deref())?,
+        };
         let lp = out.last();
         let entropy = lp.exp()?.mul(lp)?.sum(1)?.mean(0)?.neg()?;
         let entropy_value = entropy.to_dtype(DType::F64)?.to_scalar::<f64>()?;
@@ -282,6 +301,21 @@ pub fn update(
     cfg: &PpoConfig,
     rng: &mut impl Rng,
 ) -> Result<UpdateStats, PolicyError> {
+    update_from(policy, optimizer, batch, cfg, rng, None)
+}
+
+/// [`update`], given the policy's output under the current weights for the
+/// graph and `prev` of the batch's first rollout (the forward pass its
+/// rollouts were drawn from), which the first step reuses (the weights
+/// change after it).
+pub fn update_from(
+    policy: &Policy,
+    optimizer: &mut AdamW,
+    batch: &Batch,
+    cfg: &PpoConfig,
+    rng: &mut impl Rng,
+    drawn_from: Option<&PolicyOutput>,
+) -> Result<UpdateStats, PolicyError> {
     let n = batch.rollouts.len();
     if n == 0 {
         return Ok(UpdateStats::default());
@@ -295,7 +329,8 @@ pub fn update(
     for _ in 0..cfg.epochs {
         order.shuffle(rng);
         for chunk in order.chunks(size) {
-            let l = loss(policy, batch, chunk, &adv, cfg)?;
+            let cached = drawn_from.filter(|_| steps == 0);
+            let l = loss_from(policy, batch, chunk, &adv, cfg, cached)?;
             let total = l.total.to_dtype(DType::F64)?.to_scalar::<f64>()?;
             if !total.is_finite() {
                 return Err(diverged(format!("the PPO loss is {total}")));

@@ -17,7 +17,12 @@
 //!
 //! Under a time budget both workers run at once and the search waits for
 //! them only until the deadline (a SAT call cannot be interrupted; an
-//! unfinished one is abandoned). Under a sample budget they take turns, so
+//! unfinished one is abandoned), and a third joins them: the learned
+//! policy fine-tuned in rounds as `rl` is ([`super::rl::Tuner`]), its
+//! rollouts drawn around the shared incumbent and offered to it, on the
+//! search's own thread while the SAT workers think. Under a sample budget
+//! the SAT workers take turns (the policy's part is its zero-shot
+//! proposals before them), so
 //! a seed gives the same run: `lns` until it finds nothing in a few sweeps,
 //! then `exact`, each call waited for to its end. A question that finds
 //! nothing costs no sample, so there no question freer than `lns`'s cap is
@@ -26,6 +31,7 @@
 
 use super::incumbent::{self, Incumbent, Start, DP_CUTS};
 use super::lns::{seek_any, Learned, Neighbourhood, Question, FREE_CAP, STALE_SWEEPS};
+use super::rl::Tuner;
 use super::sat_worker::{below, Ask, Poll, Worker};
 use super::{Search, Strategy};
 use mcm_core::latency::LatencyModel;
@@ -215,8 +221,10 @@ impl Portfolio {
         search.prove(self.lb);
     }
 
-    /// Both workers at once, until the deadline (time budgets).
-    fn race(&mut self, search: &mut Search) {
+    /// The three workers at once, until the deadline (time budgets): the
+    /// SAT workers on their threads, the learned policy's rounds on this
+    /// one, in the time it would otherwise wait for their answers.
+    fn race(&mut self, search: &mut Search, mut tuner: Option<Tuner>) {
         while !search.done() && !self.optimal() {
             self.ask_lns(search);
             self.ask_exact();
@@ -228,7 +236,17 @@ impl Portfolio {
                 self.exact_answered(search, a);
                 continue;
             }
-            let wait = if self.lns_asked.is_some() {
+            let tuned = match tuner.as_mut().map(|t| t.round(search, &self.model, &mut self.best)) {
+                Some(Ok(true)) => true,
+                // A tensor error, or a pass cut short at the deadline: the
+                // SAT workers go on without it.
+                Some(Ok(false) | Err(_)) => {
+                    tuner = None;
+                    false
+                }
+                None => false,
+            };
+            let wait = if self.lns_asked.is_some() && !tuned {
                 Duration::from_millis(20)
             } else {
                 Duration::ZERO
@@ -236,7 +254,7 @@ impl Portfolio {
             match self.lns.poll(wait) {
                 Poll::Ready(a) => self.lns_answered(search, a),
                 Poll::Gone => self.lns_over = true,
-                Poll::Waiting if self.lns_asked.is_none() => std::thread::sleep(Duration::from_millis(20)),
+                Poll::Waiting if self.lns_asked.is_none() && !tuned => std::thread::sleep(Duration::from_millis(20)),
                 Poll::Waiting => {}
             }
         }
@@ -365,7 +383,8 @@ impl Strategy for Auto {
             twin,
         };
         if search.timed() {
-            p.race(search);
+            let tuner = Tuner::new(search, &p.best);
+            p.race(search, tuner);
         } else {
             p.turns(search);
         }

@@ -13,7 +13,7 @@
 
 use super::dp::candidates;
 use super::{greedy_start, heuristics, settle_full, Search};
-use crate::cost::CostModel;
+use crate::cost::{CostModel, Verdict};
 use mcm_core::latency::LatencyModel;
 use mcm_solver::Infeasible;
 use std::sync::Arc;
@@ -63,8 +63,16 @@ impl Incumbent {
     /// under a proxy target, kept it (a partition under the target but no
     /// better by the objective would otherwise be answered again and again).
     pub fn offer(&mut self, search: &mut Search, model: &LatencyModel, chips: Vec<u32>) -> bool {
+        self.judge(search, model, chips).1
+    }
+
+    /// [`Incumbent::offer`], also returning the judge's verdict (`None`
+    /// when the budget had no sample left), which the learned worker's
+    /// rewards are made of.
+    pub fn judge(&mut self, search: &mut Search, model: &LatencyModel, chips: Vec<u32>) -> (Option<Verdict>, bool) {
         let lat = model.latency(&chips).unwrap_or(f64::INFINITY);
-        let score = search.submit_one(chips.clone()).and_then(|v| v.throughput());
+        let verdict = search.submit_one(chips.clone());
+        let score = verdict.as_ref().and_then(|v| v.throughput());
         let rank = match self.proxy {
             true => score.map_or(f64::INFINITY, |s| 1.0 / s),
             false => lat,
@@ -75,7 +83,7 @@ impl Incumbent {
             self.rank = rank;
             self.chips = chips;
         }
-        score.is_some() && (kept || !self.proxy)
+        (verdict, score.is_some() && (kept || !self.proxy))
     }
 }
 

@@ -9,7 +9,7 @@
 use super::anneal::plateau;
 use super::Anneal;
 use super::{greedy_start, settle_full, Search, Strategy};
-use crate::cost::CostModel;
+use crate::cost::{CostModel, Verdict};
 use crate::policy::ppo::{self, Batch, PpoConfig, Rollout};
 use crate::policy::rollout::{propose, propose_likeliest, Correction, Draw, Style, FELL_BACK};
 use crate::policy::{checkpoint, Policy, PolicyConfig, PolicyError};
@@ -38,10 +38,12 @@ pub struct RlOptions {
     /// The policy's temperature in deployment (see `Policy::set_temperature`;
     /// 1 samples it as trained).
     pub temperature: f64,
-    /// The fine-tuning update; fewer epochs than training by default, so a
-    /// round costs little next to the samples it buys, and no entropy bonus
-    /// (it would flatten a pretrained policy when rewards are sparse) except
-    /// from scratch.
+    /// The fine-tuning update: by default one step on the whole round (one
+    /// epoch, one minibatch), which reuses the forward pass the round was
+    /// drawn from, so a round of 20 samples costs one forward and one
+    /// backward pass (the network is nearly all of rl's time); no entropy
+    /// bonus (it would flatten a pretrained policy when rewards are sparse)
+    /// except from scratch.
     pub ppo: PpoConfig,
 }
 
@@ -55,7 +57,8 @@ impl Default for RlOptions {
             moves: None,
             temperature: 1.0,
             ppo: PpoConfig {
-                epochs: 4,
+                epochs: 1,
+                minibatches: 1,
                 entropy: 0.0,
                 ..PpoConfig::default()
             },
@@ -113,13 +116,17 @@ impl Rl {
         f: &crate::policy::GraphFeatures,
         score: &mut Score,
         anchor: &mut (Vec<u32>, f64),
+        submit: &mut Submit,
     ) -> Result<(), Stop> {
         // The policy refines the best-scored partition so far (greedy's at
         // first, as in training), so that what one round finds the next
         // builds on; FIX merges a draw near it into it when it gives up.
         let fallback = anchor.0.clone();
         let fallback = fallback.as_slice();
-        let (probs, value) = self.policy.act(f, Some(fallback))?;
+        // One forward pass draws the round's rollouts and, reused, starts
+        // the update's first step.
+        let out = self.policy.forward(f, Some(fallback))?;
+        let (probs, value) = crate::policy::net::act_of(&out)?;
         let k = search.batch().max(self.opts.ppo.rollouts).min(search.remaining());
         let mut props = Vec::with_capacity(k);
         let mut verdicts = Vec::with_capacity(k);
@@ -147,16 +154,11 @@ impl Rl {
                 chunk.push(p.map_err(Stop::Infeasible)?);
             }
             let chips: Vec<Vec<u32>> = chunk.iter().map(|p| p.chips.clone()).collect();
-            verdicts.extend(match self.opts.mode {
-                Correction::NoSolver => search.submit_unchecked(chips),
-                _ => {
-                    let refused = chunk
-                        .iter()
-                        .map(|p| p.fell_back.then(|| FELL_BACK.to_string()))
-                        .collect();
-                    search.submit_except(chips, refused)
-                }
-            });
+            let refused = chunk
+                .iter()
+                .map(|p| p.fell_back.then(|| FELL_BACK.to_string()))
+                .collect();
+            verdicts.extend(submit(search, chips, refused));
             props.extend(chunk);
         }
         let scores: Vec<Option<f64>> = props
@@ -209,11 +211,16 @@ impl Rl {
             rollouts,
         };
         if let Some(opt) = self.opt.as_mut() {
-            ppo::update(&self.policy, opt, &batch, &self.opts.ppo, &mut search.rng)?;
+            ppo::update_from(&self.policy, opt, &batch, &self.opts.ppo, &mut search.rng, Some(&out))?;
         }
         Ok(())
     }
 }
+
+/// How a round's partitions are judged: as the strategy's own samples, or
+/// (in `auto`) as offers to the shared incumbent. Given the partitions and,
+/// for each, why it is refused unjudged (FIX gave up on it), if it is.
+type Submit<'a> = dyn FnMut(&mut Search, Vec<Vec<u32>>, Vec<Option<String>>) -> Vec<Option<Verdict>> + 'a;
 
 /// What ranks partitions for the anchor and the reward: log throughput,
 /// less the anneal strategy's plateau term (by the analytical model's
@@ -335,8 +342,13 @@ impl Strategy for Rl {
                 return Ok(());
             }
         };
+        let unchecked = self.opts.mode == Correction::NoSolver;
+        let mut submit = |s: &mut Search, chips: Vec<Vec<u32>>, refused: Vec<Option<String>>| match unchecked {
+            true => s.submit_unchecked(chips),
+            false => s.submit_except(chips, refused),
+        };
         while !search.done() {
-            match self.round(search, &f, &mut score, &mut anchor) {
+            match self.round(search, &f, &mut score, &mut anchor, &mut submit) {
                 Ok(()) => {}
                 Err(Stop::Infeasible(i)) => return Err(i),
                 Err(Stop::Policy(e)) => {
@@ -396,6 +408,83 @@ pub(super) fn policy_offers(
         }
     }
     Ok(())
+}
+
+/// `rl`'s fine-tuning rounds as `auto`'s third worker under a time budget,
+/// beside `lns` and `exact`: each round draws its rollouts around the
+/// shared incumbent, offers them to it (one sample each, a faster one
+/// becoming the incumbent the other workers then work from) and updates
+/// the shipped policy on their rewards, as `rl` does. Rewards are in units
+/// of the incumbent it first refined.
+pub(super) struct Tuner {
+    rl: Rl,
+    f: crate::policy::GraphFeatures,
+    score: Score,
+    /// The partition the rounds refine and its score: the incumbent, or a
+    /// rollout that scored better by the plateau term at the same latency.
+    anchor: (Vec<u32>, f64),
+    /// The incumbent when the last round ended: when another worker has
+    /// replaced it since, the rounds refine the new one.
+    seen: Vec<u32>,
+}
+
+impl Tuner {
+    /// The worker, or `None` without a loadable shipped policy (a source
+    /// tree without `models/`), an incumbent or features for the problem.
+    pub(super) fn new(search: &mut Search, best: &super::incumbent::Incumbent) -> Option<Tuner> {
+        let rl = Rl::new("auto", RlOptions::default()).ok()?;
+        let p = search.problem;
+        let f = rl.policy.features(&p.graph, &p.package).ok()?;
+        let mut score = Score {
+            model: CostModel::new(p).ok(),
+            balance: Anneal::default().balance,
+            greedy: f64::NEG_INFINITY,
+        };
+        let t = search.reference(&best.chips).throughput()?;
+        score.greedy = score.of(&best.chips, t)?;
+        Some(Tuner {
+            anchor: (best.chips.clone(), score.greedy),
+            seen: best.chips.clone(),
+            rl,
+            f,
+            score,
+        })
+    }
+
+    /// One round: its rollouts offered to the incumbent, then the update.
+    /// `Ok(false)`: the policy failed (a tensor error) and the worker stops.
+    pub(super) fn round(
+        &mut self,
+        search: &mut Search,
+        model: &mcm_core::latency::LatencyModel,
+        best: &mut super::incumbent::Incumbent,
+    ) -> Result<bool, Infeasible> {
+        if best.chips != self.seen {
+            let chips = best.chips.clone();
+            let s = search
+                .reference(&chips)
+                .throughput()
+                .and_then(|t| self.score.of(&chips, t));
+            self.anchor = (chips, s.unwrap_or(f64::NEG_INFINITY));
+        }
+        let mut submit = |s: &mut Search, chips: Vec<Vec<u32>>, refused: Vec<Option<String>>| {
+            chips
+                .into_iter()
+                .zip(refused)
+                // A draw FIX gave up on is the anchor merged: nothing new to judge.
+                .map(|(c, r)| r.is_none().then(|| best.judge(s, model, c).0).flatten())
+                .collect()
+        };
+        let done = self
+            .rl
+            .round(search, &self.f, &mut self.score, &mut self.anchor, &mut submit);
+        self.seen = best.chips.clone();
+        match done {
+            Ok(()) => Ok(true),
+            Err(Stop::Infeasible(i)) => Err(i),
+            Err(Stop::Policy(_)) => Ok(false),
+        }
+    }
 }
 
 #[cfg(test)]

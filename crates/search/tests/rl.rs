@@ -1,0 +1,169 @@
+//! The learned strategies on a small problem exhaustive search solves: what
+//! `rl` and `rl-scratch` hand out is valid, fine-tuning improves what the
+//! rounds sample and reaches the optimum, a seed fixes a run with its PPO
+//! updates, and `auto` with the policy's rounds as a worker under a time
+//! budget stays valid.
+
+use crate::common;
+
+use mcm_core::problem::{Placement, Problem};
+use mcm_search::cost::{Analytical, Evaluate, Judge, Verdict};
+use mcm_search::strategy::{self, Budget, Outcome};
+use std::sync::{Arc, Mutex};
+
+/// Seven operations of uneven weight, one branch, on a ring of four dies
+/// under the four stdlib rules: 4^8 placements, few of them balanced.
+fn problem() -> Problem {
+    let text = "use std::placement::{acyclic_flow, no_skip, triangle_dependency, memory_capacity}\n\
+                use std::topologies::ring\n\
+                let t = ring(n = 4, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s)\n\
+                let g = graph {\n\
+                  x { output_bytes = 4 KiB }\n\
+                  a { flops = 9 GFLOP, output_bytes = 8 KiB }\n\
+                  b { flops = 1 GFLOP, output_bytes = 4 KiB }\n\
+                  c { flops = 6 GFLOP, output_bytes = 8 KiB }\n\
+                  d { flops = 2 GFLOP, output_bytes = 4 KiB }\n\
+                  e { flops = 7 GFLOP, output_bytes = 8 KiB }\n\
+                  f { flops = 3 GFLOP, output_bytes = 4 KiB }\n\
+                  h { flops = 5 GFLOP, output_bytes = 4 KiB }\n\
+                  x -> a\n a -> b\n b -> c\n c -> d\n d -> e\n e -> f\n f -> h\n b -> d\n\
+                }\n\
+                partition g onto t {\n\
+                  require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n\
+                  maximize throughput\n\
+                }\n";
+    let compiled = common::compile_ok(text);
+    compiled.problem(None).expect("one problem").clone()
+}
+
+/// The analytical judge, keeping every partition it is asked about.
+struct Recorder {
+    inner: Analytical,
+    seen: Arc<Mutex<Vec<Vec<u32>>>>,
+}
+
+impl Evaluate for Recorder {
+    fn evaluate(&self, chips: &[u32]) -> Verdict {
+        self.seen.lock().unwrap().push(chips.to_vec());
+        self.inner.evaluate(chips)
+    }
+}
+
+fn recording_judge(p: &Problem) -> (Judge, Arc<Mutex<Vec<Vec<u32>>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let inner = Analytical::new(p).expect("costable");
+    let j = Judge::with(
+        Box::new(Recorder {
+            inner,
+            seen: seen.clone(),
+        }),
+        "recorder".into(),
+        1,
+    );
+    (j, seen)
+}
+
+fn run(p: &Problem, name: &str, budget: Budget, seed: u64) -> (Outcome, Vec<Vec<u32>>) {
+    run_from(p, name, budget, seed, None)
+}
+
+fn run_from(p: &Problem, name: &str, budget: Budget, seed: u64, init: Option<&[u32]>) -> (Outcome, Vec<Vec<u32>>) {
+    let (j, seen) = recording_judge(p);
+    let mut s = strategy::by_name(name, &Default::default())
+        .unwrap()
+        .expect("a strategy");
+    let (o, _) = strategy::run_from(p, &j, s.as_mut(), budget, seed, None, init).expect("feasible");
+    let seen = seen.lock().unwrap().clone();
+    (o, seen)
+}
+
+fn assert_valid(p: &Problem, name: &str, seen: &[Vec<u32>]) {
+    assert!(!seen.is_empty(), "{name} judged nothing");
+    for chips in seen {
+        let broken = mcm_solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.clone()));
+        assert!(broken.is_empty(), "{name}: {}", broken[0].describe());
+    }
+}
+
+/// The highest throughput of any valid partition, by enumeration.
+fn optimum(p: &Problem) -> f64 {
+    let j = Analytical::new(p).unwrap();
+    let mut best = 0.0f64;
+    mcm_solver::exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
+        if let Some(t) = j.evaluate(&pl.chips).throughput() {
+            best = best.max(t);
+        }
+        true
+    })
+    .expect("small enough to enumerate");
+    best
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len().max(1) as f64
+}
+
+/// Fine-tuning, from the shipped policy and from fresh weights, each from
+/// the same poor start (everything on the first die): every partition
+/// judged is valid, the rounds' samples get better as the run goes (the
+/// last three rounds' mean throughput over the first round's), and the
+/// best is the optimum exhaustive search finds.
+#[test]
+fn fine_tuning_improves_its_samples_and_reaches_the_optimum() {
+    let p = problem();
+    let opt = optimum(&p);
+    let start = vec![0u32; p.graph.num_placed()];
+    for name in ["rl", "rl-scratch"] {
+        let (o, seen) = run_from(&p, name, Budget::Samples(200), 3, Some(&start));
+        assert_valid(&p, name, &seen);
+        assert_eq!(o.records.len(), 200, "{name}");
+        let best = o.best.as_ref().expect("a valid partition").throughput;
+        assert!(
+            (best - opt).abs() <= 1e-9 * opt,
+            "{name}: {best} against the optimum {opt}"
+        );
+        let t = |r: &[strategy::SampleRecord]| -> Vec<f64> { r.iter().map(|r| r.throughput.unwrap_or(0.0)).collect() };
+        let first = mean(&t(&o.records[..20]));
+        let last = mean(&t(&o.records[140..]));
+        assert!(last > first, "{name}: the last rounds sample {last}, the first {first}");
+    }
+}
+
+/// A seed fixes a run through its PPO updates (three rounds and more),
+/// from the shipped policy and from fresh weights; `auto` under a sample
+/// budget too.
+#[test]
+fn a_seed_fixes_a_fine_tuning_run() {
+    let p = problem();
+    for name in ["rl", "rl-scratch", "auto"] {
+        let (a, sa) = run(&p, name, Budget::Samples(70), 11);
+        let (b, sb) = run(&p, name, Budget::Samples(70), 11);
+        let curve = |o: &Outcome| -> Vec<(Option<f64>, Option<f64>)> {
+            o.records.iter().map(|r| (r.throughput, r.best)).collect()
+        };
+        assert_eq!(curve(&a), curve(&b), "{name}");
+        assert_eq!(a.best, b.best, "{name}");
+        assert_eq!(sa, sb, "{name}: other partitions judged");
+    }
+}
+
+/// `auto` under a time budget, where the policy's fine-tuning rounds join
+/// `lns` and `exact` on the shared incumbent: whatever it judged is valid,
+/// its curve is a best-so-far curve, it ends at least as well as its first
+/// sample and stops near its deadline.
+#[test]
+fn auto_with_the_policys_rounds_stays_valid() {
+    let p = problem();
+    let (o, seen) = run(&p, "auto", Budget::Seconds(1.5), 5);
+    assert_valid(&p, "auto", &seen);
+    let mut best: Option<f64> = None;
+    for r in &o.records {
+        if let Some(t) = r.throughput {
+            best = Some(best.map_or(t, |b| b.max(t)));
+        }
+        assert_eq!(r.best, best);
+    }
+    let b = o.best.expect("a valid partition").throughput;
+    assert!(b >= o.records[0].throughput.unwrap_or(0.0));
+    assert!(o.elapsed_s < 1.5 + 10.0, "{} s", o.elapsed_s);
+}

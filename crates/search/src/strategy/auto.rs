@@ -13,7 +13,7 @@
 //! library's pipeline rules, its stricter twin (the same problem with them
 //! added, [`Twin`]) is searched too: the first proposals settled under the
 //! twin's rules (under a sample budget only when nothing valid was found
-//! otherwise), and under a time budget a third worker bisecting the twin.
+//! otherwise), and under a time budget one more SAT worker bisecting it.
 //!
 //! Under a time budget both workers run at once and the search waits for
 //! them only until the deadline (a SAT call cannot be interrupted; an
@@ -221,7 +221,7 @@ impl Portfolio {
         search.prove(self.lb);
     }
 
-    /// The three workers at once, until the deadline (time budgets): the
+    /// Every worker at once, until the deadline (time budgets): the
     /// SAT workers on their threads, the learned policy's rounds on this
     /// one, in the time it would otherwise wait for their answers.
     fn race(&mut self, search: &mut Search, mut tuner: Option<Tuner>) {

@@ -84,7 +84,10 @@ fn an_unknown_placer_is_a_usage_error() {
     );
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
-    assert!(err.contains("no placer `nope`") && err.contains("placeto"), "{err}");
+    assert!(
+        err.contains("`nope` is not a placer that pretrains") && err.contains("placeto"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -290,6 +290,30 @@ impl From<Infeasible> for Stop {
     }
 }
 
+/// A learned placer's run: `search_with` the network `net` made, learning;
+/// a network that could not be made or failed mid-run leaves `error` (the
+/// strategy's failure, its samples standing) rather than ending the run
+/// with an error.
+pub(crate) fn run_learning<N: Net>(
+    net: Result<N, PolicyError>,
+    cfg: &AgentConfig,
+    search: &mut Search,
+    error: &mut Option<String>,
+) -> Result<(), Infeasible> {
+    *error = None;
+    match net
+        .map_err(Stop::Net)
+        .and_then(|net| search_with(&net, cfg, true, search))
+    {
+        Ok(()) => Ok(()),
+        Err(Stop::Infeasible(i)) => Err(i),
+        Err(Stop::Net(e)) => {
+            *error = Some(e.to_string());
+            Ok(())
+        }
+    }
+}
+
 /// Spends a search's budget with `net`: rounds of rollouts around the best
 /// partition so far, each followed by a PPO update (none with `learn`
 /// false). Greedy's partition (judged outside the budget) is the reward's

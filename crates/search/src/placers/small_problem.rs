@@ -1,7 +1,7 @@
 //! What the placers' tests share: a small problem under either objective
 //! whose optimum exhaustive search knows, and runs of a strategy on it.
 
-use crate::cost::{Judge, JudgeOptions};
+pub use super::testing::{judge, optimum};
 use crate::pretrain::Task;
 use crate::strategy::{run, Budget, Outcome, Strategy};
 use mcm_core::problem::{Placement, Problem};
@@ -28,24 +28,6 @@ pub fn problem(objective: &str) -> Problem {
     let c = mcm_lang::compile_str("t.mcm", &text, std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
     assert!(c.ok(), "{}", mcm_core::diag::render_text(&c.program.sources, &c.diags));
     c.problem(None).expect("one problem").clone()
-}
-
-pub fn judge(p: &Problem) -> Judge {
-    Judge::new(p, &JudgeOptions::default()).expect("a judge")
-}
-
-/// The best score of any valid partition, by enumeration.
-pub fn optimum(p: &Problem) -> f64 {
-    let j = judge(p);
-    let mut best = 0.0f64;
-    mcm_solver::exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
-        if let Some(t) = j.evaluate(&pl.chips).throughput() {
-            best = best.max(t);
-        }
-        true
-    })
-    .expect("small enough to enumerate");
-    best
 }
 
 pub fn task(p: &Problem) -> Task {

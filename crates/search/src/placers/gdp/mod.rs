@@ -7,7 +7,7 @@
 
 pub mod net;
 
-use crate::placers::agent::{self, AgentConfig, Net, Stop, TrainLog};
+use crate::placers::agent::{self, AgentConfig, Net, TrainLog};
 use crate::policy::PolicyError;
 use crate::pretrain::Task;
 use crate::strategy::{Search, Strategy};
@@ -100,19 +100,8 @@ impl Strategy for Gdp {
     }
 
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
-        self.error = None;
-        let result = self
-            .network(search.seed())
-            .map_err(Stop::Net)
-            .and_then(|net| agent::search_with(&net, &self.agent, true, search));
-        match result {
-            Ok(()) => Ok(()),
-            Err(Stop::Infeasible(i)) => Err(i),
-            Err(Stop::Net(e)) => {
-                self.error = Some(e.to_string());
-                Ok(())
-            }
-        }
+        let net = self.network(search.seed());
+        agent::run_learning(net, &self.agent, search, &mut self.error)
     }
 }
 

@@ -10,7 +10,7 @@
 pub mod dgi;
 pub mod net;
 
-use crate::placers::agent::{self, AgentConfig, Net, Stop};
+use crate::placers::agent::{self, AgentConfig, Net};
 use crate::policy::{GraphFeatures, PolicyError};
 use crate::pretrain::Task;
 use crate::strategy::{Search, Strategy};
@@ -105,19 +105,8 @@ impl Strategy for Mars {
     }
 
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
-        self.error = None;
-        let result = self
-            .network(search.seed())
-            .map_err(Stop::Net)
-            .and_then(|net| agent::search_with(&net, &self.agent, true, search));
-        match result {
-            Ok(()) => Ok(()),
-            Err(Stop::Infeasible(i)) => Err(i),
-            Err(Stop::Net(e)) => {
-                self.error = Some(e.to_string());
-                Ok(())
-            }
-        }
+        let net = self.network(search.seed());
+        agent::run_learning(net, &self.agent, search, &mut self.error)
     }
 }
 

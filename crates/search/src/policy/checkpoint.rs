@@ -107,6 +107,20 @@ fn all_finite(t: &Tensor) -> Result<bool, PolicyError> {
     Ok(values.iter().all(|v| v.is_finite()))
 }
 
+/// `e` with, when it is a missing or unreadable file at `shipped` (the
+/// checkpoint a strategy ships with), `what` added: what that checkpoint is,
+/// how to make one and how to do without. Every learned strategy's loading
+/// error says it the same way.
+pub fn shipped_hint(e: PolicyError, stem: &Path, shipped: &str, what: &str) -> PolicyError {
+    match e {
+        PolicyError::Io { path, message } if stem == Path::new(shipped) => PolicyError::Io {
+            path,
+            message: format!("{message} ({what})"),
+        },
+        e => e,
+    }
+}
+
 /// Loads the checkpoint at `stem` onto `device`. With `expected`, refuses a
 /// checkpoint whose network shape differs from it (the seed may differ).
 pub fn load(stem: &Path, expected: Option<&PolicyConfig>, device: &Device) -> Result<Policy, PolicyError> {

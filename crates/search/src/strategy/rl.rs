@@ -271,14 +271,13 @@ impl From<candle_core::Error> for Stop {
 
 /// A checkpoint, with a hint when the shipped one is missing.
 pub fn load_stem(stem: &Path, device: &Device) -> Result<Policy, PolicyError> {
-    checkpoint::load(stem, None, device).map_err(|e| match e {
-        PolicyError::Io { path, message } if stem == Path::new(SHIPPED) => PolicyError::Io {
-            path,
-            message: format!(
-                "{message} (the shipped checkpoint; `mcmpart train` makes one, `--policy` names another, `--from-scratch` needs none)"
-            ),
-        },
-        e => e,
+    checkpoint::load(stem, None, device).map_err(|e| {
+        checkpoint::shipped_hint(
+            e,
+            stem,
+            SHIPPED,
+            "the shipped checkpoint; `mcmpart train` makes one, `--policy` names another, `--from-scratch` needs none",
+        )
     })
 }
 

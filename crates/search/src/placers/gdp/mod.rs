@@ -79,15 +79,12 @@ impl Gdp {
 
 /// A hint on the shipped checkpoint's error: how to make or avoid one.
 fn shipped_hint(e: PolicyError, stem: &Path) -> PolicyError {
-    match e {
-        PolicyError::Io { path, message } if stem == Path::new(SHIPPED) => PolicyError::Io {
-            path,
-            message: format!(
-                "{message} (the shipped GDP checkpoint; `mcmpart train --placer gdp` makes one, `gdp-scratch` needs none)"
-            ),
-        },
-        e => e,
-    }
+    crate::policy::checkpoint::shipped_hint(
+        e,
+        stem,
+        SHIPPED,
+        "the shipped GDP checkpoint; `mcmpart train --placer gdp` makes one, `gdp-scratch` needs none",
+    )
 }
 
 impl Strategy for Gdp {

@@ -83,16 +83,14 @@ impl Mars {
     }
 }
 
+/// A hint on the shipped checkpoint's error: how to make or avoid one.
 fn shipped_hint(e: PolicyError, stem: &Path) -> PolicyError {
-    match e {
-        PolicyError::Io { path, message } if stem == Path::new(SHIPPED) => PolicyError::Io {
-            path,
-            message: format!(
-                "{message} (the shipped Mars encoder; `mcmpart train --placer mars` makes one, `mars-nopretrain` needs none)"
-            ),
-        },
-        e => e,
-    }
+    crate::policy::checkpoint::shipped_hint(
+        e,
+        stem,
+        SHIPPED,
+        "the shipped Mars encoder; `mcmpart train --placer mars` makes one, `mars-nopretrain` needs none",
+    )
 }
 
 impl Strategy for Mars {

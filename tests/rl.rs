@@ -5,28 +5,20 @@
 
 use crate::common;
 
-use common::{chain_graph, json, mcmpart_in, ring_problem, text};
+use common::{chain_graph, json, mcmpart_in, text};
 use std::path::{Path, PathBuf};
 
 /// A graph folder (train: three chains, validation: one) and a problem file.
 fn setup(name: &str) -> (PathBuf, PathBuf) {
-    let dir = common::scratch(name);
-    let graphs = dir.join("graphs");
-    std::fs::create_dir_all(&graphs).unwrap();
-    let mut entries = Vec::new();
-    for (g, n, split) in [
-        ("a", 5, "train"),
-        ("b", 7, "train"),
-        ("c", 9, "train"),
-        ("v", 6, "validation"),
-    ] {
-        std::fs::write(graphs.join(format!("{g}.json")), chain_graph(g, n, 0)).unwrap();
-        entries.push(serde_json::json!({"name": g, "split": split, "file": format!("{g}.json"), "nodes": n + 1}));
-    }
-    let manifest = serde_json::json!({"format_version": 1, "graphs": entries});
-    std::fs::write(graphs.join("manifest.json"), manifest.to_string()).unwrap();
-    std::fs::write(dir.join("own.json"), chain_graph("own", 8, 0)).unwrap();
-    std::fs::write(dir.join("ring.mcm"), ring_problem("own.json", 4)).unwrap();
+    let dir = common::chain_data_set(
+        name,
+        &[
+            ("a", 5, "train"),
+            ("b", 7, "train"),
+            ("c", 9, "train"),
+            ("v", 6, "validation"),
+        ],
+    );
     (dir.clone(), dir.join("ring.mcm"))
 }
 

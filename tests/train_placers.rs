@@ -4,24 +4,12 @@
 
 use crate::common;
 
-use common::{chain_graph, json, ring_problem, text};
+use common::{json, text};
 use std::path::{Path, PathBuf};
 
 /// A graph folder (train: two chains) and a problem file.
 fn setup(name: &str) -> PathBuf {
-    let dir = common::scratch(name);
-    let graphs = dir.join("graphs");
-    std::fs::create_dir_all(&graphs).unwrap();
-    let mut entries = Vec::new();
-    for (g, n) in [("a", 5), ("b", 7)] {
-        std::fs::write(graphs.join(format!("{g}.json")), chain_graph(g, n, 0)).unwrap();
-        entries.push(serde_json::json!({"name": g, "split": "train", "file": format!("{g}.json"), "nodes": n + 1}));
-    }
-    let manifest = serde_json::json!({"format_version": 1, "graphs": entries});
-    std::fs::write(graphs.join("manifest.json"), manifest.to_string()).unwrap();
-    std::fs::write(dir.join("own.json"), chain_graph("own", 8, 0)).unwrap();
-    std::fs::write(dir.join("ring.mcm"), ring_problem("own.json", 4)).unwrap();
-    dir
+    common::chain_data_set(name, &[("a", 5, "train"), ("b", 7, "train")])
 }
 
 fn train(dir: &Path, placer: &str, out: &str, extra: &[&str]) -> std::process::Output {

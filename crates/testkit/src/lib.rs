@@ -62,6 +62,31 @@ pub fn errors_in(dir: &Path, text: &str) -> String {
 pub const HEADER: &str =
     "use std::placement::{acyclic_flow, no_skip, triangle_dependency, memory_capacity}\nuse std::topologies::ring\n";
 
+/// A scratch folder `name` for the training commands' tests: a data set of
+/// chains under `graphs/` (each `(name, compute nodes, split)`, with its
+/// manifest) and `ring.mcm`, a 4-chip ring problem on a chain of its own
+/// (`own.json`, 8 compute nodes).
+pub fn chain_data_set(name: &str, chains: &[(&str, usize, &str)]) -> PathBuf {
+    let dir = scratch(name);
+    let graphs = dir.join("graphs");
+    std::fs::create_dir_all(&graphs).unwrap();
+    let entries: Vec<String> = chains
+        .iter()
+        .map(|&(g, n, split)| {
+            std::fs::write(graphs.join(format!("{g}.json")), chain_graph(g, n, 0)).unwrap();
+            format!(
+                r#"{{"name": "{g}", "split": "{split}", "file": "{g}.json", "nodes": {}}}"#,
+                n + 1
+            )
+        })
+        .collect();
+    let manifest = format!(r#"{{"format_version": 1, "graphs": [{}]}}"#, entries.join(", "));
+    std::fs::write(graphs.join("manifest.json"), manifest).unwrap();
+    std::fs::write(dir.join("own.json"), chain_graph("own", 8, 0)).unwrap();
+    std::fs::write(dir.join("ring.mcm"), ring_problem("own.json", 4)).unwrap();
+    dir
+}
+
 /// A chain of `n` compute nodes after an input, with `heavy` bytes of
 /// weights on the first (0 for none).
 pub fn chain_graph(name: &str, n: usize, heavy: u64) -> String {

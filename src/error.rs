@@ -196,8 +196,11 @@ impl Error {
                 many.join(", ")
             ),
         };
-        let mut d = Diag::error("mcm::infeasible", message.clone())
-            .help("relax one of these rules, or give the package more room");
+        let help = match memory_over_total(problem, inf) {
+            Some(why) => format!("{why}: give the package more memory or more chips"),
+            None => "relax one of these rules, or give the package more room".to_string(),
+        };
+        let mut d = Diag::error("mcm::infeasible", message.clone()).help(help);
         for &i in &inf.constraints {
             let c = &problem.constraints[i];
             d = d
@@ -216,6 +219,28 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         self.kind.exit_code()
     }
+}
+
+/// Why `memory_capacity` alone refuses every partition, when the graph's
+/// weights outweigh all the chips' memories together (the solver then
+/// fails at the root without asking SAT which rules conflict).
+pub fn memory_over_total(problem: &Problem, inf: &Infeasible) -> Option<String> {
+    use crate::quantity::{format_quantity, Dim};
+    let [k] = inf.constraints[..] else { return None };
+    if problem.constraints.get(k)?.native.as_deref() != Some("memory_capacity") {
+        return None;
+    }
+    let (g, p) = (&problem.graph, &problem.package);
+    let weights: f64 = (0..g.num_placed() as u32).map(|u| g.placed_node(u).params as f64).sum();
+    let memory: f64 = (0..p.num_chips() as u32).map(|c| p.memory_or_unlimited(c)).sum();
+    (weights > memory).then(|| {
+        format!(
+            "the graph's weights total {}, more than the {} chips' memories together ({})",
+            format_quantity(weights, Dim::BYTES),
+            p.num_chips(),
+            format_quantity(memory, Dim::BYTES)
+        )
+    })
 }
 
 /// The names of the rules `inf` says conflict, as `check` prints them.

@@ -206,3 +206,33 @@ fn eval_agrees_with_the_python_reference_on_random_problems() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(out.contains("60 cases, 0 disagreements"), "{out}");
 }
+
+/// Weights that outweigh every chip's memory together, though each fits a
+/// chip alone (BERT-large's 1.3 GB on eight 128 MiB tiles), are refused at
+/// once, with the two totals: no search, no SAT question over the pigeonhole.
+#[test]
+fn weights_over_all_memory_are_refused_at_once_with_the_totals() {
+    let d = scratch("step-over-memory");
+    let mut g = String::from("let g = graph {\n");
+    for i in 0..64 {
+        g += &format!("    w{i} {{ params = 3 MiB, output_bytes = 1 MiB }}\n    n{i} {{ flops = 1 GFLOP, output_bytes = 1 MiB }}\n    w{i} -> n{i}\n");
+        if i > 0 {
+            g += &format!("    n{} -> n{i}\n", i - 1);
+        }
+    }
+    g += "}\n";
+    let text_of = format!(
+        "use std::placement::{{memory_capacity}}\nuse std::topologies::gpu_cluster\n\
+         let c = gpu_cluster(machines = 2, gpus = 4, memory = 20 MiB, compute = 1 TFLOP/s, nvlink = 10 GB/s, network = 1 GB/s)\n\
+         {g}partition g onto c {{\n    require memory_capacity\n    minimize step_time\n}}\n"
+    );
+    std::fs::write(d.join("over.mcm"), text_of).unwrap();
+    let o = mcmpart_in(&d, &["solve", "over.mcm", "--budget", "5"]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    let (_, err) = text(&o);
+    assert!(err.contains("nothing satisfies `memory_capacity`"), "{err}");
+    assert!(
+        err.contains("the graph's weights total 192 MiB, more than the 8 chips' memories together (160 MiB)"),
+        "{err}"
+    );
+}

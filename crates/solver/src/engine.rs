@@ -278,6 +278,13 @@ impl<'p> Solver<'p> {
         self.cut_short
     }
 
+    /// Forgets that a pass was given up, for a searcher that gave one pass a
+    /// stop of its own (a share of its time) and goes on after it; the stop
+    /// is checked afresh from the next pass on.
+    pub fn resume(&mut self) {
+        self.cut_short = false;
+    }
+
     /// Undoes every decision.
     pub fn reset(&mut self) {
         while self.decisions.pop().is_some() {
@@ -551,7 +558,7 @@ fn root_conflict(problem: &Problem, options: Options, f: Fail) -> Infeasible {
     let failed = Infeasible {
         constraints: vec![f.constraint],
     };
-    if !options.sat {
+    if !options.sat || rules::refuted(problem, f.constraint) {
         return failed;
     }
     let small = super::reduce::fewer_chips(problem);

@@ -428,7 +428,10 @@ pub fn run_job(config: &Config, spec: &JobSpec) -> std::result::Result<Outcome, 
 fn infeasible(p: &Problem, inf: &Infeasible) -> String {
     match conflicting(p, inf).as_slice() {
         [] => "the problem has no valid partition".into(),
-        [one] => format!("the problem has no valid partition: nothing satisfies `{one}`"),
+        [one] => match crate::error::memory_over_total(p, inf) {
+            Some(why) => format!("the problem has no valid partition: nothing satisfies `{one}` ({why})"),
+            None => format!("the problem has no valid partition: nothing satisfies `{one}`"),
+        },
         many => format!("the problem has no valid partition: {} conflict", many.join(", ")),
     }
 }

@@ -46,6 +46,11 @@ pub struct NativeRule {
     /// unchanged when chips are renumbered in order, which lets
     /// [`crate::reduce`] ask questions on fewer chips.
     pub order_only: bool,
+    /// A cheap proof that the rule alone admits no partition of a problem
+    /// (its propagator then fails at the root): the rule is the whole
+    /// conflict, and no SAT question is asked to name it, which on a
+    /// pigeonhole over many chips could run for longer than anyone waits.
+    pub refuted: Option<fn(&Problem) -> bool>,
 }
 
 /// Every native rule. The order is the order in which their lazy cuts are
@@ -68,6 +73,18 @@ pub fn upward_flow(problem: &Problem) -> bool {
         upward
             .is_some_and(|pair| gc.instances.len() == edges && gc.instances.iter().all(|i| pair(&i.formula).is_some()))
     })
+}
+
+/// Whether constraint `k` of `problem` is a native rule that alone admits
+/// no partition ([`NativeRule::refuted`]).
+pub fn refuted(problem: &Problem, k: usize) -> bool {
+    problem
+        .constraints
+        .get(k)
+        .and_then(|c| c.native.as_deref())
+        .and_then(lookup)
+        .and_then(|r| r.refuted)
+        .is_some_and(|r| r(problem))
 }
 
 /// The row of a key.

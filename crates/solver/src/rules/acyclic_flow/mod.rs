@@ -14,4 +14,5 @@ pub(super) const RULE: super::NativeRule = super::NativeRule {
     encoding: encode::Acyclic::boxed,
     upward: Some(encode::pair),
     order_only: true,
+    refuted: None,
 };

@@ -15,4 +15,5 @@ pub(super) const RULE: super::NativeRule = super::NativeRule {
     encoding: encode::MemoryEncoding::boxed,
     upward: None,
     order_only: true,
+    refuted: Some(propagator::over_total),
 };

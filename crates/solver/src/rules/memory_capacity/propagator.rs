@@ -4,7 +4,7 @@
 
 use crate::propagator::{Cx, Propagator};
 use crate::store::Fail;
-use mcm_core::problem::GroundConstraint;
+use mcm_core::problem::{GroundConstraint, Problem};
 
 pub struct Memory {
     capacity: Vec<f64>,
@@ -20,6 +20,9 @@ impl Memory {
     /// even when empty removed at the root.
     pub fn build<'p>(cx: &mut Cx, _rule: &'p GroundConstraint) -> Result<Box<dyn Propagator + 'p>, Fail> {
         let m = Memory::new(cx);
+        if exceeds(&m.params, &m.capacity) {
+            return Err(cx.fail());
+        }
         m.too_heavy(cx)?;
         Ok(Box::new(m))
     }
@@ -87,6 +90,25 @@ impl Memory {
         }
         Ok(())
     }
+}
+
+/// Whether the weights outweigh every memory together: each node's weights
+/// count on one chip, so no partition fits, however each chip is filled
+/// (BERT-large's 1.3 GB on eight 128 MiB tiles, no one node too heavy for a
+/// tile). Integer byte counts: the sums are exact.
+fn exceeds(params: &[f64], capacity: &[f64]) -> bool {
+    params.iter().sum::<f64>() > capacity.iter().sum::<f64>()
+}
+
+/// [`exceeds`] for a problem's placed nodes and chips: the rule alone admits
+/// no partition ([`crate::rules::NativeRule::refuted`]).
+pub(super) fn over_total(problem: &Problem) -> bool {
+    let (g, p) = (&problem.graph, &problem.package);
+    let params: Vec<f64> = (0..g.num_placed() as u32)
+        .map(|u| g.placed_node(u).params as f64)
+        .collect();
+    let capacity: Vec<f64> = (0..p.num_chips() as u32).map(|c| p.memory_or_unlimited(c)).collect();
+    exceeds(&params, &capacity)
 }
 
 impl Propagator for Memory {

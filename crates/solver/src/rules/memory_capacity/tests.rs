@@ -25,14 +25,14 @@ fn a_full_chip_turns_heavy_nodes_away() {
 
 #[test]
 fn an_overfull_chip_fails() {
-    let (g, p) = (graph(&[3, 3, 3], &[]), ring(&[4, 4]));
+    let (g, p) = (graph(&[3, 3, 2], &[]), ring(&[4, 4]));
     let rule = native("memory_capacity");
     let mut s = TestSolver::new(&g, &p);
     s.post(Memory::build, &rule).unwrap();
     s.set(0, &[0]).unwrap();
     assert!(
         s.propagate().is_err(),
-        "nodes 1 and 2 both go to chip 1, which holds one"
+        "nodes 1 and 2 both go to chip 1, which holds 4 of their 5"
     );
 }
 
@@ -40,4 +40,16 @@ fn an_overfull_chip_fails() {
 fn incremental_propagation_matches_from_scratch() {
     let failed = check_incremental_against_scratch(13, 300, Memory::build, |_| native("memory_capacity"));
     assert!(failed > 0, "some decisions fail");
+}
+
+#[test]
+fn weights_over_every_memory_together_fail_at_the_root() {
+    // Each node fits any chip alone; together they outweigh both chips.
+    let (g, p) = (graph(&[3, 3, 3], &[]), ring(&[4, 4]));
+    let rule = native("memory_capacity");
+    let mut s = TestSolver::new(&g, &p);
+    assert!(s.post(Memory::build, &rule).is_err(), "9 bytes of weights, 8 of memory");
+    let (g, p) = (graph(&[3, 3, 2], &[]), ring(&[4, 4]));
+    let mut s = TestSolver::new(&g, &p);
+    assert!(s.post(Memory::build, &rule).is_ok(), "8 bytes fit 8 until placed");
 }

@@ -16,4 +16,5 @@ pub(super) const RULE: super::NativeRule = super::NativeRule {
     encoding: encode::TriangleEncoding::boxed,
     upward: None,
     order_only: true,
+    refuted: None,
 };

@@ -207,6 +207,81 @@ fn eval_agrees_with_the_python_reference_on_random_problems() {
     assert!(out.contains("60 cases, 0 disagreements"), "{out}");
 }
 
+/// `--objective` replaces the problem's objective in `eval`, `solve` and
+/// `compare`; an unknown name is refused with the names the cost models'
+/// registry judges.
+#[test]
+fn objective_flag_judges_under_the_named_model() {
+    let d = chain_dir("step-objective");
+    std::fs::write(
+        d.join("pipe.mcm"),
+        CHAIN.replace("minimize step_time", "maximize throughput"),
+    )
+    .unwrap();
+    let pipe_eval = ["eval", "pipe.mcm", "--partition", "p.partition.json", "--json"];
+    let o = mcmpart_in(&d, &[&pipe_eval[..], &["--objective", "step_time"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["objective"], "step_time");
+    close(v["step_time_s"].as_f64().unwrap(), 6e-3);
+    let o = mcmpart_in(&d, &[EVAL, &["--json", "--objective", "throughput"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["objective"], "throughput");
+    assert_eq!(v["model"], "pipeline");
+    assert!(v.get("step_time_s").is_none(), "{v}");
+
+    let o = mcmpart_in(
+        &d,
+        &[
+            "solve",
+            "pipe.mcm",
+            "--budget",
+            "3",
+            "--objective",
+            "step_time",
+            "--out",
+            "s.json",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert_eq!(json(&o)["objective"], "step_time");
+
+    let o = mcmpart_in(
+        &d,
+        &[
+            "compare",
+            "pipe.mcm",
+            "--strategies",
+            "random",
+            "--budget",
+            "2",
+            "--repeats",
+            "1",
+            "--out",
+            "cmp",
+            "--objective",
+            "step_time",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert!(
+        json(&o).to_string().contains(r#""objective":"step_time""#),
+        "{:?}",
+        text(&o)
+    );
+
+    for cmd in [&pipe_eval[..], &["solve", "pipe.mcm", "--budget", "3"][..]] {
+        let o = mcmpart_in(&d, &[cmd, &["--objective", "steptime"]].concat());
+        assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+        let (_, err) = text(&o);
+        assert!(err.contains("unknown objective `steptime`"), "{err}");
+        assert!(err.contains("throughput, latency, step_time"), "{err}");
+    }
+}
+
 /// Weights that outweigh every chip's memory together, though each fits a
 /// chip alone (BERT-large's 1.3 GB on eight 128 MiB tiles), are refused at
 /// once, with the two totals: no search, no SAT question over the pigeonhole.

@@ -2,6 +2,12 @@
 //! with a bad value before anything runs (clap names the flag), instead of
 //! a panic, a hang or a silent fix-up later.
 
+/// An objective that replaces the problem's (`--objective`): a metric some
+/// cost model judges ([`crate::cost::objective::MODELS`]).
+pub fn objective(s: &str) -> Result<crate::problem::Metric, String> {
+    crate::cost::objective::metric_named(s)
+}
+
 /// A count of at least 1.
 pub fn counting(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {

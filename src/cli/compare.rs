@@ -56,6 +56,10 @@ pub struct CompareArgs {
     /// budget, judge and policy; run only the others.
     #[arg(long)]
     pub resume: bool,
+    /// Compare under this objective instead of each problem's:
+    /// `throughput`, `step_time` (or `latency`).
+    #[arg(long, value_parser = super::args::objective)]
+    pub objective: Option<crate::problem::Metric>,
     #[command(flatten)]
     pub eval: EvalArgs,
     #[command(flatten)]
@@ -78,6 +82,7 @@ impl CompareArgs {
             max_nodes: self.max_nodes,
             problem: self.problem.clone(),
             resume: self.resume,
+            objective: self.objective,
             judge: self.eval.options(),
             rl: self.rl.options(),
             settings: Settings {

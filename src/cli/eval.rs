@@ -7,7 +7,7 @@
 
 use super::judge_args::EvalArgs;
 use super::output::{refuse_overwriting, Output};
-use super::problem::with_problem;
+use super::problem::with_problem_under;
 use crate::cost::{Judge, Verdict};
 use crate::diag::render_text;
 use crate::error::{Error, Result, Status};
@@ -35,6 +35,8 @@ pub enum Format {
 pub struct Dest<'a> {
     pub format: Option<Format>,
     pub out: Option<&'a Path>,
+    /// The objective that replaces the problem's (`--objective`).
+    pub objective: Option<crate::problem::Metric>,
 }
 
 pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>, args: &EvalArgs, dest: &Dest) -> Result {
@@ -47,7 +49,7 @@ pub fn run(out: &Output, file: &Path, partition: &Path, problem: Option<&str>, a
         }
         refuse_overwriting(d, &[file.to_path_buf(), partition.to_path_buf()], "`eval` reads")?;
     }
-    with_problem(file, problem, None, |p, sources| {
+    with_problem_under(file, problem, None, dest.objective, |p, sources| {
         let placement = read_partition(partition, &p.graph, p.package.num_chips())?;
         let judge = Judge::new(p, &args.options())?;
         let model = model_of(p, &judge)?;

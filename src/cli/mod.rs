@@ -95,6 +95,10 @@ pub enum Command {
         /// Write the svg here instead of standard output.
         #[arg(short, long)]
         out: Option<PathBuf>,
+        /// Judge under this objective instead of the problem's:
+        /// `throughput`, `step_time` (or `latency`).
+        #[arg(long, value_parser = args::objective)]
+        objective: Option<crate::problem::Metric>,
         #[command(flatten)]
         eval: EvalArgs,
     },
@@ -353,6 +357,7 @@ pub fn run(cli: Cli) -> i32 {
             problem,
             format,
             out: dest,
+            objective,
             eval: args,
         } => eval::run(
             &out,
@@ -363,6 +368,7 @@ pub fn run(cli: Cli) -> i32 {
             &eval::Dest {
                 format,
                 out: dest.as_deref(),
+                objective,
             },
         ),
         Command::Test { files } => test::run(&out, &files),

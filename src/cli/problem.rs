@@ -3,8 +3,10 @@
 //! first two write what it makes.
 
 use super::output::{compile, refuse_overwriting, Output};
+use crate::cost::objective::set_metric;
 use crate::error::{Error, Result, Status};
-use crate::problem::{partition_json, write_partition, Placement, Problem};
+use crate::lang::Compiled;
+use crate::problem::{partition_json, write_partition, Metric, Placement, Problem};
 use crate::solver::{check, Options, Order, Solver};
 use crate::source::SourceMap;
 use std::path::Path;
@@ -52,12 +54,33 @@ pub fn with_problem(
     dest: Option<&Path>,
     f: impl FnOnce(&Problem, &SourceMap) -> Result,
 ) -> Result {
-    let c = compile(file)?;
+    with_problem_under(file, name, dest, None, f)
+}
+
+/// [`with_problem`], the problem under `objective` instead of its own when
+/// one is given (`--objective`).
+pub fn with_problem_under(
+    file: &Path,
+    name: Option<&str>,
+    dest: Option<&Path>,
+    objective: Option<Metric>,
+    f: impl FnOnce(&Problem, &SourceMap) -> Result,
+) -> Result {
+    let mut c = compile(file)?;
     if let Some(d) = dest {
         refuse_overwriting(d, &c.inputs(), "the problem is read from")?;
     }
+    let k = chosen(&c, name)?;
+    if let Some(m) = objective {
+        set_metric(&mut c.problems[k], m);
+    }
+    f(&c.problems[k], &c.program.sources)
+}
+
+/// Which of the file's problems `name` picks (the only one without a name).
+pub fn chosen(c: &Compiled, name: Option<&str>) -> Result<usize> {
     let p = c.problem(name).map_err(Error::input)?;
-    f(p, &c.program.sources)
+    Ok(c.problems.iter().position(|q| std::ptr::eq(q, p)).unwrap_or(0))
 }
 
 /// Checks a partition the solver made, writes it to `dest` and reports it

@@ -6,8 +6,10 @@ use super::deadline::{Clock, Worker, MARGIN};
 use super::eval::secs;
 use super::judge_args::EvalArgs;
 use super::output::{compile, progress_bar, refuse_overwriting, Output};
+use super::problem::chosen;
 use super::strategy_args::{self, RlArgs};
 use crate::baseline::{baseline_within, Baseline};
+use crate::cost::objective::set_metric;
 use crate::cost::Judge;
 use crate::error::{Error, Kind, Result, Status};
 use crate::lang::Compiled;
@@ -58,6 +60,10 @@ pub struct SolveArgs {
     /// state there, rl refines it.
     #[arg(long, value_name = "P.json")]
     pub init: Option<PathBuf>,
+    /// Search under this objective instead of the problem's: `throughput`,
+    /// `step_time` (or `latency`).
+    #[arg(long, value_parser = super::args::objective)]
+    pub objective: Option<crate::problem::Metric>,
     #[command(flatten)]
     pub eval: EvalArgs,
     #[command(flatten)]
@@ -236,10 +242,13 @@ fn load(file: &Path, args: &SolveArgs, dest: &Path, clock: &Clock) -> Result<Arc
     let (file, dest, args) = (file.to_path_buf(), dest.to_path_buf(), args.clone());
     let worker = Worker::spawn(move |send: &dyn Fn(Result<Loaded>)| {
         send((|| -> Result<Loaded> {
-            let compiled = compile(&file)?;
+            let mut compiled = compile(&file)?;
             refuse_overwriting(&dest, &compiled.inputs(), "the problem is read from")?;
-            let p = compiled.problem(args.problem.as_deref()).map_err(Error::input)?;
-            let index = compiled.problems.iter().position(|q| std::ptr::eq(q, p)).unwrap_or(0);
+            let index = chosen(&compiled, args.problem.as_deref())?;
+            if let Some(m) = args.objective {
+                set_metric(&mut compiled.problems[index], m);
+            }
+            let p = &compiled.problems[index];
             let judge = Judge::new(p, &args.eval.options())?;
             // The reader refuses another graph's file, unknown nodes and chips
             // past the package, with the place.

@@ -19,7 +19,7 @@ use crate::digest::Fnv1a;
 use crate::error::{Error, Result};
 use crate::graph::load_graph_file;
 use crate::lang::{compile_file, compile_file_with_graph};
-use crate::problem::Problem;
+use crate::problem::{Metric, Problem};
 use crate::strategy::{self, RlOptions};
 use journal::Journal;
 use std::collections::BTreeSet;
@@ -59,6 +59,9 @@ pub struct Config {
     pub problem: Option<String>,
     /// Take the kept runs made with the same settings.
     pub resume: bool,
+    /// The objective that replaces each problem's (`--objective`); a
+    /// problem's runs are fingerprinted under the objective they ran under.
+    pub objective: Option<Metric>,
     pub judge: JudgeOptions,
     pub rl: RlOptions,
     pub settings: Settings,
@@ -234,11 +237,15 @@ fn prepare(config: &Config, sources: &[Source], skipped: &mut Vec<Skipped>, log:
             None => p.graph.name.clone(),
         };
         let texts: Vec<&str> = compiled.program.sources.files().iter().map(|f| &*f.text).collect();
+        let mut problem = p.clone();
+        if let Some(m) = config.objective {
+            crate::cost::objective::set_metric(&mut problem, m);
+        }
         prepared.push(Prepared {
             label,
             file: src.file.clone(),
-            basis: Journal::problem_basis(p, &texts),
-            problem: p.clone(),
+            basis: Journal::problem_basis(&problem, &texts),
+            problem,
             graph,
             source_graph: src.graph.clone(),
         });

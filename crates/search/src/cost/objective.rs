@@ -118,6 +118,25 @@ pub fn registration(metric: Metric) -> &'static Registration {
         .expect("every metric has a registered cost model (see the test)")
 }
 
+/// The metric a command line's `--objective` names, as the language spells
+/// it; `Err` names the metrics the registered models judge.
+pub fn metric_named(name: &str) -> Result<Metric, String> {
+    let judged = |m: &Metric| MODELS.iter().any(|r| r.metrics.contains(m));
+    Metric::from_name(name).filter(judged).ok_or_else(|| {
+        let known: Vec<&str> = MODELS.iter().flat_map(|r| r.metrics.iter().map(|m| m.name())).collect();
+        format!("unknown objective `{name}`: the known ones are {}", known.join(", "))
+    })
+}
+
+/// `problem` under `metric` instead of its own objective (`--objective`),
+/// the right way round (`maximize throughput`, `minimize step_time`).
+pub fn set_metric(problem: &mut Problem, metric: Metric) {
+    problem.objective = mcm_core::problem::Objective {
+        sense: metric.better(),
+        metric,
+    };
+}
+
 /// The cost model of a problem's objective, sharing `pipeline` (the judge's
 /// memory check) where the objective is the pipeline's.
 pub fn objective_with(problem: &Problem, pipeline: &Arc<CostModel>) -> Result<Arc<dyn Objective>, CostError> {
@@ -132,6 +151,18 @@ pub fn objective(problem: &Problem) -> Result<Arc<dyn Objective>, CostError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_objective_is_named_as_the_language_spells_it() {
+        assert_eq!(metric_named("step_time"), Ok(Metric::StepTime));
+        assert_eq!(metric_named("throughput"), Ok(Metric::Throughput));
+        let e = metric_named("steptime").unwrap_err();
+        // Every metric some model judges is listed, from the registry.
+        for m in MODELS.iter().flat_map(|r| r.metrics) {
+            assert!(e.contains(m.name()), "{e}");
+        }
+        assert!(e.starts_with("unknown objective `steptime`"), "{e}");
+    }
 
     #[test]
     fn every_metric_has_exactly_one_model() {

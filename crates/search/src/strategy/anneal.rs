@@ -89,6 +89,64 @@ impl Strategy for Anneal {
     }
 
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
+        let given = search.start()?;
+        let Some(w) = self.warm.or(given.as_ref().and(Anneal::default().warm)) else {
+            return self.walk(search, None);
+        };
+        // Sharpen on the given start, else greedy's partition (within the
+        // root domains), as the solver made it valid and the dynamic check
+        // passes: sampling around a valid partition meets few dead ends.
+        let start = match given {
+            Some(start) => start,
+            None => {
+                let allowed = search.allowed();
+                super::settle_full(search, &super::greedy_start(search.problem, &allowed))?
+            }
+        };
+        // Its score, judged outside the budget as the `rl` strategies judge
+        // their greedy anchor, is the one to beat: else the first draw is
+        // kept whatever it scores, and a draw whose one unlikely chip
+        // cascades through the flow rules (on ViT-L/16, 17 times slower
+        // than greedy) became the state the whole run refined. A given
+        // start is the first sample (a run from it keeps it or does
+        // better); greedy's is judged outside the budget.
+        let judged = if search.has_start() {
+            search.submit_one(start.clone())
+        } else {
+            Some(search.reference(&start))
+        };
+        let score = judged.and_then(|v| v.throughput());
+        self.walk(search, Some(Warm { start, sharp: w, score }))
+    }
+}
+
+/// Where a warm run starts: a valid partition, the logit its chips get
+/// (plus ln of the chip count), and its judged score, if any.
+pub(super) struct Warm {
+    pub start: Vec<u32>,
+    pub sharp: f32,
+    pub score: Option<f64>,
+}
+
+impl Anneal {
+    /// Refines `start`, a valid partition already judged at `score`, for the
+    /// rest of the search's budget (`auto` under an objective its SAT target
+    /// cannot encode).
+    pub(super) fn refine(&self, search: &mut Search, start: Vec<u32>, score: f64) -> Result<(), Infeasible> {
+        let sharp = self.warm.or(Anneal::default().warm).unwrap_or(7.0);
+        self.walk(
+            search,
+            Some(Warm {
+                start,
+                sharp,
+                score: Some(score),
+            }),
+        )
+    }
+
+    /// The annealing itself, from uniform distributions (`None`) or
+    /// sharpened on a warm start.
+    fn walk(&self, search: &mut Search, warm: Option<Warm>) -> Result<(), Infeasible> {
         let n = search.problem.graph.num_placed();
         let c = search.problem.package.num_chips();
         let mut state = vec![vec![0.0f32; c]; n];
@@ -102,37 +160,12 @@ impl Strategy for Anneal {
         let shape = CostModel::new(search.problem).ok().filter(|_| self.balance > 0.0);
         let plateau = |chips: &[u32]| shape.as_ref().map_or(0.0, |m| self.balance * plateau(m, chips));
         let mut energy: Option<f64> = None;
-        let given = search.start()?;
-        if let Some(w) = self.warm.or(given.as_ref().and(Anneal::default().warm)) {
-            // Sharpen on the given start, else greedy's partition (within
-            // the root domains), as the solver made it valid and the dynamic
-            // check passes: sampling around a valid partition meets few dead
-            // ends.
-            let start = match given {
-                Some(start) => start,
-                None => {
-                    let allowed = search.allowed();
-                    super::settle_full(search, &super::greedy_start(search.problem, &allowed))?
-                }
-            };
-            let sharp = w + (c as f32).ln();
+        if let Some(Warm { start, sharp, score }) = warm {
+            let sharp = sharp + (c as f32).ln();
             for (u, &g) in start.iter().enumerate() {
                 state[u][g as usize] = sharp;
             }
-            // Its energy, judged outside the budget as the `rl` strategies
-            // judge their greedy anchor, is the one to beat: else the first
-            // draw is kept whatever it scores, and a draw whose one unlikely
-            // chip cascades through the flow rules (on ViT-L/16, 17 times
-            // slower than greedy) became the state the whole run refined.
-            // A given start is the first sample (a run from it keeps it or
-            // does better); greedy's is judged outside the budget.
-            let judged = if search.has_start() {
-                search.submit_one(start.clone())
-            } else {
-                Some(search.reference(&start))
-            };
-            energy = judged
-                .and_then(|v| v.throughput())
+            energy = score
                 .filter(|t| *t > 0.0 && t.is_finite())
                 .map(|t| -t.ln() + plateau(&start));
             current = Some(start);

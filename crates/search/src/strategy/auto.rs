@@ -28,14 +28,22 @@
 //! nothing costs no sample, so there no question freer than `lns`'s cap is
 //! asked: `exact` only on problems that small (the whole problem within
 //! the cap), as `lns` grows no window past it.
+//!
+//! Under an objective the SAT backing cannot encode (`minimize step_time`)
+//! the portfolio is another: every heuristic's proposal, greedy's and every
+//! dp cut, each settled as its own strategy settles it
+//! ([`super::proposals`]), then the learned policy's proposals, then
+//! annealing from the best of them for the rest of the budget, samples or
+//! seconds ([`refine`]). It is never behind any of those strategies on the
+//! same seed.
 
 use super::incumbent::{self, Incumbent, Start, DP_CUTS};
 use super::lns::{seek_any, Learned, Neighbourhood, Question, FREE_CAP, STALE_SWEEPS};
 use super::rl::Tuner;
 use super::sat_worker::{below, Ask, Poll, Worker};
-use super::{Search, Strategy};
+use super::{Anneal, Search, Strategy};
 use mcm_core::latency::LatencyModel;
-use mcm_solver::Infeasible;
+use mcm_solver::{Infeasible, Order};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -309,6 +317,27 @@ fn seek_balanced(search: &mut Search, sat: &Worker, model: &LatencyModel, best: 
     }
 }
 
+/// The rest of the budget under a proxy target (an objective the SAT
+/// backing cannot encode, such as step time): annealing from the best of
+/// the first partitions, judged by the objective itself. The SAT workers
+/// search by the pipeline's latency there, which says little of the
+/// objective and proves nothing of it, and a question that finds nothing
+/// costs no sample, so under a sample budget one could run for minutes
+/// (Swin-T) without spending any; they are asked only for a first valid
+/// partition when no proposal gave one.
+fn refine(search: &mut Search, model: &Arc<LatencyModel>, best: &mut Incumbent) -> Result<(), Infeasible> {
+    if !best.found() {
+        let sat = Worker::start(search.problem, model.clone());
+        seek_any(search, &sat, model, best);
+    }
+    let Some(from) = search.best().map(|b| (b.chips.clone(), b.throughput)) else {
+        return Ok(());
+    };
+    // Annealing draws in random topological orders, as `anneal` does.
+    search.order = Order::Random;
+    Anneal::default().refine(search, from.0, from.1)
+}
+
 impl Strategy for Auto {
     fn name(&self) -> &str {
         "auto"
@@ -323,18 +352,23 @@ impl Strategy for Auto {
             return Ok(());
         };
         let problem = search.problem;
+        let proxy = search.proxy_target();
         // The stricter twin's structure (see [`Twin`]): the same first
         // proposals settled under its rules, where pipeline order keeps
         // activations and weights apart. Under a sample budget only when
-        // nothing valid was found, so that a seed's run stays as it was.
+        // nothing valid was found, so that a seed's run stays as it was;
+        // under a proxy target too, whose searches do not go on there.
         let twin = problem.stricter();
-        if let Some(t) = twin.filter(|_| search.timed() || !best.found()) {
+        if let Some(t) = twin.filter(|_| (search.timed() && !proxy) || !best.found()) {
             // A twin with no valid partition offers none; the problem may
             // still have some.
             let _ = search.on_twin(t, |s| incumbent::first(s, &model, &mut best, cuts));
         }
         if best.found() {
             super::rl::policy_offers(search, &model, &mut best, POLICY_DRAWS)?;
+        }
+        if proxy {
+            return refine(search, &model, &mut best);
         }
         search.prove(lb);
         // Under a time budget the stricter twin is bisected too (see

@@ -12,7 +12,7 @@
 //! cost ([`Search::prove`] records nothing).
 
 use super::dp::candidates;
-use super::{greedy_start, heuristics, settle_full, Search};
+use super::{greedy_start, proposals, settle_full, Search};
 use crate::cost::{CostModel, Verdict};
 use mcm_core::latency::LatencyModel;
 use mcm_solver::Infeasible;
@@ -131,10 +131,11 @@ pub(super) fn start(search: &mut Search, cuts: usize) -> Result<Option<Start>, I
 /// The first incumbent: the given start, greedy's fill, dp's `cuts` best
 /// cuts, each settled under every rule and judged (one sample each) while
 /// the budget lasts; under a proxy target (an objective the SAT backing
-/// cannot encode, such as step time) also the heuristics of the
-/// device-placement literature, which aim at that objective where the
-/// pipeline's target does not. `Err` only when the problem has no valid
-/// partition.
+/// cannot encode, such as step time) instead greedy's fill, every heuristic
+/// of the device-placement literature, which aim at that objective where
+/// the pipeline's target does not, and every dp cut, each settled as its own
+/// strategy settles it ([`proposals`]). `Err` only when the problem has no
+/// valid partition.
 pub(super) fn first(
     search: &mut Search,
     model: &LatencyModel,
@@ -144,6 +145,9 @@ pub(super) fn first(
     let problem = search.problem;
     if let Some(start) = search.start()? {
         best.offer(search, model, start);
+    }
+    if search.proxy_target() {
+        return proposals::judge_all(search, model, best);
     }
     let allowed = search.allowed();
     if !search.done() {
@@ -156,16 +160,6 @@ pub(super) fn first(
         }
         let chips = settle_full(search, &cut)?;
         best.offer(search, model, chips);
-    }
-    if search.proxy_target() {
-        for kind in heuristics::Kind::ALL {
-            if search.done() {
-                break;
-            }
-            let proposal = heuristics::propose(kind, problem, &allowed, search.seed());
-            let chips = settle_full(search, &proposal)?;
-            best.offer(search, model, chips);
-        }
     }
     Ok(())
 }

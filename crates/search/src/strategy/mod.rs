@@ -14,6 +14,7 @@ mod greedy;
 pub mod heuristics;
 mod incumbent;
 mod lns;
+mod proposals;
 mod random;
 mod rl;
 mod sat_worker;
@@ -485,6 +486,14 @@ impl<'p> Search<'p> {
             Budget::Samples(n) => n.saturating_sub(self.records.len()),
             Budget::Seconds(t) if self.elapsed() < t => usize::MAX,
             Budget::Seconds(_) => 0,
+        }
+    }
+
+    /// Seconds left of a time budget; `None` under a sample budget.
+    pub fn time_left(&self) -> Option<f64> {
+        match self.budget {
+            Budget::Seconds(t) => Some((t - self.elapsed()).max(0.0)),
+            Budget::Samples(_) => None,
         }
     }
 

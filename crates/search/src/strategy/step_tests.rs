@@ -156,3 +156,21 @@ fn auto_under_step_time_is_no_worse_than_greedy_dp_or_any_heuristic_on_a_cluster
         }
     }
 }
+
+#[test]
+fn auto_under_step_time_spends_its_whole_sample_budget_annealing() {
+    // After the proposals auto anneals from the best of them, every
+    // sample judged by the step time; no SAT question (which costs no
+    // sample, and could run for minutes) ends or stalls the run early.
+    let p = cluster_problem();
+    let judge = Judge::new(&p, &JudgeOptions::default()).expect("a judge");
+    let mut s = by_name("auto", &RlOptions::default()).unwrap().unwrap();
+    let o = run(&p, &judge, s.as_mut(), Budget::Samples(120), 2, None).expect("feasible");
+    assert_eq!(o.records.len(), 120);
+    let again = run(&p, &judge, s.as_mut(), Budget::Samples(120), 2, None).expect("feasible");
+    assert_eq!(
+        again.best.map(|b| b.chips),
+        o.best.map(|b| b.chips),
+        "a seed gives the same run"
+    );
+}

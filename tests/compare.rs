@@ -943,6 +943,7 @@ fn the_summary_follows_the_runs() {
         max_nodes: None,
         problem: None,
         resume: false,
+        objective: None,
         judge: JudgeOptions::default(),
         rl: RlOptions::default(),
         settings: Settings::default(),

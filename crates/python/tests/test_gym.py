@@ -43,6 +43,8 @@ def rollout(env: PlacementEnv, rng: np.random.Generator, seed=None):
         assert not truncated
         assert env.observation_space.contains(obs)
         if terminated:
+            if "partition" in info:
+                assert obs["placed"].all(), "a finished episode has every node placed"
             return reward, info, steps
         assert reward == 0.0, "intermediate rewards are 0"
 
@@ -263,6 +265,8 @@ def test_without_sat_a_conflict_ends_the_episode_and_with_it_the_episode_goes_on
     obs = backed._obs()
     assert obs["placed"].tolist() == [1, 0, 0, 0, 0, 0]
     assert backed.action_masks().tolist() == [False, True, True]
+    obs, _ = backed.reset()
+    assert obs["placed"].tolist() == [0] * 6
 
     # Random masked rollouts: without SAT some end in the dead end, with it none.
     rng = np.random.default_rng(0)

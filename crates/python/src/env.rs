@@ -77,32 +77,38 @@ impl EnvCore {
     }
 
     /// Writes the rows of the domains whose words changed since the last
-    /// write, and the decided flags.
-    fn sync(&mut self, py: Python<'_>) {
-        let chips = self.cell.with_dependent(|_, s| s.num_chips());
+    /// write (one scan of the solver's domain words: a step changes few
+    /// rows of a large graph), and the decided flags of the nodes whose
+    /// decision came or went since `was` decisions stood.
+    fn sync(&mut self, py: Python<'_>, was: usize) {
+        let (seen, words) = (&mut self.seen, self.words);
         let mut domains = self.domains.bind(py).readwrite();
         let rows = domains.as_slice_mut().expect("a contiguous array");
-        let (seen, words) = (&mut self.seen, self.words);
         self.cell.with_dependent(|_, s| {
-            for u in 0..s.num_nodes() {
-                let d = s.dom(u as u32);
-                let old = &mut seen[u * words..(u + 1) * words];
-                if old == d.words {
+            let chips = s.num_chips();
+            let now = s.domain_words();
+            for (u, (old, new)) in seen.chunks_exact_mut(words).zip(now.chunks_exact(words)).enumerate() {
+                // Or-ed differences rather than `==`, which calls memcmp
+                // for every row.
+                if old.iter().zip(new).fold(0, |d, (a, b)| d | (a ^ b)) == 0 {
                     continue;
                 }
-                old.copy_from_slice(d.words);
+                old.copy_from_slice(new);
                 let row = &mut rows[u * chips..(u + 1) * chips];
-                row.fill(0);
-                for c in d.iter() {
-                    row[c as usize] = 1;
+                for (c, x) in row.iter_mut().enumerate() {
+                    *x = (new[c / 64] >> (c % 64)) as i8 & 1;
                 }
             }
         });
         let mut placed = self.placed.bind(py).readwrite();
         let flags = placed.as_slice_mut().expect("a contiguous array");
-        flags.fill(0);
-        for &u in &self.order[..self.decided] {
-            flags[u as usize] = 1;
+        let (lo, hi, on) = if self.decided >= was {
+            (was, self.decided, 1)
+        } else {
+            (self.decided, was, 0)
+        };
+        for &u in &self.order[lo..hi] {
+            flags[u as usize] = on;
         }
     }
 }
@@ -199,13 +205,13 @@ impl EnvCore {
                 )))
             }
         };
-        let words = chips.div_ceil(64).max(1);
+        let words = cell.with_dependent(|_, s| s.domain_words_per_node());
         let mut core = EnvCore {
             cell,
             order,
             decided: 0,
-            // No domain is all ones here, so every row is written once.
-            seen: vec![u64::MAX; n * words],
+            // No domain is empty, so the first sync writes every row.
+            seen: vec![0; n * words],
             words,
             domains: PyArray2::zeros(py, [n, chips], false).unbind(),
             placed: PyArray1::zeros(py, n, false).unbind(),
@@ -214,16 +220,16 @@ impl EnvCore {
             unit,
             dead_end: false,
         };
-        core.sync(py);
+        core.sync(py, 0);
         Ok(core)
     }
 
     /// Undoes every decision: a new episode.
     fn reset(&mut self, py: Python<'_>) {
         self.cell.with_dependent_mut(|_, s| s.reset());
-        self.decided = 0;
+        let was = std::mem::take(&mut self.decided);
         self.dead_end = false;
-        self.sync(py);
+        self.sync(py, was);
     }
 
     /// The index of the node to place now; `None` once the episode is over.
@@ -263,7 +269,7 @@ impl EnvCore {
             self.dead_end = true;
             (Outcome::DeadEnd, 0)
         };
-        self.sync(py);
+        self.sync(py, before);
         Ok((what as u8, undone))
     }
 

@@ -15,6 +15,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+import generated  # noqa: E402
 import mcmpart  # noqa: E402
 from mcmpart import _native as native  # noqa: E402
 from mcmpart import distributed  # noqa: E402
@@ -23,6 +24,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
 PROBLEMS = [str(EXAMPLES / f) for f in ("quickstart.mcm", "fast_last.mcm", "torus_big_corners.mcm")]
 FLAGS = ["--strategies", "random,anneal", "--budget", "12", "--repeats", "2", "--seed", "3"]
+# Three generated problems (tests/generated.py): both objectives, user rules.
+GENERATED = ["mesh_tp_rules", "cluster_step_rules", "biring_step_rules"]
+
+
+def problems(which: str, folder: pathlib.Path) -> list:
+    """The three problems of a set: the repository's examples, or generated ones."""
+    if which == "examples":
+        return PROBLEMS
+    return [str(generated.write(generated.by_name(name), folder).path) for name in GENERATED]
 
 
 @pytest.fixture(scope="module")
@@ -62,14 +72,16 @@ def run_files(out: pathlib.Path) -> dict:
     }
 
 
-def test_a_ray_compare_writes_the_runs_the_cli_writes(tmp_path, ray_local, capsys):
+@pytest.mark.parametrize("which", ["examples", "generated"])
+def test_a_ray_compare_writes_the_runs_the_cli_writes(tmp_path, ray_local, capsys, which):
     cli_out, ray_out = tmp_path / "cli", tmp_path / "ray"
+    files = problems(which, tmp_path / "gen")
     subprocess.run(
-        [mcmpart_bin(), "compare", *PROBLEMS, *FLAGS, "--out", str(cli_out)],
+        [mcmpart_bin(), "compare", *files, *FLAGS, "--out", str(cli_out)],
         check=True,
         capture_output=True,
     )
-    text = distributed.compare([*PROBLEMS, *FLAGS, "--out", str(ray_out)])
+    text = distributed.compare([*files, *FLAGS, "--out", str(ray_out)])
     cli_runs, ray_runs = run_files(cli_out), run_files(ray_out)
     # 3 problems x 2 strategies x 2 seeds.
     assert len(cli_runs) == 12
@@ -96,13 +108,15 @@ def crash_on_first_try(markers: str):
     return job
 
 
-def test_a_worker_killed_mid_run_loses_nothing(tmp_path, ray_local):
+@pytest.mark.parametrize("which", ["examples", "generated"])
+def test_a_worker_killed_mid_run_loses_nothing(tmp_path, ray_local, which):
     markers = tmp_path / "markers"
     markers.mkdir()
+    problem = problems(which, tmp_path / "gen")[0]
     plain = tmp_path / "plain"
-    distributed.compare([PROBLEMS[0], *FLAGS, "--out", str(plain)])
+    distributed.compare([problem, *FLAGS, "--out", str(plain)])
     crashed = tmp_path / "crashed"
-    distributed.compare([PROBLEMS[0], *FLAGS, "--out", str(crashed)], job=crash_on_first_try(str(markers)))
+    distributed.compare([problem, *FLAGS, "--out", str(crashed)], job=crash_on_first_try(str(markers)))
     # Every job's worker died once, and Ray ran the job again.
     assert len(list(markers.iterdir())) == 4
     assert run_files(crashed) == run_files(plain)

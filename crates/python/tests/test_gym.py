@@ -11,6 +11,7 @@ import pytest
 
 gym = pytest.importorskip("gymnasium")
 
+import generated  # noqa: E402
 import mcmpart  # noqa: E402
 from mcmpart.gym import ENV_ID, PlacementEnv  # noqa: E402
 
@@ -42,6 +43,8 @@ def rollout(env: PlacementEnv, rng: np.random.Generator, seed=None):
         assert not truncated
         assert env.observation_space.contains(obs)
         if terminated:
+            if "partition" in info:
+                assert obs["placed"].all(), "a finished episode has every node placed"
             return reward, info, steps
         assert reward == 0.0, "intermediate rewards are 0"
 
@@ -71,6 +74,36 @@ def test_masked_random_rollouts_end_in_valid_partitions(name):
         assert steps >= problem.num_nodes
         if "invalid" not in info:
             assert reward > 0.0
+
+
+@pytest.mark.parametrize("name", generated.CASE_NAMES)
+def test_on_generated_problems_check_env_passes_and_masked_rollouts_end_valid(name, tmp_path):
+    from gymnasium.utils.env_checker import check_env
+
+    g = generated.write(generated.by_name(name), tmp_path)
+    problem = g.problem
+    check_env(PlacementEnv(problem), skip_render_check=True)
+    ids = [n["id"] for n in problem.nodes]
+    rng = np.random.default_rng(generated.seed_shift())
+    env = PlacementEnv(problem, seed=0)
+    for e in range(12):
+        reward, info, _ = rollout(env, rng, seed=e)
+        assert "dead_end" not in info, info
+        chips = [info["partition"][i] for i in ids]
+        assert problem.verify(chips) == [], f"episode {e} on {name} ended in an invalid partition"
+        if "invalid" in info:
+            assert reward == 0.0 and not problem.evaluate(chips).valid
+        else:
+            # The score (one over the cost, either objective) over greedy's.
+            assert reward == pytest.approx(1.0 / (problem.evaluate(chips).cost * env.greedy_score), rel=1e-9)
+    # Without SAT an episode ends in a valid partition or in a dead end.
+    plain = PlacementEnv(problem, sat=False)
+    for _ in range(6):
+        reward, info, _ = rollout(plain, rng)
+        if info.get("dead_end"):
+            assert reward == -1.0 and "partition" not in info
+        else:
+            assert problem.verify([info["partition"][i] for i in ids]) == []
 
 
 def test_the_reward_is_the_score_over_greedys():
@@ -143,6 +176,26 @@ def test_the_observation_follows_the_domains():
     assert obs["placed"][u] == 1 and obs["placed"].sum() == 1
 
 
+@pytest.mark.parametrize("chips", [63, 64, 65, 128])
+def test_the_masks_are_right_on_packages_of_a_word_of_chips_and_more(chips):
+    # A domain of 64 chips is a machine word of ones: the first observation
+    # must still show it (it once showed none).
+    problem = mcmpart.compile(
+        "use std::placement::{acyclic_flow}\nuse std::topologies::ring\n"
+        f"let t = ring(n = {chips}, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n"
+        "let g = graph { a { flops = 1 GFLOP } -> b { flops = 1 GFLOP } -> c { flops = 1 GFLOP } }\n"
+        "partition g onto t {\n    require acyclic_flow\n    maximize throughput\n}\n"
+    )
+    env = PlacementEnv(problem)
+    obs, _ = env.reset()
+    assert (obs["domains"].astype(bool) == problem.solver().masks()).all()
+    assert env.action_masks().sum() == chips
+    obs, *_ = env.step(chips - 2)
+    solver = problem.solver()
+    solver.set_domain(env.order[0], chips - 2)
+    assert (obs["domains"].astype(bool) == solver.masks()).all()
+
+
 def test_a_masked_action_ends_the_episode_with_the_penalty():
     problem = mcmpart.load(str(EXAMPLES / "quickstart.mcm"))
     env = PlacementEnv(problem, dead_end_reward=-2.5)
@@ -212,6 +265,8 @@ def test_without_sat_a_conflict_ends_the_episode_and_with_it_the_episode_goes_on
     obs = backed._obs()
     assert obs["placed"].tolist() == [1, 0, 0, 0, 0, 0]
     assert backed.action_masks().tolist() == [False, True, True]
+    obs, _ = backed.reset()
+    assert obs["placed"].tolist() == [0] * 6
 
     # Random masked rollouts: without SAT some end in the dead end, with it none.
     rng = np.random.default_rng(0)

@@ -212,6 +212,19 @@ impl<'p> Solver<'p> {
         self.store.dom(u)
     }
 
+    /// Every placed node's domain as bitset words, node by node
+    /// (`domain_words_per_node` words each, chip `c` at bit `c % 64` of
+    /// word `c / 64`): a caller mirroring all domains (the Python env's
+    /// observation) scans this one slice for the rows that changed rather
+    /// than asking node by node.
+    pub fn domain_words(&self) -> &[u64] {
+        self.store.all_words()
+    }
+
+    pub fn domain_words_per_node(&self) -> usize {
+        self.store.words_per_domain()
+    }
+
     pub fn is_fixed(&self, u: u32) -> bool {
         self.store.is_fixed(u)
     }

@@ -303,6 +303,12 @@ impl Store {
     pub fn words_per_domain(&self) -> usize {
         self.w
     }
+
+    /// Every variable's domain words, variable by variable
+    /// (`words_per_domain` each): one slice to scan for what changed.
+    pub fn all_words(&self) -> &[u64] {
+        &self.words
+    }
 }
 
 /// The words of the chips `lo..=hi`.

@@ -342,6 +342,38 @@ fn undo_to_a_mark_restores_the_domains_of_that_mark() {
 }
 
 #[test]
+fn domain_words_mirror_every_nodes_domain() {
+    // 70 chips: two words a domain, so a row offset or a word order
+    // mistake shows.
+    let p = problem(
+        "use std::placement::{acyclic_flow}\nuse std::topologies::ring\n\
+         let t = ring(n = 70, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph { a -> b -> c -> d }\npartition g onto t { require acyclic_flow }\n",
+    );
+    let mut s = Solver::new(&p, Options::default()).unwrap();
+    let rows = |s: &Solver| {
+        let w = s.domain_words_per_node();
+        assert_eq!(w, 2);
+        assert_eq!(s.domain_words().len(), s.num_nodes() * w);
+        (0..s.num_nodes())
+            .map(|u| mcm_solver::domain::bits_of(&s.domain_words()[u * w..(u + 1) * w]))
+            .collect::<Vec<_>>()
+    };
+    let domains = |s: &Solver| (0..s.num_nodes() as u32).map(|u| s.get_domain(u)).collect::<Vec<_>>();
+    assert_eq!(rows(&s), domains(&s));
+    // Decisions that narrow the domains across both words, then back to
+    // the root.
+    assert_eq!(s.set_domain(3, &[66]), 1);
+    assert_eq!(rows(&s), domains(&s));
+    assert_eq!(s.get_domain(0), (0..=66).collect::<Vec<u32>>());
+    assert_eq!(s.set_domain(0, &[63]), 2);
+    assert_eq!(rows(&s), domains(&s));
+    assert_eq!(s.get_domain(1), (63..=66).collect::<Vec<u32>>());
+    s.reset();
+    assert_eq!(rows(&s), domains(&s));
+}
+
+#[test]
 fn packages_wider_than_a_machine_word_work() {
     // 130 chips, domains over three 64-bit words; one node's weights fill a
     // chip, so 130 nodes take every chip exactly once.

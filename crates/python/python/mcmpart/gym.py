@@ -111,6 +111,8 @@ class PlacementEnv(gym.Env):
     def _obs(self) -> dict:
         node = self._core.node
         return {
+            # A copy though it never changes: Gymnasium's checker requires
+            # that no two observations share an object.
             "node_features": self._features.copy(),
             "domains": self._domains.copy(),
             "placed": self._placed.copy(),

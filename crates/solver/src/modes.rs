@@ -256,6 +256,17 @@ pub fn sample_or(
         order.to_vec()
     };
     let mut done = sample_rest(solver, &first, probs, None, rng, budget);
+    // A pass that gave up meets the same dead ends in other orders when a
+    // rule binds along the pipeline (the draws climb the chips too fast for
+    // a per-chip count); the in-order projection of a proposal drawn from
+    // the same distribution seldom does. It is also what the fallbacks
+    // below repair.
+    let mut proposal: Vec<Option<u32>> = Vec::new();
+    if matches!(done, Ok(false)) && !solver.stopping() {
+        solver.stats.restarts += 1;
+        proposal = draw_proposal(solver, probs, rng);
+        done = project_pass(solver, order, &proposal, probs, rng, budget);
+    }
     // A pass that meets a dead end in one order seldom does in another: a
     // few fresh random orders cost less than the fallbacks below.
     for _ in 0..retries(solver) {
@@ -269,6 +280,10 @@ pub fn sample_or(
             again = sources_last(solver, &again);
         }
         done = sample_rest(solver, &again, probs, None, rng, budget);
+        if matches!(done, Ok(false)) && !solver.stopping() {
+            proposal = draw_proposal(solver, probs, rng);
+            done = project_pass(solver, &again, &proposal, probs, rng, budget);
+        }
     }
     solver.set_backjump(true);
     if !done? {
@@ -277,10 +292,9 @@ pub fn sample_or(
         // A proposal drawn from the same distribution, repaired by FIX:
         // nodes whose draw is no longer allowed wait for the second pass
         // instead of taking whatever is left, which avoids most dead ends.
-        let chips = solver.num_chips() as u32;
-        let proposal: Vec<Option<u32>> = (0..solver.num_nodes())
-            .map(|u| Some(draw_any(probs.and_then(|p| p.get(u)), chips, rng)))
-            .collect();
+        if proposal.is_empty() {
+            proposal = draw_proposal(solver, probs, rng);
+        }
         let topo = node_order(solver, Order::Topological, rng);
         solver.set_backjump(false);
         let fixed = fix_pass(solver, &topo, &proposal, probs, rng, Some((order.len() as u64).max(64)));
@@ -310,7 +324,8 @@ fn stopped(solver: &mut Solver) -> Result<(), Infeasible> {
 /// dead end, since propagation never removes a value of a solution that
 /// agrees with the decisions so far. The target is, when `fallback` is
 /// given, the proposal merged into it as far as it goes ([`merge_towards`];
-/// counted in `fallbacks` when none of it could be kept), else a SAT
+/// counted in `fallbacks` when none of it could be kept), else a
+/// partition projected from a fresh proposal ([`project_pass`]) or a SAT
 /// witness searched from the proposal;
 /// without SAT, the complete (unbudgeted) FIX pass in topological order.
 fn last_resort(
@@ -342,6 +357,21 @@ fn last_resort(
         let target: Vec<Option<u32>> = w.into_iter().map(Some).collect();
         fix_pass(solver, &topo, &target, probs, rng, None)?;
         return Ok(());
+    }
+    // Projections of fresh proposals before the SAT witness (seconds on
+    // BERT-large under a binding count): either is one partition whatever
+    // was proposed, and a projection that completes costs milliseconds.
+    for _ in 0..RETRIES {
+        stopped(solver)?;
+        solver.stats.restarts += 1;
+        let fresh = draw_proposal(solver, probs, rng);
+        let order = node_order(solver, Order::Random, rng);
+        solver.set_backjump(false);
+        let done = project_pass(solver, &order, &fresh, probs, rng, pass_budget(&order));
+        solver.set_backjump(true);
+        if done? {
+            return Ok(());
+        }
     }
     match solver.witness_near(&hint) {
         Some(w) => {
@@ -476,6 +506,14 @@ fn merge_towards(
     Ok(base)
 }
 
+/// A chip for every node, each drawn from its weights over all chips.
+fn draw_proposal(solver: &Solver, probs: Probs, rng: &mut impl Rng) -> Vec<Option<u32>> {
+    let chips = solver.num_chips() as u32;
+    (0..solver.num_nodes())
+        .map(|u| Some(draw_any(probs.and_then(|p| p.get(u)), chips, rng)))
+        .collect()
+}
+
 /// A chip drawn from a node's weights over all chips (uniform without them).
 fn draw_any(p: Option<&Vec<f32>>, chips: u32, rng: &mut impl Rng) -> u32 {
     if let Some(p) = p {
@@ -524,6 +562,10 @@ pub fn fix_or(
     let fallback = fallback.filter(|v| near_enough(v, proposal));
     solver.set_backjump(false);
     let mut done = fix_pass(solver, order, proposal, probs, rng, budget)?;
+    if !done && fallback.is_none() && !solver.stopping() {
+        solver.stats.restarts += 1;
+        done = project_pass(solver, order, proposal, probs, rng, budget)?;
+    }
     // With a valid partition at hand, merging into it (the last resort)
     // keeps more of the proposal than a second pass from scratch.
     // A proposal that leads the given order into dead ends often does not
@@ -536,6 +578,9 @@ pub fn fix_or(
         solver.stats.restarts += 1;
         let again = node_order(solver, Order::Random, rng);
         done = fix_pass(solver, &again, proposal, probs, rng, Some((order.len() as u64).max(64)))?;
+        if !done && !solver.stopping() {
+            done = project_pass(solver, &again, proposal, probs, rng, budget)?;
+        }
     }
     solver.set_backjump(true);
     if !done {
@@ -565,6 +610,41 @@ fn near_enough(valid: &[u32], proposal: &[Option<u32>]) -> bool {
     changed <= (valid.len() / 8).max(8)
 }
 
+/// Failures the keep phase of a budgeted FIX pass may take before the pass
+/// gives up. Each kept proposal is checked alone; when the rules refuse
+/// many (a uniformly random proposal under a per-chip count or budget
+/// that binds: hundreds on BERT-large, none under the stdlib rules) the
+/// ones kept add up to a set that no valid partition extends, found only
+/// deep in the second phase. [`project_pass`] serves such proposals.
+const KEEP_FAILURES: u64 = 8;
+
+/// FIX without the keep phase: each node in order, the nodes without inputs
+/// last ([`sources_last`]), takes the chip of its domain nearest to its
+/// proposal ([`draw_near`]). A valid proposal comes back whole; of another,
+/// each node keeps its chip while the nodes decided before it allow. Under
+/// rules that bind along the pipeline, a node whose proposal is taken
+/// stays on its inputs' chip or the next one allowed, so a chain fills the
+/// chips in turn instead of jumping ahead and leaving them to weights alone;
+/// the weights then go where their consumers are.
+/// A projection that works takes few failures (a hundred at most on
+/// BERT-large under a binding count, most none): one that does not is
+/// left after this share of a pass's budget, for a fresh order.
+const PROJECT_SHARE: u64 = 4;
+
+fn project_pass(
+    solver: &mut Solver,
+    order: &[u32],
+    proposal: &[Option<u32>],
+    probs: Probs,
+    rng: &mut impl Rng,
+    budget: Option<u64>,
+) -> Result<bool, Infeasible> {
+    solver.reset();
+    let order = sources_last(solver, order);
+    let budget = budget.map(|b| (b / PROJECT_SHARE).max(64));
+    sample_rest(solver, &order, probs, Some(proposal), rng, budget)
+}
+
 fn fix_pass(
     solver: &mut Solver,
     order: &[u32],
@@ -575,8 +655,9 @@ fn fix_pass(
 ) -> Result<bool, Infeasible> {
     solver.reset();
     let limit = budget.map(|b| solver.stats.failures + b);
+    let keep_limit = budget.map(|b| solver.stats.failures + b.min(KEEP_FAILURES));
     for &u in order {
-        if limit.is_some_and(|l| solver.stats.failures > l) || solver.stopping() {
+        if keep_limit.is_some_and(|l| solver.stats.failures > l) || solver.stopping() {
             return Ok(false);
         }
         if solver.is_fixed(u) {

@@ -473,6 +473,29 @@ fn uniform_sample_under_a_binding_count_needs_no_fallback() {
     assert_eq!((s.stats.restarts, s.stats.sat_calls), (0, 0), "{:?}", s.stats);
 }
 
+/// FIX from uniformly random proposals under a per-chip compute budget that
+/// binds (examples/rules/tight_compute.mcm, 3x the flops bound): the keep
+/// phase gives up after a few refusals and the in-order projection of the
+/// proposal completes the partition, so none comes from the SAT witness.
+/// Kept one at a time, each proposal led to thousands of failures, five
+/// passes and a witness per partition.
+#[test]
+fn fix_under_a_binding_budget_needs_no_witness() {
+    let c = mcm_lang::compile_file(&common::root().join("examples/rules/tight_compute.mcm"));
+    let p = c.problem(None).unwrap();
+    let mut s = Solver::new(p, Options::default()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let chips = s.num_chips() as u32;
+    for _ in 0..3 {
+        let order = node_order(&s, Order::Random, &mut rng);
+        let proposal: Vec<Option<u32>> = (0..s.num_nodes()).map(|_| Some(rng.random_range(0..chips))).collect();
+        let (pl, _) = fix(&mut s, &order, &proposal, None, &mut rng).unwrap();
+        assert!(valid(p, &pl));
+    }
+    assert_eq!(s.stats.sat_calls, 0, "{:?}", s.stats);
+    assert!(s.stats.failures < 300, "{:?}", s.stats);
+}
+
 /// A solver told to stop gives SAMPLE and FIX up at once, and says it was
 /// stopped (its error proves nothing); one whose stop never fires is not
 /// changed by it.

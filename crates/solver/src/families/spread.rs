@@ -1,10 +1,14 @@
 //! Load bounds over runs of chips, for a resource constraint with one
 //! instance per chip: the nodes whose domains lie within chips `0..=hi`
-//! (or `lo..`) weigh at least their lightest weight each, and together
-//! must fit the room of those chips. Fixed loads alone see an overload
-//! only once the nodes are placed; the flow rules confine whole
-//! subgraphs to a prefix of the chips long before that. Failure only (no
-//! pruning): a monotone test of the domains, so incremental and
+//! (or `lo..`, or a window `lo..=hi` of at most [`WINDOW`] chips) weigh at
+//! least their lightest weight each, and together must fit the room of
+//! those chips. Fixed loads alone see an overload only once the nodes are
+//! placed; the flow rules confine whole subgraphs to a prefix of the chips
+//! long before that, and the pipeline rules confine a node's inputs
+//! without other consumers (its weights) to its chip and the one feeding
+//! it: a chain node that fills a window leaves its weights no room, seen
+//! at once in the window rather than after the chain is placed. Failure
+//! only (no pruning): a monotone test of the domains, so incremental and
 //! from-scratch propagation agree.
 //!
 //! When a native rule keeps every edge's flow upward, a node on chip c puts
@@ -26,11 +30,23 @@ pub(crate) struct Spread {
     /// (`by_max`) or starts (`by_min`) there.
     by_max: Vec<u32>,
     by_min: Vec<u32>,
+    /// Per chip `lo` and span `s < WINDOW`: trailed sums of `wmin` of the
+    /// nodes whose domain is `lo..=lo + s`, at `lo * WINDOW + s`.
+    by_window: Vec<u32>,
+    /// Trailed sum of every `by_window` cell, and the least room of one
+    /// chip: while the first is within the second no window can overflow,
+    /// and the windows are not checked (a rule that does not bind).
+    narrow: u32,
+    least_room: i64,
     /// Per tracked node: trailed `(min << 32) | max` it is counted at.
     at: Vec<u32>,
     /// Per node, the chips its cones allow (empty without upward flow).
     bounds: Vec<(u32, u32)>,
 }
+
+/// The widest window of chips whose load is bounded (beyond the prefixes
+/// and suffixes, which are all bounded): a check costs chips x WINDOW.
+const WINDOW: usize = 8;
 
 /// How weights become integers: exact ones as they are; others scaled and
 /// rounded down (rooms up), so that the test stays sound.
@@ -87,6 +103,9 @@ impl Spread {
         }
         let by_max = (0..c).map(|_| cx.new_cell(0)).collect();
         let by_min = (0..c).map(|_| cx.new_cell(0)).collect();
+        let by_window = (0..c * WINDOW).map(|_| cx.new_cell(0)).collect();
+        let narrow = cx.new_cell(0);
+        let least_room = room.iter().copied().min().unwrap_or(0);
         let at = (0..n)
             .map(|u| if wmin[u] > 0 { cx.new_cell(-1) } else { u32::MAX })
             .collect();
@@ -100,6 +119,9 @@ impl Spread {
             room,
             by_max,
             by_min,
+            by_window,
+            narrow,
+            least_room,
             at,
             bounds,
         })
@@ -126,9 +148,17 @@ impl Spread {
             let (omn, omx) = ((was >> 32) as usize, (was & 0xffff_ffff) as usize);
             add(cx, self.by_min[omn], -w);
             add(cx, self.by_max[omx], -w);
+            if let Some(i) = window_cell(omn, omx) {
+                add(cx, self.by_window[i], -w);
+                add(cx, self.narrow, -w);
+            }
         }
         add(cx, self.by_min[mn as usize], w);
         add(cx, self.by_max[mx as usize], w);
+        if let Some(i) = window_cell(mn as usize, mx as usize) {
+            add(cx, self.by_window[i], w);
+            add(cx, self.narrow, w);
+        }
         cx.set_cell(cell, now);
     }
 
@@ -151,6 +181,39 @@ impl Spread {
                 return Err(cx.fail());
             }
         }
+        self.check_windows(cx)
+    }
+
+    /// Fails when the nodes confined to a window of at most [`WINDOW`]
+    /// chips outweigh its room. From the last chip down, `inside[s]` is
+    /// the load confined to `lo..=lo + s`: what was confined to
+    /// `lo + 1..=lo + s` plus the nodes whose domain starts at `lo`.
+    fn check_windows(&self, cx: &Cx) -> Result<(), Fail> {
+        // Every window has at least one chip's room, and holds at most all
+        // the nodes narrow enough for a window.
+        if cx.cell(self.narrow) <= self.least_room {
+            return Ok(());
+        }
+        let c = self.room.len();
+        let mut inside = [0i64; WINDOW];
+        for lo in (0..c).rev() {
+            let span = WINDOW.min(c - lo);
+            // Shift: the windows of lo + 1 become those of lo, one wider.
+            for s in (1..span).rev() {
+                inside[s] = inside[s - 1];
+            }
+            inside[0] = 0;
+            let (mut row, mut room) = (0i64, 0i64);
+            let cells = &self.by_window[lo * WINDOW..lo * WINDOW + span];
+            for ((load, &cell), &r) in inside.iter_mut().zip(cells).zip(&self.room[lo..]) {
+                row = row.saturating_add(cx.cell(cell));
+                room = room.saturating_add(r);
+                *load = load.saturating_add(row);
+                if *load > room {
+                    return Err(cx.fail());
+                }
+            }
+        }
         Ok(())
     }
 
@@ -168,6 +231,10 @@ impl Spread {
             cx.set_cell(self.by_max[k], 0);
             cx.set_cell(self.by_min[k], 0);
         }
+        for &cell in &self.by_window {
+            cx.set_cell(cell, 0);
+        }
+        cx.set_cell(self.narrow, 0);
         for u in 0..self.at.len() as u32 {
             if self.tracks(u) {
                 cx.set_cell(self.at[u as usize], -1);
@@ -249,6 +316,12 @@ fn cone_weights<'a>(n: usize, visit: impl Iterator<Item = &'a u32> + Clone, next
         }
     }
     weight
+}
+
+/// Where a node confined to chips `mn..=mx` is counted in `by_window`, if
+/// that is narrow enough to be.
+fn window_cell(mn: usize, mx: usize) -> Option<usize> {
+    (mx - mn < WINDOW).then_some(mn * WINDOW + mx - mn)
 }
 
 fn add(cx: &mut Cx, cell: u32, w: i64) {

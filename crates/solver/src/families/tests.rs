@@ -263,6 +263,57 @@ fn nodes_confined_to_a_run_of_chips_must_fit_its_room() {
 }
 
 #[test]
+fn nodes_confined_to_a_window_of_chips_must_fit_its_room() {
+    // Three nodes within chips 1 and 2, one a chip: the prefix 0..=2 and
+    // the suffix 1.. each have room for them; the window 1..=2 does not.
+    let (g, p) = (graph(&[0; 3], &[]), ring(&[9; 5]));
+    let r = rule(counts(3, 5, 1.0));
+    let mut s = TestSolver::new(&g, &p);
+    s.post(build, &r).unwrap();
+    s.set(0, &[1, 2]).unwrap();
+    s.set(1, &[1, 2]).unwrap();
+    s.propagate().unwrap();
+    s.set(2, &[1, 2, 3]).unwrap();
+    s.propagate().unwrap();
+    s.set(2, &[1, 2]).unwrap();
+    assert!(s.propagate().is_err(), "three nodes within chips 1 and 2, one a chip");
+}
+
+/// Against enumeration, with domains confined to random windows of chips
+/// (as the pipeline rules confine a node's weights next to it): the window
+/// bounds fail only when no valid completion exists.
+#[test]
+fn window_bounds_keep_every_solution() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(43);
+    let mut failed = 0;
+    for case in 0..400 {
+        let (g, p) = random_instance(&mut rng, 7, 6);
+        let n = g.num_placed() as u32;
+        let c = p.num_chips() as u32;
+        let cap = f64::from(rng.random_range(1..=2u32));
+        let rs = [upward_edges(&g), rule(counts(n, c, cap))];
+        let mut doms = some_fixed(&mut rng, n, c, 1);
+        for d in doms.iter_mut().filter(|d| d.len() > 1) {
+            let lo = rng.random_range(0..c);
+            let hi = (lo + rng.random_range(0..3)).min(c - 1);
+            *d = (lo..=hi).collect();
+        }
+        let valid = completions(&g, &p, &rs, &doms);
+        let mut s = TestSolver::new(&g, &p).upward();
+        let got = (|| {
+            s.post(crate::rules::Precedence::build, &rs[0])?;
+            s.post(build, &rs[1])?;
+            for (u, d) in doms.iter().enumerate() {
+                s.set(u as u32, d)?;
+            }
+            s.propagate().map(|_| s.domains())
+        })();
+        failed += usize::from(sound(case, &got, &valid));
+    }
+    assert!(failed > 0, "some cases fail");
+}
+
+#[test]
 fn run_bounds_match_from_scratch() {
     let failed = check_incremental_against_scratch(29, 400, build, |g| rule(counts(g.num_placed() as u32, 5, 1.0)));
     // Fractional weights: run bounds in scaled units.

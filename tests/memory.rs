@@ -86,18 +86,20 @@ fn an_exists_over_consecutive_nodes_is_a_range_judged_as_its_or() {
     ));
     let p = &c.problems[0];
     // no_skip, chip 1: (exists u: chip(u) >= 1) -> (exists v: chip(v) == 1), over nodes 0..3.
-    let f = &p.constraints[0].instances[1].formula;
+    let first = p.constraints[0].instances.get(1);
+    let f = &first.formula;
     let any = |op, k| Box::new(Formula::AnyNode(op, k, 0..3));
     assert_eq!(*f, Formula::Implies(any(CmpOp::Ge, 1.0), any(CmpOp::Eq, 1.0)));
     // Nodes 0 and 2 only: not consecutive, an `or` of two comparisons.
-    let g = &p.constraints[1].instances[0].formula;
+    let second = p.constraints[1].instances.get(0);
+    let g = &second.formula;
     let on0 = |u| Formula::Cmp(CmpOp::Eq, Term::Chip(u), Term::Const(0.0));
     assert_eq!(*g, Formula::Or(vec![on0(0), on0(2)]));
     // Judged as the `or` it stands for, on every placement.
     for code in 0..27u32 {
         let chips = Placement::new(vec![code % 3, code / 3 % 3, code / 9]);
         let checker = Checker::new(&p.graph, &p.package, &chips);
-        for inst in &p.constraints[0].instances {
+        for inst in p.constraints[0].instances.iter() {
             assert_eq!(
                 checker.holds(&inst.formula),
                 checker.holds(&expanded(&inst.formula)),

@@ -198,8 +198,9 @@ enum Repr {
 
 /// Makes the instances of a constraint on demand, by index.
 pub trait MakeInstances: Send + Sync {
-    fn len(&self) -> usize;
-    /// Instance `i` (`i < len()`).
+    /// How many instances there are.
+    fn count(&self) -> usize;
+    /// Instance `i` (`i < count()`).
     fn make(&self, i: usize) -> Instance;
 }
 
@@ -221,7 +222,7 @@ impl Instances {
         match &self.0 {
             Repr::Listed(l) => l.len(),
             Repr::Made { keep: Some(k), .. } => k.len(),
-            Repr::Made { maker, keep: None } => maker.len(),
+            Repr::Made { maker, keep: None } => maker.count(),
         }
     }
 
@@ -250,10 +251,10 @@ impl Instances {
             Repr::Listed(l) => l.retain(f),
             Repr::Made { maker, keep } => {
                 let old = keep.take();
-                let all = || (0..maker.len() as u32).collect::<Vec<u32>>();
+                let all = || (0..maker.count() as u32).collect::<Vec<u32>>();
                 let from = old.as_deref().map_or_else(all, <[u32]>::to_vec);
                 let kept: Vec<u32> = from.iter().copied().filter(|&i| f(&maker.make(i as usize))).collect();
-                *keep = (kept.len() < maker.len()).then(|| kept.into());
+                *keep = (kept.len() < maker.count()).then(|| kept.into());
             }
         }
     }

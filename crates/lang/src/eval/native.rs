@@ -104,7 +104,7 @@ struct PerEdge {
 }
 
 impl MakeInstances for PerEdge {
-    fn len(&self) -> usize {
+    fn count(&self) -> usize {
         self.graph.placed_edges().len()
     }
 
@@ -199,7 +199,7 @@ struct Sums {
 }
 
 impl MakeInstances for Sums {
-    fn len(&self) -> usize {
+    fn count(&self) -> usize {
         self.memory.len()
     }
 

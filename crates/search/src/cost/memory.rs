@@ -54,10 +54,10 @@ pub struct EdgeIndex {
 impl EdgeIndex {
     pub fn new(g: &Graph) -> EdgeIndex {
         let n = g.nodes.len();
-        let edges = g.edges.iter().enumerate();
+        let ins = g.edges.iter().enumerate().map(|(i, e)| (e.dst as u32, i as u32));
         EdgeIndex {
-            ins: Csr::from_pairs(n, edges.clone().map(|(i, e)| (e.dst as u32, i as u32))),
-            outs: Csr::from_pairs(n, edges.map(|(_, e)| (e.src as u32, e.dst as u32))),
+            ins: Csr::from_pairs(n, ins),
+            outs: Csr::from_pairs(n, g.edges.iter().map(|e| (e.src as u32, e.dst as u32))),
         }
     }
 }

@@ -195,6 +195,7 @@ fn cuts_from(
 
 /// [`cuts_from`], cutting anywhere on orders up to `exact_nodes` long and
 /// on the grid of blocks beyond.
+#[allow(clippy::needless_range_loop)] // a cut reads rows first + 1..=k of the table
 fn cuts_over(
     problem: &Problem,
     order: &[u32],

@@ -1,6 +1,7 @@
 //! `mcmpart bench memory`: the peak memory and time of `stats`, `check`,
-//! `sample` and `solve --strategy greedy` on a generated chain and tree of
-//! N nodes, each command run as a child of this one.
+//! `sample`, `solve` (the default strategy, `auto`) and `solve --strategy
+//! greedy` on a generated chain and tree of N nodes, each command run as a
+//! child of this one.
 
 use super::output::Output;
 use crate::error::{Error, Result, Status};
@@ -31,10 +32,11 @@ pub struct MemoryArgs {
 
 /// The commands measured, as arguments after the program; `{mcm}` and
 /// `{out}` stand for the problem and a partition to write.
-const COMMANDS: [(&str, &[&str]); 4] = [
+const COMMANDS: [(&str, &[&str]); 5] = [
     ("stats", &["stats", "{graph}"]),
     ("check", &["check", "{mcm}"]),
     ("sample", &["sample", "{mcm}", "--out", "{out}"]),
+    ("solve", &["solve", "{mcm}", "--out", "{out}"]),
     (
         "solve greedy",
         &["solve", "{mcm}", "--strategy", "greedy", "--out", "{out}"],

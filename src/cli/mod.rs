@@ -319,7 +319,22 @@ fn parse_error(e: &clap::Error) -> i32 {
 const COMMAND_STACK: usize = 256 << 20;
 
 /// Runs the command line; returns the exit code.
+/// Blocks of 128 KiB and more each get pages of their own, given back when
+/// freed. glibc raises this threshold as such blocks are freed, after
+/// which the next ones come from the heap and stay resident when freed: on
+/// a graph of a million nodes that kept a third more resident than was in
+/// use (the book's performance chapter, memory per node).
+fn fixed_mmap_threshold() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: sets one parameter of the allocator, before any other thread
+    // exists; the value is within the range glibc accepts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
 pub fn main() -> i32 {
+    fixed_mmap_threshold();
     quiet_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(c) => c,

@@ -134,6 +134,10 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
     // Greedy's one partition, on the search's judge, not counted in the
     // budget. Under `--time` it runs beside the search, within the same
     // deadline; without, after it (so the search has the machine to itself).
+    // On a graph too large for auto's whole portfolio, after it under
+    // `--time` too: two solvers over a million nodes at once would take
+    // twice the memory.
+    let large = !strategy::whole_portfolio(p.graph.num_placed());
     let greedy = |loaded: Arc<Loaded>, seed: u64, budget: Budget| {
         Worker::spawn(move |send: &dyn Fn(Baseline)| {
             send(baseline_within(loaded.problem(), &loaded.judge, seed, budget))
@@ -141,8 +145,8 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
         .map_err(|e| Error::internal(format!("cannot start the baseline: {e}")))
     };
     let beside = match clock.work_left() {
-        Some(t) => Some(greedy(loaded.clone(), args.seed, Budget::Seconds(t))?),
-        None => None,
+        Some(t) if !large => Some(greedy(loaded.clone(), args.seed, Budget::Seconds(t))?),
+        _ => None,
     };
     // After Ctrl-C the search is waited for a moment only: a SAT call
     // cannot be interrupted.
@@ -204,7 +208,10 @@ pub fn run(out: &Output, file: &Path, args: &SolveArgs) -> Result {
             let budget = Budget::Seconds(AFTER_CTRL_C.as_secs_f64());
             greedy(loaded.clone(), args.seed, budget)?.next(Some(Instant::now() + AFTER_CTRL_C + MARGIN))
         }
-        None => greedy(loaded.clone(), args.seed, Budget::Samples(1))?.next(None),
+        None => match clock.work_left() {
+            Some(t) => greedy(loaded.clone(), args.seed, Budget::Seconds(t))?.next(clock.hard()),
+            None => greedy(loaded.clone(), args.seed, Budget::Samples(1))?.next(None),
+        },
     };
     let done = report(out, p, &loaded.judge, &outcome, base.as_ref(), &dest, &how);
     // The process ends with the command: freeing a large problem would

@@ -16,7 +16,7 @@
 //! ([`LatencyModel::stage_of`]) is never above the full one. The solver's
 //! explanations rest on that.
 
-use crate::graph::Graph;
+use crate::graph::{Csr, Graph};
 use crate::op_time::Measured;
 use crate::package::Package;
 use std::sync::Arc;
@@ -45,7 +45,7 @@ pub struct LatencyModel {
     /// First link of the route `a -> b` at `a * C + b`.
     next_link: Vec<u32>,
     /// Per placed node: its placed consumers and the bytes of each edge.
-    pub consumers: Vec<Vec<(u32, u64)>>,
+    pub consumers: Csr<(u32, u64)>,
     /// Per placed node, its flops.
     pub flops: Vec<f64>,
     /// Replicable nodes that run (node index ascending): their flops and
@@ -122,10 +122,10 @@ impl LatencyModel {
                     .map_or(NO_LINK, |l| l as u32)
             })
             .collect();
-        let mut consumers = vec![Vec::new(); graph.num_placed()];
-        for e in graph.placed_edges() {
-            consumers[e.src as usize].push((e.dst, e.bytes));
-        }
+        let consumers = Csr::from_pairs(
+            graph.num_placed(),
+            graph.placed_edges().iter().map(|e| (e.src, (e.dst, e.bytes))),
+        );
         let flops = (0..graph.num_placed() as u32)
             .map(|d| graph.placed_node(d).flops as f64)
             .collect();

@@ -6,3 +6,4 @@
 use mcm_testkit as common;
 
 mod errors;
+mod native_grounding;

@@ -236,7 +236,7 @@ impl<'a> Checker<'a> {
     pub fn violations(&self, constraints: &[GroundConstraint]) -> Vec<Violation> {
         let mut out = Vec::new();
         for (ci, c) in constraints.iter().enumerate() {
-            for inst in &c.instances {
+            for inst in c.instances.iter() {
                 if !self.holds(&inst.formula) {
                     out.push(Violation {
                         constraint: ci,
@@ -246,7 +246,7 @@ impl<'a> Checker<'a> {
                             .iter()
                             .map(|(n, e)| format!("{n} = {}", self.elem(*e)))
                             .collect(),
-                        details: self.explain(inst),
+                        details: self.explain(&inst),
                     });
                 }
             }

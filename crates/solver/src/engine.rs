@@ -56,7 +56,30 @@ pub struct Infeasible {
 
 struct Decision {
     var: u32,
-    mask: Vec<u64>,
+    mask: Mask,
+}
+
+/// A decision's chips: one word in place (packages of up to 64 chips, no
+/// heap block per decision of a million-node pass), more words boxed.
+enum Mask {
+    Word(u64),
+    Words(Box<[u64]>),
+}
+
+impl Mask {
+    fn new(words: Vec<u64>) -> Mask {
+        match words[..] {
+            [w] => Mask::Word(w),
+            _ => Mask::Words(words.into()),
+        }
+    }
+
+    fn words(&self) -> &[u64] {
+        match self {
+            Mask::Word(w) => std::slice::from_ref(w),
+            Mask::Words(ws) => ws,
+        }
+    }
 }
 
 pub struct Solver<'p> {
@@ -374,12 +397,12 @@ impl<'p> Solver<'p> {
         self.stats.decisions += 1;
         let mask = mask_of(self.store.chips, chips);
         self.store.push_level();
-        self.decisions.push(Decision { var: u, mask });
-        let d = self.decisions.last().expect("just pushed");
-        let (var, mask) = (d.var, d.mask.clone());
+        let (var, mask) = (u, Mask::new(mask));
+        self.decisions.push(Decision { var, mask });
+        let mask = self.decisions.last().expect("just pushed").mask.words();
         let ok = self
             .store
-            .restrict(var, &mask, usize::MAX)
+            .restrict(var, mask, usize::MAX)
             .map(|_| ())
             .and_then(|_| self.propagate());
         if let Err(f) = ok {
@@ -412,7 +435,7 @@ impl<'p> Solver<'p> {
             };
             self.undo_level();
             self.stats.backtracks += 1;
-            let keep: Vec<u64> = d.mask.iter().map(|m| !m).collect();
+            let keep: Vec<u64> = d.mask.words().iter().map(|m| !m).collect();
             match self
                 .store
                 .restrict(d.var, &keep, fail.constraint)
@@ -497,7 +520,7 @@ impl<'p> Solver<'p> {
         let asked: Vec<(u32, Vec<u32>)> = self
             .decisions
             .iter()
-            .map(|d| (d.var, super::domain::bits_of(&d.mask)))
+            .map(|d| (d.var, super::domain::bits_of(d.mask.words())))
             .collect();
         self.stats.sat_calls += 1;
         let target = self.target.clone();

@@ -50,7 +50,7 @@ impl<'p> Generic<'p> {
         let mut insts = Vec::new();
         let mut mentioned = vec![false; n];
         for i in which {
-            let (vars, global) = rule.instances[i].formula.dependencies();
+            let (vars, global) = rule.instances.get(i).formula.dependencies();
             if !global {
                 for &v in &vars {
                     mentioned[v as usize] = true;
@@ -90,8 +90,8 @@ impl<'p> Generic<'p> {
     }
 
     fn holds(&self, k: usize, net: &Net) -> bool {
-        let f = &self.rule.instances[self.insts[k].index].formula;
-        Checker::over(net.graph, net.package, &self.scratch).holds(f)
+        let inst = self.rule.instances.get(self.insts[k].index);
+        Checker::over(net.graph, net.package, &self.scratch).holds(&inst.formula)
     }
 
     fn visit(&mut self, k: usize, cx: &mut Cx) -> Result<(), Fail> {
@@ -183,7 +183,7 @@ impl Propagator for Generic<'_> {
         let ok = self
             .insts
             .iter()
-            .all(|i| checker.holds(&self.rule.instances[i.index].formula));
+            .all(|i| checker.holds(&self.rule.instances.get(i.index).formula));
         if ok {
             Ok(())
         } else {

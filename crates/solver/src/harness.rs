@@ -213,7 +213,7 @@ pub(crate) fn native(key: &str) -> GroundConstraint {
         args: Vec::new(),
         decl_span: Default::default(),
         use_span: Default::default(),
-        instances: Vec::new(),
+        instances: Vec::new().into(),
         native: Some(key.to_string()),
     }
 }

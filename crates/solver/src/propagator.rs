@@ -9,15 +9,15 @@
 
 use crate::domain::Dom;
 use crate::store::{range_mask, Fail, Store};
-use mcm_core::graph::Graph;
+use mcm_core::graph::{Csr, Graph};
 use mcm_core::package::Package;
 
 /// The graph as propagators see it: adjacency over placed nodes.
 pub struct Net<'a> {
     pub graph: &'a Graph,
     pub package: &'a Package,
-    pub succ: Vec<Vec<u32>>,
-    pub pred: Vec<Vec<u32>>,
+    pub succ: Csr<u32>,
+    pub pred: Csr<u32>,
     /// Whether a native rule keeps every edge's flow upward (set by the
     /// engine): then a node's descendants lie on its chip or above.
     pub upward: bool,
@@ -26,12 +26,9 @@ pub struct Net<'a> {
 impl<'a> Net<'a> {
     pub fn new(graph: &'a Graph, package: &'a Package) -> Net<'a> {
         let n = graph.num_placed();
-        let mut succ = vec![Vec::new(); n];
-        let mut pred = vec![Vec::new(); n];
-        for e in graph.placed_edges() {
-            succ[e.src as usize].push(e.dst);
-            pred[e.dst as usize].push(e.src);
-        }
+        let edges = graph.placed_edges();
+        let succ = Csr::from_pairs(n, edges.iter().map(|e| (e.src, e.dst)));
+        let pred = Csr::from_pairs(n, edges.iter().map(|e| (e.dst, e.src)));
         Net {
             graph,
             package,

@@ -76,7 +76,7 @@ pub fn applies(problem: &Problem) -> bool {
     !problem
         .constraints
         .iter()
-        .any(|g| g.instances.iter().any(|i| binds(i, &on_link)))
+        .any(|g| g.instances.iter().any(|i| binds(&i, &on_link)))
 }
 
 /// Whether an instance binds an element that `f` picks.

@@ -9,19 +9,15 @@ pub struct Fail {
     pub constraint: usize,
 }
 
-/// Sixteen bytes: a level that touches every node of a large graph trails
-/// an entry or more per node.
-enum Entry {
-    /// The old domain of `var`; its words are on top of `saved` (its
-    /// bounds and size are read back from them).
-    Dom {
-        var: u32,
-    },
-    Cell {
-        idx: u32,
-        old: i64,
-    },
-}
+/// An entry of the trail: the old domain of a variable (its words on top
+/// of `saved`, its bounds and size read back from them), or, with
+/// [`CELL`] set, the old value of a cell (on top of `olds`). Four bytes
+/// (twelve for a cell): a level that touches every node of a large graph
+/// trails an entry or more per node.
+type Entry = u32;
+
+/// The bit of a trail entry that marks a cell.
+const CELL: u32 = 1 << 31;
 
 pub struct Store {
     pub n: usize,
@@ -32,15 +28,19 @@ pub struct Store {
     max: Vec<u32>,
     size: Vec<u32>,
     cells: Vec<i64>,
-    trail: Vec<Entry>,
+    trail: Stack<Entry>,
+    olds: Stack<i64>,
     saved: Vec<u64>,
     /// Trail length at the start of each open level.
     levels: Vec<(usize, usize)>,
     /// Level stamp of the last save of each variable and cell, so that a
     /// value is saved once per level however often it changes.
-    var_stamp: Vec<u64>,
-    cell_stamp: Vec<u64>,
-    stamp: u64,
+    /// Four bytes each (five cells a node and more): when the stamp wraps,
+    /// all are cleared, and a value may then be saved twice in a level,
+    /// which undoes the same.
+    var_stamp: Vec<u32>,
+    cell_stamp: Vec<u32>,
+    stamp: u32,
     pub queue: Vec<u32>,
     in_queue: Vec<bool>,
     nfixed: usize,
@@ -67,7 +67,8 @@ impl Store {
             max: vec![top; n],
             size: vec![chips as u32; n],
             cells: Vec::new(),
-            trail: Vec::new(),
+            trail: Stack::default(),
+            olds: Stack::default(),
             saved: Vec::new(),
             levels: Vec::new(),
             var_stamp: vec![0; n],
@@ -118,6 +119,10 @@ impl Store {
 
     /// A new trailed integer for a propagator's state.
     pub fn new_cell(&mut self, v: i64) -> u32 {
+        assert!(
+            self.cells.len() < CELL as usize,
+            "more cells than a trail entry can name"
+        );
         self.cells.push(v);
         self.cell_stamp.push(0);
         (self.cells.len() - 1) as u32
@@ -133,10 +138,8 @@ impl Store {
             return;
         }
         if self.cell_stamp[k] != self.stamp && !self.levels.is_empty() {
-            self.trail.push(Entry::Cell {
-                idx: i,
-                old: self.cells[k],
-            });
+            self.trail.push(i | CELL);
+            self.olds.push(self.cells[k]);
             self.cell_stamp[k] = self.stamp;
         }
         self.cells[k] = v;
@@ -146,7 +149,7 @@ impl Store {
 
     pub fn push_level(&mut self) {
         self.levels.push((self.trail.len(), self.saved.len()));
-        self.stamp += 1;
+        self.next_stamp();
     }
 
     /// Undoes everything since the last `push_level`.
@@ -156,7 +159,11 @@ impl Store {
         };
         while self.trail.len() > t {
             match self.trail.pop() {
-                Some(Entry::Dom { var }) => {
+                Some(idx) if idx & CELL != 0 => {
+                    let old = self.olds.pop().expect("a cell's old value");
+                    self.cells[(idx & !CELL) as usize] = old;
+                }
+                Some(var) => {
                     let i = var as usize;
                     let at = self.saved.len() - self.w;
                     let (min, max, size) = summarize(&self.saved[at..]).expect("a saved domain is not empty");
@@ -169,11 +176,10 @@ impl Store {
                     self.max[i] = max;
                     self.size[i] = size;
                 }
-                Some(Entry::Cell { idx, old }) => self.cells[idx as usize] = old,
                 None => break,
             }
         }
-        self.stamp += 1;
+        self.next_stamp();
         for &x in &self.queue {
             self.in_queue[x as usize] = false;
         }
@@ -216,13 +222,22 @@ impl Store {
         Ok(true)
     }
 
+    fn next_stamp(&mut self) {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.var_stamp.fill(0);
+            self.cell_stamp.fill(0);
+            self.stamp = 1;
+        }
+    }
+
     fn save(&mut self, x: u32) {
         let i = x as usize;
         if self.var_stamp[i] == self.stamp || self.levels.is_empty() {
             return;
         }
         self.var_stamp[i] = self.stamp;
-        self.trail.push(Entry::Dom { var: x });
+        self.trail.push(x);
         let w = self.w;
         self.saved.extend_from_slice(&self.words[i * w..(i + 1) * w]);
     }
@@ -341,11 +356,112 @@ fn fill_range(m: &mut [u64], lo: u32, hi: u32) {
     }
 }
 
+/// Entries in chunks of a fixed size: a trail of millions of entries grows
+/// a chunk at a time, never to twice what it holds (as a `Vec` that
+/// doubles does) and never copied; chunks a backtrack empties are freed,
+/// but one, kept for the next push.
+#[derive(Debug)]
+struct Stack<T> {
+    chunks: Vec<Vec<T>>,
+    spare: Option<Vec<T>>,
+}
+
+/// Entries per chunk.
+const CHUNK: usize = 1 << 14;
+
+impl<T> Default for Stack<T> {
+    fn default() -> Stack<T> {
+        Stack {
+            chunks: Vec::new(),
+            spare: None,
+        }
+    }
+}
+
+impl<T> Stack<T> {
+    fn push(&mut self, t: T) {
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < CHUNK => c.push(t),
+            _ => {
+                let mut c = self.spare.take().unwrap_or_else(|| Vec::with_capacity(CHUNK));
+                c.push(t);
+                self.chunks.push(c);
+            }
+        }
+    }
+
+    fn pop(&mut self) -> Option<T> {
+        let last = self.chunks.last_mut()?;
+        let t = last.pop();
+        if last.is_empty() {
+            self.spare = self.chunks.pop();
+        }
+        t
+    }
+
+    fn len(&self) -> usize {
+        self.chunks
+            .last()
+            .map_or(0, |c| (self.chunks.len() - 1) * CHUNK + c.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
-    fn trail_entries_take_sixteen_bytes() {
-        assert_eq!(std::mem::size_of::<super::Entry>(), 16);
+    fn a_stack_of_chunks_pops_what_was_pushed_across_chunks() {
+        let mut s = Stack::default();
+        let n = 3 * CHUNK as u64 + 5;
+        for i in 0..n {
+            s.push(i);
+        }
+        assert_eq!(s.len(), n as usize);
+        for i in (CHUNK as u64..n).rev() {
+            assert_eq!(s.pop(), Some(i));
+        }
+        s.push(7);
+        assert_eq!(s.len(), CHUNK + 1);
+        assert_eq!(s.pop(), Some(7));
+        for i in (0..CHUNK as u64).rev() {
+            assert_eq!(s.pop(), Some(i));
+        }
+        assert_eq!((s.pop(), s.len()), (None, 0));
+    }
+
+    #[test]
+    fn a_wrapped_stamp_still_undoes_to_the_level_start() {
+        let mut s = Store::new(1, 4);
+        let c = s.new_cell(1);
+        s.stamp = u32::MAX - 1;
+        s.push_level();
+        s.set_cell(c, 2);
+        s.set_min(0, 1, 0).unwrap();
+        // The stamp wraps here: both are saved again, which undoes the same.
+        s.push_level();
+        s.set_cell(c, 3);
+        s.set_min(0, 2, 0).unwrap();
+        s.set_cell(c, 4);
+        s.pop_level();
+        assert_eq!((s.cell(c), s.min(0)), (2, 1));
+        s.pop_level();
+        assert_eq!((s.cell(c), s.min(0)), (1, 0));
+    }
+
+    #[test]
+    fn cells_and_domains_undo_in_order_on_one_trail() {
+        let mut s = Store::new(2, 4);
+        let c = s.new_cell(5);
+        s.push_level();
+        s.set_cell(c, 6);
+        s.fix(0, 2, 0).unwrap();
+        s.set_cell(c, 7);
+        s.push_level();
+        s.set_cell(c, 9);
+        s.fix(1, 3, 0).unwrap();
+        s.pop_level();
+        assert_eq!((s.cell(c), s.value(1), s.value(0)), (7, None, Some(2)));
+        s.pop_level();
+        assert_eq!((s.cell(c), s.value(0), s.dom(0).size), (5, None, 4));
     }
 
     use super::*;

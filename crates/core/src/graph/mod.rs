@@ -1,7 +1,9 @@
 //! The computation graph: operations, the tensors between them, and the
 //! view the placement language ranges over (replicable nodes taken out).
 
+mod csr;
 pub mod dot;
+mod ids;
 mod load;
 pub mod manifest;
 pub mod onnx;
@@ -9,9 +11,11 @@ mod profile;
 mod reader;
 pub mod stats;
 
+pub use csr::Csr;
 pub use load::{load_graph_file, parse_graph_json, to_json};
 pub use profile::{Profile, ProfileBuilder};
 
+use ids::IdIndex;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -63,7 +67,7 @@ pub struct Graph {
     pub name: String,
     pub nodes: Vec<Node>,
     pub edges: Vec<Edge>,
-    index: HashMap<String, usize>,
+    index: IdIndex,
     topo: Vec<usize>,
     placed: Vec<usize>,
     decision_of: Vec<Option<u32>>,
@@ -122,14 +126,9 @@ impl Graph {
         nodes: Vec<Node>,
         edges: Vec<(usize, usize, Option<u64>)>,
     ) -> Result<Graph, GraphError> {
-        let mut index = HashMap::with_capacity(nodes.len());
-        for (i, n) in nodes.iter().enumerate() {
-            if index.insert(n.id.clone(), i).is_some() {
-                return Err(
-                    GraphError::new(format!("duplicate node id `{}`", n.id)).with_help("every node needs its own id")
-                );
-            }
-        }
+        let index = IdIndex::new(&nodes).map_err(|id| {
+            GraphError::new(format!("duplicate node id `{id}`")).with_help("every node needs its own id")
+        })?;
         Graph::indexed(name.into(), nodes, index, edges)
     }
 
@@ -137,7 +136,7 @@ impl Graph {
     fn indexed(
         name: String,
         nodes: Vec<Node>,
-        index: HashMap<String, usize>,
+        index: IdIndex,
         edges: Vec<(usize, usize, Option<u64>)>,
     ) -> Result<Graph, GraphError> {
         let mut es = Vec::with_capacity(edges.len());
@@ -226,7 +225,7 @@ impl Graph {
     }
 
     pub fn node_index(&self, id: &str) -> Option<usize> {
-        self.index.get(id).copied()
+        self.index.get(&self.nodes, id)
     }
 
     pub fn ids(&self) -> impl Iterator<Item = &str> + Clone {

@@ -6,18 +6,18 @@
 //! level, `name`, the first bad node, the first duplicate id, `edges`, and
 //! the first bad edge.
 
+use super::ids::IdIndex;
 use super::profile::{Profile, ProfileBuilder};
 use super::{GraphError, Node};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
 use std::fmt;
 
 /// What a graph file holds, validated field by field (the DAG is not checked here).
 pub(super) struct Parsed {
     pub name: String,
     pub nodes: Vec<Node>,
-    pub index: HashMap<String, usize>,
+    pub index: IdIndex,
     pub edges: Vec<(usize, usize, Option<u64>)>,
     pub profile: Profile,
 }
@@ -45,7 +45,7 @@ struct Reader {
     /// The nodes' measured times, in node order.
     profile: ProfileBuilder,
     /// Built once the nodes are read without error.
-    index: Option<HashMap<String, usize>>,
+    index: Option<IdIndex>,
     edges_seen: bool,
     edges_not_array: bool,
     edges: Vec<(usize, usize, Option<u64>)>,
@@ -123,16 +123,13 @@ impl Reader {
             return;
         }
         nodes.shrink_to_fit();
-        let mut index = HashMap::with_capacity(nodes.len());
-        for (i, n) in nodes.iter().enumerate() {
-            if index.insert(n.id.clone(), i).is_some() {
-                self.nodes_error = Some(
-                    GraphError::new(format!("duplicate node id `{}`", n.id)).with_help("every node needs its own id"),
-                );
-                return;
+        match IdIndex::new(nodes) {
+            Ok(index) => self.index = Some(index),
+            Err(id) => {
+                self.nodes_error =
+                    Some(GraphError::new(format!("duplicate node id `{id}`")).with_help("every node needs its own id"))
             }
         }
-        self.index = Some(index);
     }
 
     fn edge(&mut self, i: usize, v: Value) {
@@ -174,11 +171,7 @@ impl RawEdge {
         }
     }
 
-    fn resolve(
-        self,
-        nodes: &[Node],
-        index: &HashMap<String, usize>,
-    ) -> Result<(usize, usize, Option<u64>), GraphError> {
+    fn resolve(self, nodes: &[Node], index: &IdIndex) -> Result<(usize, usize, Option<u64>), GraphError> {
         let i = self.i;
         let (from, to) = self
             .ends
@@ -186,8 +179,8 @@ impl RawEdge {
         let end = |key: &str, id: Option<String>| -> Result<usize, GraphError> {
             let id =
                 id.ok_or_else(|| GraphError::new(format!("edge {i} has no `{key}` node id (a string or a number)")))?;
-            index.get(&id).copied().ok_or_else(|| {
-                let help = crate::diag::unknown_help(&id, "node", index.keys().map(String::as_str));
+            index.get(nodes, &id).ok_or_else(|| {
+                let help = crate::diag::unknown_help(&id, "node", nodes.iter().map(|n| n.id.as_str()));
                 GraphError::new(format!("edge {i} `{key}` names unknown node `{id}`")).with_help(help)
             })
         };

@@ -157,7 +157,7 @@ pub struct GroundConstraint {
     /// Where the problem or test asks for it.
     pub use_span: Span,
     /// One formula per binding of the body's outer `forall`s; all must hold.
-    pub instances: Vec<Instance>,
+    pub instances: Instances,
     /// The key of the solver's native implementation (the rule's name) when
     /// its declaration says `:: native`, which only the standard library may:
     /// a user's copy of the same text goes through the generic path. The
@@ -177,7 +177,111 @@ impl GroundConstraint {
     }
 }
 
-#[derive(Clone, Debug)]
+/// The instances of a grounded constraint: listed one by one, or made on
+/// demand, one at a time, by a [`MakeInstances`]: the front end's grounding
+/// of a standard-library rule, which gives exactly the instances the
+/// interpreter lists (a test compares the two) without holding a formula
+/// per edge of a million-node graph. Whoever reads them (the checker, the
+/// encoders) sees the same instances either way.
+#[derive(Clone)]
+pub struct Instances(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Listed(Vec<Instance>),
+    /// Instances `keep[k]` (all of them, in order, when `None`) of the maker's.
+    Made {
+        maker: Arc<dyn MakeInstances>,
+        keep: Option<Arc<[u32]>>,
+    },
+}
+
+/// Makes the instances of a constraint on demand, by index.
+pub trait MakeInstances: Send + Sync {
+    /// How many instances there are.
+    fn count(&self) -> usize;
+    /// Instance `i` (`i < count()`).
+    fn make(&self, i: usize) -> Instance;
+}
+
+impl Instances {
+    pub fn listed(list: Vec<Instance>) -> Instances {
+        Instances(Repr::Listed(list))
+    }
+
+    pub fn made(maker: Arc<dyn MakeInstances>) -> Instances {
+        Instances(Repr::Made { maker, keep: None })
+    }
+
+    /// Whether they are made on demand rather than listed.
+    pub fn is_made(&self) -> bool {
+        matches!(self.0, Repr::Made { .. })
+    }
+
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Repr::Listed(l) => l.len(),
+            Repr::Made { keep: Some(k), .. } => k.len(),
+            Repr::Made { maker, keep: None } => maker.count(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Instance `i`: borrowed when listed, made when not.
+    pub fn get(&self, i: usize) -> std::borrow::Cow<'_, Instance> {
+        match &self.0 {
+            Repr::Listed(l) => std::borrow::Cow::Borrowed(&l[i]),
+            Repr::Made { maker, keep } => {
+                std::borrow::Cow::Owned(maker.make(keep.as_ref().map_or(i, |k| k[i] as usize)))
+            }
+        }
+    }
+
+    /// Every instance in order; a made one lives until the next is made.
+    pub fn iter(&self) -> impl Iterator<Item = std::borrow::Cow<'_, Instance>> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// Keeps the instances `f` accepts, in order.
+    pub fn retain(&mut self, mut f: impl FnMut(&Instance) -> bool) {
+        match &mut self.0 {
+            Repr::Listed(l) => l.retain(f),
+            Repr::Made { maker, keep } => {
+                let old = keep.take();
+                let all = || (0..maker.count() as u32).collect::<Vec<u32>>();
+                let from = old.as_deref().map_or_else(all, <[u32]>::to_vec);
+                let kept: Vec<u32> = from.iter().copied().filter(|&i| f(&maker.make(i as usize))).collect();
+                *keep = (kept.len() < maker.count()).then(|| kept.into());
+            }
+        }
+    }
+}
+
+impl From<Vec<Instance>> for Instances {
+    fn from(list: Vec<Instance>) -> Instances {
+        Instances::listed(list)
+    }
+}
+
+impl FromIterator<Instance> for Instances {
+    fn from_iter<I: IntoIterator<Item = Instance>>(it: I) -> Instances {
+        Instances::listed(it.into_iter().collect())
+    }
+}
+
+impl std::fmt::Debug for Instances {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Repr::Listed(l) => l.fmt(f),
+            Repr::Made { .. } => write!(f, "Instances(made, {})", self.len()),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
 pub struct Instance {
     /// The outer quantifier variables and what they are bound to (the
     /// names shared by the instances of a rule).

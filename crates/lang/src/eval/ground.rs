@@ -1,6 +1,7 @@
 //! Grounding: a required constraint becomes one formula over `chip(u)` per
 //! binding of its body's outer `forall`s.
 
+use super::native;
 use super::value::formula;
 use super::{rt, Interpreter, Value, World, R};
 use crate::ast::*;
@@ -58,17 +59,29 @@ impl Interpreter<'_> {
             graph: graph.clone(),
             package: package.clone(),
         });
-        let mut instances = Vec::new();
+        // A standard-library rule the front end grounds natively (its
+        // instances the same as the interpreter's, without interpreting).
+        let native = k.native_key().filter(|_| args.is_empty()).and_then(|key| {
+            let o = native::outer(&k.body)?;
+            native::ground(key, &o, self.root_unit(o.body), graph, package)
+        });
         let mut result = Ok(());
-        for e in &k.body {
-            if let Err(d) = self.instances(e, &mut Vec::new(), Formula::Const(true), &mut instances) {
-                result = Err(d.label(u.span, format!("while grounding `{}` required here", u.name.name)));
-                break;
+        let instances = match native {
+            Some(made) => made,
+            None => {
+                let mut instances = Vec::new();
+                for e in &k.body {
+                    if let Err(d) = self.instances(e, &mut Vec::new(), Formula::Const(true), &mut instances) {
+                        result = Err(d.label(u.span, format!("while grounding `{}` required here", u.name.name)));
+                        break;
+                    }
+                }
+                instances.shrink_to_fit();
+                instances.into()
             }
-        }
+        };
         (self.module, self.locals, self.world) = saved;
         result?;
-        instances.shrink_to_fit();
         Ok(GroundConstraint {
             name: k.name.name.clone(),
             args: args

@@ -8,6 +8,7 @@
 mod expr;
 mod graph;
 mod ground;
+mod native;
 mod ops;
 pub(crate) mod problem;
 mod quant;

@@ -3,7 +3,7 @@
 //! needed within the chip's memory. A parameter node's output is its
 //! weights, not a second copy; a tensor received from another chip is one.
 
-use mcm_core::graph::Graph;
+use mcm_core::graph::{Csr, Graph};
 use mcm_core::package::Package;
 use std::fmt;
 
@@ -46,20 +46,19 @@ impl fmt::Display for MemoryOverflow {
 /// sample and must not rescan the edge list.
 pub struct EdgeIndex {
     /// Indices into `g.edges` of each node's input edges.
-    ins: Vec<Vec<usize>>,
+    ins: Csr<u32>,
     /// Each node's consumers.
-    outs: Vec<Vec<usize>>,
+    outs: Csr<u32>,
 }
 
 impl EdgeIndex {
     pub fn new(g: &Graph) -> EdgeIndex {
-        let mut ins = vec![Vec::new(); g.nodes.len()];
-        let mut outs = vec![Vec::new(); g.nodes.len()];
-        for (i, e) in g.edges.iter().enumerate() {
-            ins[e.dst].push(i);
-            outs[e.src].push(e.dst);
+        let n = g.nodes.len();
+        let ins = g.edges.iter().enumerate().map(|(i, e)| (e.dst as u32, i as u32));
+        EdgeIndex {
+            ins: Csr::from_pairs(n, ins),
+            outs: Csr::from_pairs(n, g.edges.iter().map(|e| (e.src as u32, e.dst as u32))),
         }
-        EdgeIndex { ins, outs }
     }
 }
 
@@ -79,6 +78,7 @@ pub fn replica_hosts(g: &Graph, edges: &EdgeIndex, chips: &[u32]) -> Vec<(usize,
         // Consumers come later in topological order, so theirs are known.
         let mut hs: Vec<u32> = Vec::new();
         for &w in &edges.outs[v] {
+            let w = w as usize;
             match g.decision_of(w) {
                 Some(d) => hs.push(chips[d as usize]),
                 None => hs.extend_from_slice(&hosts[w]),
@@ -141,7 +141,7 @@ pub fn peak_memory(
             span[v] = (step, step, own_output(&g.nodes[v]));
             touched.push(v);
             for &ei in &edges.ins[v] {
-                let e = &g.edges[ei];
+                let e = &g.edges[ei as usize];
                 let u = e.src;
                 if stamp[u] != chip {
                     // Received from another chip: live from here on.

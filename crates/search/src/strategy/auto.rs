@@ -53,6 +53,21 @@ const BISECT_ABOVE: f64 = 1.02;
 
 pub struct Auto;
 
+/// Above this many placed nodes `auto` keeps to its first incumbent (the
+/// heuristics' proposals, each settled under the rules and judged): the
+/// learned policy's tensors and each SAT worker's encoding of the whole
+/// problem take kilobytes a node, past the memory a graph of a million
+/// nodes may use, and a SAT question about such a graph does not end
+/// within any budget worth waiting for. The largest model graphs of the
+/// data set have a few thousand nodes.
+pub const PORTFOLIO_NODES: usize = 50_000;
+
+/// Whether `auto` runs its whole portfolio on a graph of `placed` nodes
+/// (see [`PORTFOLIO_NODES`]).
+pub fn whole_portfolio(placed: usize) -> bool {
+    placed <= PORTFOLIO_NODES
+}
+
 /// The learned policy's proposals around the first incumbent (its likeliest
 /// placement, then draws of moves), before `lns` and `exact` take over.
 const POLICY_DRAWS: usize = 8;
@@ -346,8 +361,15 @@ impl Strategy for Auto {
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
         // Under a sample budget every dp cut (at most one per chip), so the
         // portfolio holds dp's whole run; under a time budget the best few,
-        // as settling a cut can take seconds on large graphs.
-        let cuts = if search.timed() { DP_CUTS } else { usize::MAX };
+        // as settling a cut can take seconds on large graphs; none past
+        // [`PORTFOLIO_NODES`], where dp's table (quadratic in the nodes when
+        // memory does not cut stages short) would take hours.
+        let whole = whole_portfolio(search.problem.graph.num_placed());
+        let cuts = match (whole, search.timed()) {
+            (false, _) => 0,
+            (true, true) => DP_CUTS,
+            (true, false) => usize::MAX,
+        };
         let Some(Start { model, mut best, lb }) = incumbent::start(search, cuts)? else {
             return Ok(());
         };
@@ -363,6 +385,10 @@ impl Strategy for Auto {
             // A twin with no valid partition offers none; the problem may
             // still have some.
             let _ = search.on_twin(t, |s| incumbent::first(s, &model, &mut best, cuts));
+        }
+        if !whole {
+            search.prove(lb);
+            return Ok(());
         }
         if best.found() {
             super::rl::policy_offers(search, &model, &mut best, POLICY_DRAWS)?;
@@ -423,5 +449,17 @@ impl Strategy for Auto {
             p.turns(search);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_whole_portfolio_runs_up_to_its_node_count() {
+        assert!(whole_portfolio(1) && whole_portfolio(PORTFOLIO_NODES));
+        assert!(!whole_portfolio(PORTFOLIO_NODES + 1));
+        assert!(!whole_portfolio(1_000_000));
     }
 }

@@ -41,15 +41,168 @@ pub fn cuts_within(problem: &Problem, order: &[u32], allowed: &Allowed) -> Vec<(
     cuts_from(problem, order, allowed, 0, &[])
 }
 
+/// Orders up to this long are cut at any position; longer ones at the
+/// bounds of [`GRID`] blocks of consecutive nodes.
+const EXACT_NODES: usize = 20_000;
+
+/// Blocks of a long order: the grid's table takes GRID² steps a chip and
+/// GRID² numbers of memory.
+const GRID: usize = 1024;
+
+/// What the table of [`cuts_from`] reads: per position along the order,
+/// its last consumer's position, the largest tensor it sends, and prefix
+/// sums of flops and weights.
+struct Cut<'a> {
+    order: &'a [u32],
+    allowed: &'a Allowed,
+    first: usize,
+    compute: &'a [f64],
+    memory: &'a [f64],
+    bandwidth: &'a [f64],
+    last: &'a [usize],
+    size: &'a [f64],
+    flops: &'a [f64],
+    params: &'a [f64],
+}
+
+/// `f[k][j]`: the best slowest stage for the first j positions (of a
+/// grid) on chips 0..k; `arg[k][j]`: where that stage starts.
+type Table = (Vec<Vec<f64>>, Vec<Vec<usize>>);
+
+impl Cut<'_> {
+    fn stage(&self, chip: usize, i: usize, j: usize, sent: f64) -> f64 {
+        let n = self.order.len();
+        let out = if j < n { sent / self.bandwidth[chip] } else { 0.0 };
+        (self.flops[j] - self.flops[i]) / self.compute[chip] + out
+    }
+
+    /// The table over every position.
+    #[allow(clippy::needless_range_loop)] // row k of the table reads row k - 1
+    fn exact_table(&self) -> Table {
+        let (n, c) = (self.order.len(), self.compute.len());
+        let inf = f64::INFINITY;
+        let mut f = vec![vec![inf; n + 1]; c + 1];
+        let mut arg = vec![vec![0usize; n + 1]; c + 1];
+        f[self.first][0] = 0.0;
+        for k in self.first + 1..=c {
+            let chip = k - 1;
+            let may_skip = self.allowed.restricted(chip);
+            for j in 0..=n {
+                if may_skip && f[k - 1][j] < f[k][j] {
+                    // Chip `chip` left empty.
+                    f[k][j] = f[k - 1][j];
+                    arg[k][j] = j;
+                }
+                let mut sent = 0.0;
+                for i in (0..j).rev() {
+                    if self.last[i] >= j {
+                        sent += self.size[i];
+                    }
+                    if self.params[j] - self.params[i] > self.memory[chip] || !self.allowed.allows(self.order[i], chip)
+                    {
+                        break;
+                    }
+                    if f[k - 1][i] == inf {
+                        continue;
+                    }
+                    let v = f[k - 1][i].max(self.stage(chip, i, j, sent));
+                    if v < f[k][j] {
+                        f[k][j] = v;
+                        arg[k][j] = i;
+                    }
+                }
+            }
+        }
+        (f, arg)
+    }
+
+    /// The table over the positions of `grid` (ascending, from 0 to the
+    /// order's length): a stage spans whole blocks. The bytes a stage
+    /// sends come from a table of each block's tensors still needed at
+    /// each later bound (built in one pass over the nodes).
+    #[allow(clippy::needless_range_loop)] // row k of the table reads row k - 1
+    fn grid_table(&self, grid: &[usize]) -> Table {
+        let (m, c) = (grid.len() - 1, self.compute.len());
+        // live[b * (m + 1) + t]: bytes of block b's tensors whose last
+        // consumer is at or past bound t (t > b), as differences first.
+        let mut live = vec![0f64; m * (m + 1)];
+        let bound_of = |x: usize| grid.partition_point(|&p| p <= x);
+        for b in 0..m {
+            for x in grid[b]..grid[b + 1] {
+                // Bounds t with grid[t] in (x, last[x]]: from b + 1 to the
+                // last bound at or before last[x].
+                let upto = bound_of(self.last[x]);
+                if upto > b + 1 {
+                    live[b * (m + 1) + b + 1] += self.size[x];
+                    if upto <= m {
+                        live[b * (m + 1) + upto] -= self.size[x];
+                    }
+                }
+            }
+            for t in b + 2..=m {
+                live[b * (m + 1) + t] += live[b * (m + 1) + t - 1];
+            }
+        }
+        // Blocks a chip takes whole: every node of them allowed there.
+        let ok = |b: usize, chip: usize| (grid[b]..grid[b + 1]).all(|x| self.allowed.allows(self.order[x], chip));
+        let inf = f64::INFINITY;
+        let mut f = vec![vec![inf; m + 1]; c + 1];
+        let mut arg = vec![vec![0usize; m + 1]; c + 1];
+        f[self.first][0] = 0.0;
+        for k in self.first + 1..=c {
+            let chip = k - 1;
+            let may_skip = self.allowed.restricted(chip);
+            let allowed: Vec<bool> = (0..m).map(|b| ok(b, chip)).collect();
+            for t in 0..=m {
+                if may_skip && f[k - 1][t] < f[k][t] {
+                    f[k][t] = f[k - 1][t];
+                    arg[k][t] = t;
+                }
+                let j = grid[t];
+                let mut sent = 0.0;
+                for b in (0..t).rev() {
+                    sent += live[b * (m + 1) + t];
+                    let i = grid[b];
+                    if self.params[j] - self.params[i] > self.memory[chip] || !allowed[b] {
+                        break;
+                    }
+                    if f[k - 1][b] == inf {
+                        continue;
+                    }
+                    let v = f[k - 1][b].max(self.stage(chip, i, j, sent));
+                    if v < f[k][t] {
+                        f[k][t] = v;
+                        arg[k][t] = b;
+                    }
+                }
+            }
+        }
+        (f, arg)
+    }
+}
+
 /// [`cuts_within`] of `order` over chips `first..` only, the nodes of
 /// `placed` (not in `order`) on their given chips.
-#[allow(clippy::needless_range_loop)] // row k of the table reads row k - 1
 fn cuts_from(
     problem: &Problem,
     order: &[u32],
     allowed: &Allowed,
     first: usize,
     placed: &[(u32, u32)],
+) -> Vec<(f64, Vec<u32>)> {
+    cuts_over(problem, order, allowed, first, placed, EXACT_NODES)
+}
+
+/// [`cuts_from`], cutting anywhere on orders up to `exact_nodes` long and
+/// on the grid of blocks beyond.
+#[allow(clippy::needless_range_loop)] // a cut reads rows first + 1..=k of the table
+fn cuts_over(
+    problem: &Problem,
+    order: &[u32],
+    allowed: &Allowed,
+    first: usize,
+    placed: &[(u32, u32)],
+    exact_nodes: usize,
 ) -> Vec<(f64, Vec<u32>)> {
     let g = &problem.graph;
     let p = &problem.package;
@@ -97,60 +250,49 @@ fn cuts_from(
         flops[i + 1] = flops[i] + node.flops as f64;
         params[i + 1] = params[i] + node.params as f64;
     }
-    // f[k][j]: best max stage time for the first j nodes on chips 0..k.
-    let inf = f64::INFINITY;
-    let mut f = vec![vec![inf; n + 1]; c + 1];
-    let mut arg = vec![vec![0usize; n + 1]; c + 1];
-    f[first][0] = 0.0;
-    for k in first + 1..=c {
-        let chip = k - 1;
-        let may_skip = allowed.restricted(chip);
-        for j in 0..=n {
-            if may_skip && f[k - 1][j] < f[k][j] {
-                // Chip `chip` left empty.
-                f[k][j] = f[k - 1][j];
-                arg[k][j] = j;
-            }
-            let mut sent = 0.0;
-            for i in (0..j).rev() {
-                if last[i] >= j {
-                    sent += size[i];
-                }
-                if params[j] - params[i] > memory[chip] || !allowed.allows(order[i], chip) {
-                    break;
-                }
-                if f[k - 1][i] == inf {
-                    continue;
-                }
-                let out = if j < n { sent / bandwidth[chip] } else { 0.0 };
-                let stage = (flops[j] - flops[i]) / compute[chip] + out;
-                let v = f[k - 1][i].max(stage);
-                if v < f[k][j] {
-                    f[k][j] = v;
-                    arg[k][j] = i;
-                }
-            }
-        }
-    }
+    let cut = Cut {
+        order,
+        allowed,
+        first,
+        compute: &compute,
+        memory: &memory,
+        bandwidth: &bandwidth,
+        last: &last,
+        size: &size,
+        flops: &flops,
+        params: &params,
+    };
+    // Positions a stage may end at: every one, or on long orders the
+    // bounds of `GRID` blocks (the exact table is quadratic in the nodes
+    // where memory does not cut stages short: hours at a million).
+    let (grid, (f, arg)) = if n <= exact_nodes {
+        ((0..=n).collect::<Vec<usize>>(), cut.exact_table())
+    } else {
+        let mut grid: Vec<usize> = (0..=GRID).map(|b| b * n / GRID).collect();
+        grid.dedup();
+        let table = cut.grid_table(&grid);
+        (grid, table)
+    };
+    let m = grid.len() - 1;
     let mut cuts: Vec<(f64, Vec<u32>)> = Vec::new();
     for k in first + 1..=c {
-        if f[k][n] == inf {
+        if f[k][m] == f64::INFINITY {
             continue;
         }
         let mut chips = vec![0u32; g.num_placed()];
         for &(u, chip) in placed {
             chips[u as usize] = chip;
         }
-        let mut j = n;
+        let mut j = m;
         for kk in (first + 1..=k).rev() {
             let i = arg[kk][j];
-            for &d in &order[i..j] {
+            for &d in &order[grid[i]..grid[j]] {
                 chips[d as usize] = (kk - 1) as u32;
             }
             j = i;
         }
         if !cuts.iter().any(|(_, c)| *c == chips) {
-            cuts.push((f[k][n], chips));
+            cuts.push((f[k][m], chips));
         }
     }
     cuts.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -270,5 +412,72 @@ impl Strategy for Dp {
             search.submit(batch);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A graph of `n` nodes: a chain with a skip from every fourth node
+    /// to the node three after it, weights on every third.
+    fn problem(n: usize, memory: &str) -> Problem {
+        let mut g = String::from("let g = graph {\n");
+        for i in 0..n {
+            let w = if i % 3 == 0 { 4 + i % 5 } else { 0 };
+            g += &format!(
+                "    n{i} {{ flops = {}, params = {w} KiB, output_bytes = {} KiB }}\n",
+                100 + 37 * (i % 7),
+                1 + i % 4
+            );
+        }
+        for i in 1..n {
+            g += &format!("    n{} -> n{i}\n", i - 1);
+            if i % 4 == 0 && i + 3 < n {
+                g += &format!("    n{i} -> n{}\n", i + 3);
+            }
+        }
+        g += "}\n";
+        let text = format!(
+            "{}let p = ring(n = 4, memory = {memory}, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n{g}\
+             partition g onto p {{\n    require acyclic_flow, no_skip, memory_capacity\n}}\n",
+            mcm_testkit::HEADER
+        );
+        let c = mcm_testkit::compile_ok(&text);
+        c.problems[0].clone()
+    }
+
+    #[test]
+    fn the_grid_of_every_position_gives_the_exact_cuts() {
+        for (n, memory) in [(9, "1 MiB"), (23, "40 KiB"), (40, "60 KiB"), (61, "1 MiB")] {
+            let p = problem(n, memory);
+            let order = p.graph.pipeline_order();
+            let all = Allowed::all(n, 4);
+            let exact = cuts_over(&p, &order, &all, 0, &[], usize::MAX);
+            // Shorter than the grid: every position is a bound.
+            let grid = cuts_over(&p, &order, &all, 0, &[], 0);
+            assert!(!exact.is_empty());
+            assert_eq!(exact, grid, "{n} nodes, {memory}");
+        }
+    }
+
+    #[test]
+    fn a_long_order_is_cut_at_the_bounds_of_its_blocks() {
+        let n = 3 * GRID;
+        let p = problem(n, "1 GiB");
+        let order = p.graph.pipeline_order();
+        let all = Allowed::all(n, 4);
+        let cuts = cuts_over(&p, &order, &all, 0, &[], 0);
+        assert_eq!(cuts.len(), 4, "one cut for each number of chips");
+        let exact = cuts_over(&p, &order, &all, 0, &[], usize::MAX);
+        for ((t, chips), (best, _)) in cuts.iter().zip(&exact) {
+            // Stages change chip only at multiples of the block size (3).
+            for (k, w) in order.windows(2).enumerate() {
+                if chips[w[0] as usize] != chips[w[1] as usize] {
+                    assert_eq!((k + 1) % 3, 0, "a stage ends inside a block");
+                }
+            }
+            assert!(*t >= *best && *t <= *best * 1.01, "{t} against the exact {best}");
+        }
     }
 }

@@ -154,7 +154,14 @@ pub(super) fn first(
         let chips = settle_full(search, &greedy_start(problem, &allowed))?;
         best.offer(search, model, chips);
     }
-    for (_, cut) in candidates(problem, &allowed).into_iter().take(cuts) {
+    // dp's table is quadratic in the nodes where memory does not cut
+    // stages short: none asked, none made.
+    let made = if cuts == 0 {
+        Vec::new()
+    } else {
+        candidates(problem, &allowed)
+    };
+    for (_, cut) in made.into_iter().take(cuts) {
         if search.done() {
             break;
         }

@@ -23,7 +23,7 @@ mod start;
 mod step_tests;
 
 pub use anneal::Anneal;
-pub use auto::Auto;
+pub use auto::{whole_portfolio, Auto, PORTFOLIO_NODES};
 pub use dp::{cuts_within, pipeline_cuts, Dp};
 pub use exact::Exact;
 pub use greedy::{greedy_proposal, greedy_start, greedy_within, Greedy};

@@ -78,7 +78,8 @@ impl LinkEncoding {
             let broken = if s.exact {
                 load > s.cap
             } else {
-                load > s.cap - inst.slack && !checker.holds(&on.problem.constraints[inst.ci].instances[inst.ii].formula)
+                load > s.cap - inst.slack
+                    && !checker.holds(&on.problem.constraints[inst.ci].instances.get(inst.ii).formula)
             };
             if !broken {
                 continue;

@@ -126,11 +126,11 @@ fn link_shapes_are_recognised_exactly_or_declined() {
     let net = (&g, &p);
     let mut t = Tables::new(4);
     let r = route_sums(&g, &p, 2.5, |i| i as f64);
-    let s = recognise(&r.instances[0].formula, net, &mut t).unwrap();
+    let s = recognise(&r.instances.get(0).formula, net, &mut t).unwrap();
     assert!(s.exact && s.cap == 2.0 && s.base == 0.0);
     assert_eq!(s.items.len(), 2, "a zero weight never counts");
     // Every link's condition has its own table, shared by all edges.
-    for f in &r.instances[1..] {
+    for f in r.instances.iter().skip(1) {
         recognise(&f.formula, net, &mut t).unwrap();
     }
     let mut tables: Vec<u32> = r

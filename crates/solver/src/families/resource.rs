@@ -346,5 +346,5 @@ pub(super) fn judge(rule: &GroundConstraint, cx: &Cx, chips: &mut [u32], which: 
     }
     let net = cx.net();
     let checker = Checker::over(net.graph, net.package, chips);
-    which.iter().all(|&i| checker.holds(&rule.instances[i].formula))
+    which.iter().all(|&i| checker.holds(&rule.instances.get(i).formula))
 }

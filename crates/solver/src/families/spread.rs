@@ -20,6 +20,7 @@
 use crate::domain::bits;
 use crate::propagator::{Cx, Net};
 use crate::store::Fail;
+use mcm_core::graph::Csr;
 
 pub(crate) struct Spread {
     /// Per node: its lightest weight over all chips, in units (0: untracked).
@@ -292,7 +293,7 @@ fn cone_bounds(net: &Net, wmin: &[i64], room: &[i64]) -> Vec<(u32, u32)> {
 /// Per node, the weight of its cone along `next` (itself included), visited
 /// so that every node comes after the nodes `next` leads to: exact up to
 /// [`EXACT_CONES`] nodes, the heaviest path beyond.
-fn cone_weights<'a>(n: usize, visit: impl Iterator<Item = &'a u32> + Clone, next: &[Vec<u32>], w: &[i64]) -> Vec<i64> {
+fn cone_weights<'a>(n: usize, visit: impl Iterator<Item = &'a u32> + Clone, next: &Csr<u32>, w: &[i64]) -> Vec<i64> {
     let mut weight = vec![0i64; n];
     if n <= EXACT_CONES {
         let words = n.div_ceil(64);

@@ -109,7 +109,7 @@ fn fractional_budgets_are_judged_exactly_on_complete_placements() {
     let sum = Term::Sum(vec![(on(0, 0), Term::Const(0.1)), (on(1, 0), Term::Const(0.2))]);
     let r = rule(vec![cmp(CmpOp::Le, sum, Term::Const(0.3))]);
     let mut s = TestSolver::new(&g, &p);
-    let holds = Checker::over(&g, &p, &[0, 0]).holds(&r.instances[0].formula);
+    let holds = Checker::over(&g, &p, &[0, 0]).holds(&r.instances.get(0).formula);
     assert_eq!(s.post(build, &r).and_then(|_| s.propagate()).is_ok(), holds);
 }
 
@@ -168,7 +168,11 @@ pub(super) fn completions(
     }
     walk(0, &mut chips, doms, &mut |pl| {
         let checker = Checker::over(g, p, pl);
-        if rs.iter().flat_map(|r| &r.instances).all(|i| checker.holds(&i.formula)) {
+        if rs
+            .iter()
+            .flat_map(|r| r.instances.iter())
+            .all(|i| checker.holds(&i.formula))
+        {
             out.push(pl.to_vec());
         }
     });

@@ -314,7 +314,7 @@ pub(crate) fn encode(solver: &mut Solver<'static>, problem: &Problem, opts: &Sat
                     problem,
                     ci,
                     ii,
-                    inst,
+                    &inst,
                     opts.table_limit,
                     &mut generic_lazy,
                 );
@@ -447,7 +447,7 @@ impl Lazy {
             let checker = Checker::new(graph, package, p);
             for (ci, ii, deps) in &self.generic {
                 if active[*ci] {
-                    let inst = &problem.constraints[*ci].instances[*ii];
+                    let inst = problem.constraints[*ci].instances.get(*ii);
                     if !checker.holds(&inst.formula) {
                         out.push((*ci, explain(graph, package, m, &inst.formula, deps, p, stats)));
                     }
@@ -462,7 +462,7 @@ impl Lazy {
                 if !active[ci] {
                     continue;
                 }
-                for inst in &gc.instances {
+                for inst in gc.instances.iter() {
                     if !checker.holds(&inst.formula) {
                         let all: Vec<u32> = (0..m.n as u32).collect();
                         stats.fallbacks += 1;

@@ -116,7 +116,8 @@ impl RuleEncoding for TriangleEncoding {
         }
         for (ci, ii, u, v) in violated {
             let (a, b) = (p.chip(u), p.chip(v));
-            let f = &problem.constraints[ci].instances[ii].formula;
+            let inst = problem.constraints[ci].instances.get(ii);
+            let f = &inst.formula;
             let picked = walk(&arcs, a, b).map(|w| {
                 let mut nodes = vec![u, v];
                 let mut edges_on = Vec::new();

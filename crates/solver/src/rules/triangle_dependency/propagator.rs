@@ -128,11 +128,12 @@ const MAX_WORDS: usize = mcm_core::package::MAX_CHIPS / 64;
 pub struct Triangle {
     c: usize,
     counted: Vec<u32>,
-    /// Number of counted edges realising arc a -> b, at a * C + b: an edge
-    /// counts once both ends are fixed and one of them has been seen.
+    /// The trailed cell counting the edges that realise arc a -> b, at
+    /// a * C + b (a cell for each pair ever met): an edge counts once both
+    /// ends are fixed and one of them has been seen. Being trailed, the
+    /// counts are as they were after a backtrack (a rebuild from every
+    /// edge after each one was quadratic on large graphs).
     arcs: HashMap<u32, u32>,
-    /// `arcs` is stale after a backtrack, until rebuilt from the edges.
-    arcs_stale: bool,
     /// The chips that arcs touch, and each one's index among them (or NONE).
     active: Vec<u32>,
     dense: Vec<u32>,
@@ -204,7 +205,6 @@ impl Triangle {
             c,
             counted: (0..s.n()).map(|_| s.new_cell(0)).collect(),
             arcs: HashMap::new(),
-            arcs_stale: false,
             active: Vec::new(),
             dense: vec![NONE; c],
             lp: Vec::new(),
@@ -341,37 +341,21 @@ impl Triangle {
         Ok(())
     }
 
-    fn has_arc(&self, _s: &Cx, a: u32, b: u32) -> bool {
-        self.arcs.contains_key(&(a * self.c as u32 + b))
+    fn has_arc(&self, s: &Cx, a: u32, b: u32) -> bool {
+        self.arcs
+            .get(&(a * self.c as u32 + b))
+            .is_some_and(|&cell| s.cell(cell) > 0)
     }
 
     /// Counts edge (p, q), both ends fixed, into the arcs; true when its arc is new.
-    fn count(&mut self, a: u32, b: u32) -> bool {
+    fn count(&mut self, s: &mut Cx, a: u32, b: u32) -> bool {
         if a == b {
             return false;
         }
-        let k = self.arcs.entry(a * self.c as u32 + b).or_insert(0);
-        *k += 1;
-        *k == 1
-    }
-
-    /// The arcs as they stand in the store after a backtrack: every edge
-    /// whose ends are both counted. (A backtrack returns to a fixpoint, where
-    /// every fixed node has been counted; nodes fixed since count their
-    /// edges when their turn comes, as they would have.)
-    fn rebuild_arcs(&mut self, s: &Cx) {
-        if !self.arcs_stale {
-            return;
-        }
-        self.arcs.clear();
-        let net = s.net();
-        for e in net.graph.placed_edges() {
-            let seen = s.cell(self.counted[e.src as usize]) != 0 && s.cell(self.counted[e.dst as usize]) != 0;
-            if let (true, Some(a), Some(b)) = (seen, s.value(e.src), s.value(e.dst)) {
-                self.count(a, b);
-            }
-        }
-        self.arcs_stale = false;
+        let cell = *self.arcs.entry(a * self.c as u32 + b).or_insert_with(|| s.new_cell(0));
+        let k = s.cell(cell) + 1;
+        s.set_cell(cell, k);
+        k == 1
     }
 
     /// Recomputes longest paths from the arcs, over the chips they touch.
@@ -379,7 +363,6 @@ impl Triangle {
         if self.fresh {
             return;
         }
-        self.rebuild_arcs(s);
         let (c, w) = (self.c as u32, self.w);
         for &(a, b) in &self.arc_list {
             self.rows[a as usize * w..(a as usize + 1) * w]
@@ -400,7 +383,12 @@ impl Triangle {
         self.tails_ok.borrow_mut().forget();
         self.active.clear();
         self.arc_list.clear();
-        self.arc_list.extend(self.arcs.keys().map(|&k| (k / c, k % c)));
+        self.arc_list.extend(
+            self.arcs
+                .iter()
+                .filter(|&(_, &cell)| s.cell(cell) > 0)
+                .map(|(&k, _)| (k / c, k % c)),
+        );
         self.arc_list.sort_unstable();
         for &(a, b) in &self.arc_list {
             self.rows[a as usize * w + b as usize / 64] |= 1 << (b % 64);
@@ -694,8 +682,6 @@ impl Propagator for Triangle {
         if s.cell(self.counted[x as usize]) != 0 {
             return Ok(());
         }
-        // The arcs as they stand before x counts (stale after a backtrack).
-        self.rebuild_arcs(s);
         s.set_cell(self.counted[x as usize], 1);
         let mut new_arc = false;
         let ends = net.succ[x as usize]
@@ -708,7 +694,7 @@ impl Propagator for Triangle {
         let mut fresh_arcs = std::mem::take(&mut self.fresh_arcs);
         fresh_arcs.clear();
         for &(a, b) in &pairs {
-            if self.count(a, b) {
+            if self.count(s, a, b) {
                 new_arc = true;
                 fresh_arcs.push((a, b));
             }
@@ -772,8 +758,9 @@ impl Propagator for Triangle {
     /// then the rule checked, and every open node confined and pruned.
     fn propagate_from_scratch(&mut self, s: &mut Cx) -> Result<(), Fail> {
         let n = s.n();
-        self.arcs.clear();
-        self.arcs_stale = false;
+        for &cell in self.arcs.values() {
+            s.set_cell(cell, 0);
+        }
         for k in 0..n * self.w {
             s.set_cell(self.anc[k], 0);
             s.set_cell(self.desc[k], 0);
@@ -781,7 +768,7 @@ impl Propagator for Triangle {
         let net = s.net();
         for e in net.graph.placed_edges() {
             if let (Some(a), Some(b)) = (s.value(e.src), s.value(e.dst)) {
-                self.count(a, b);
+                self.count(s, a, b);
             }
         }
         for x in 0..n as u32 {
@@ -810,7 +797,6 @@ impl Propagator for Triangle {
 
     fn on_backtrack(&mut self) {
         self.fresh = false;
-        self.arcs_stale = true;
         self.both.stale = true;
         self.front.stale = true;
     }

@@ -28,8 +28,8 @@ pub struct Store {
     max: Vec<u32>,
     size: Vec<u32>,
     cells: Vec<i64>,
-    trail: Stack<Entry>,
-    olds: Stack<i64>,
+    trail: Vec<Entry>,
+    olds: Vec<i64>,
     saved: Vec<u64>,
     /// Trail length at the start of each open level.
     levels: Vec<(usize, usize)>,
@@ -67,8 +67,8 @@ impl Store {
             max: vec![top; n],
             size: vec![chips as u32; n],
             cells: Vec::new(),
-            trail: Stack::default(),
-            olds: Stack::default(),
+            trail: Vec::new(),
+            olds: Vec::new(),
             saved: Vec::new(),
             levels: Vec::new(),
             var_stamp: vec![0; n],
@@ -356,78 +356,8 @@ fn fill_range(m: &mut [u64], lo: u32, hi: u32) {
     }
 }
 
-/// Entries in chunks of a fixed size: a trail of millions of entries grows
-/// a chunk at a time, never to twice what it holds (as a `Vec` that
-/// doubles does) and never copied; chunks a backtrack empties are freed,
-/// but one, kept for the next push.
-#[derive(Debug)]
-struct Stack<T> {
-    chunks: Vec<Vec<T>>,
-    spare: Option<Vec<T>>,
-}
-
-/// Entries per chunk.
-const CHUNK: usize = 1 << 14;
-
-impl<T> Default for Stack<T> {
-    fn default() -> Stack<T> {
-        Stack {
-            chunks: Vec::new(),
-            spare: None,
-        }
-    }
-}
-
-impl<T> Stack<T> {
-    fn push(&mut self, t: T) {
-        match self.chunks.last_mut() {
-            Some(c) if c.len() < CHUNK => c.push(t),
-            _ => {
-                let mut c = self.spare.take().unwrap_or_else(|| Vec::with_capacity(CHUNK));
-                c.push(t);
-                self.chunks.push(c);
-            }
-        }
-    }
-
-    fn pop(&mut self) -> Option<T> {
-        let last = self.chunks.last_mut()?;
-        let t = last.pop();
-        if last.is_empty() {
-            self.spare = self.chunks.pop();
-        }
-        t
-    }
-
-    fn len(&self) -> usize {
-        self.chunks
-            .last()
-            .map_or(0, |c| (self.chunks.len() - 1) * CHUNK + c.len())
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn a_stack_of_chunks_pops_what_was_pushed_across_chunks() {
-        let mut s = Stack::default();
-        let n = 3 * CHUNK as u64 + 5;
-        for i in 0..n {
-            s.push(i);
-        }
-        assert_eq!(s.len(), n as usize);
-        for i in (CHUNK as u64..n).rev() {
-            assert_eq!(s.pop(), Some(i));
-        }
-        s.push(7);
-        assert_eq!(s.len(), CHUNK + 1);
-        assert_eq!(s.pop(), Some(7));
-        for i in (0..CHUNK as u64).rev() {
-            assert_eq!(s.pop(), Some(i));
-        }
-        assert_eq!((s.pop(), s.len()), (None, 0));
-    }
-
     #[test]
     fn a_wrapped_stamp_still_undoes_to_the_level_start() {
         let mut s = Store::new(1, 4);

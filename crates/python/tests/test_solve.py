@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 
 import pytest
@@ -51,13 +52,17 @@ def test_bad_arguments_raise(quickstart):
 
 def test_ctrl_c_stops_a_search_and_the_next_one_runs(bert):
     # Ctrl-C half a second in: without it the search would run a minute.
+    # Python's own SIGINT handler, whatever an earlier test (Ray's) left:
+    # `interrupt_main` calls the handler, and only this one raises.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, _thread.interrupt_main)
-    timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
+            timer.start()
             bert.solve(strategy="anneal", time=60.0, seed=0)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     r = bert.solve(strategy="greedy", budget=1)
     assert bert.verify(r.partition) == []
 

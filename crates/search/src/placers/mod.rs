@@ -18,4 +18,4 @@ mod seq;
 #[cfg(test)]
 mod small_problem;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;

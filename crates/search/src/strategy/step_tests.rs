@@ -4,30 +4,9 @@
 
 use super::{by_name, run, Budget, RlOptions, NAMES};
 use crate::cost::{Judge, JudgeOptions};
+use crate::placers::testing::problem;
 use mcm_core::problem::{Placement, Problem};
 use mcm_core::step_time::StepTimeModel;
-
-/// Six nodes (a fork and a join) on a bidirectional ring of four dies, the
-/// stdlib's memory rule only.
-fn problem(objective: &str) -> Problem {
-    let text = format!(
-        "use std::placement::{{memory_capacity}}\nuse std::topologies::bidirectional_ring\n\
-         let t = bidirectional_ring(n = 4, memory = 1 GiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s)\n\
-         let g = graph {{\n\
-             a {{ flops = 1 GFLOP, output_bytes = 1 MB }}\n\
-             b {{ flops = 4 GFLOP, output_bytes = 2 MB }}\n\
-             c {{ flops = 3 GFLOP, output_bytes = 1 MB }}\n\
-             d {{ flops = 2 GFLOP, output_bytes = 1 MB }}\n\
-             e {{ flops = 2 GFLOP, output_bytes = 1 MB }}\n\
-             f {{ flops = 1 GFLOP }}\n\
-             a -> b\n a -> c\n a -> d\n b -> e\n c -> e\n d -> f\n e -> f\n\
-         }}\n\
-         partition g onto t {{\n    require memory_capacity\n    {objective}\n}}\n"
-    );
-    let c = mcm_lang::compile_str("t.mcm", &text, std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
-    assert!(c.ok(), "{}", mcm_core::diag::render_text(&c.program.sources, &c.diags));
-    c.problem(None).expect("one problem").clone()
-}
 
 #[test]
 fn every_strategy_runs_under_step_time_and_reports_the_simulators_figure() {

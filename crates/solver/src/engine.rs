@@ -100,6 +100,10 @@ pub struct Solver<'p> {
     /// conflict): the problem on fewer chips when that is equivalent
     /// ([`super::reduce`]), with its own oracle; built on first need.
     small: Option<Option<Box<(Problem, SatOracle)>>>,
+    /// Whether [`super::reduce`] applies to the problem, asked on first
+    /// need: the question walks every rule's instances, which on a large
+    /// graph costs more than the pass that asks it.
+    reducible: std::cell::OnceCell<bool>,
     use_sat: bool,
     backjump_on: bool,
     native: bool,
@@ -194,6 +198,7 @@ impl<'p> Solver<'p> {
             infeasible: None,
             sat: None,
             small: None,
+            reducible: std::cell::OnceCell::new(),
             use_sat: options.sat,
             backjump_on: options.sat,
             native: options.native,
@@ -260,6 +265,12 @@ impl<'p> Solver<'p> {
         }
     }
 
+    /// Whether the problem has an equivalent on fewer chips
+    /// ([`super::reduce::applies`]).
+    pub(crate) fn reducible(&self) -> bool {
+        *self.reducible.get_or_init(|| super::reduce::applies(self.problem))
+    }
+
     pub fn num_decisions(&self) -> usize {
         self.decisions.len()
     }
@@ -323,9 +334,8 @@ impl<'p> Solver<'p> {
 
     /// Undoes every decision.
     pub fn reset(&mut self) {
-        while self.decisions.pop().is_some() {
-            self.store.pop_level();
-        }
+        self.decisions.clear();
+        self.store.pop_all();
         for p in &mut self.props {
             p.on_backtrack();
         }

@@ -423,7 +423,7 @@ fn witness_chips(solver: &Solver) -> Option<usize> {
         f64::INFINITY
     };
     let k = WITNESS_CHIPS.max(need.min(usize::MAX as f64) as usize);
-    (options.sat && 2 * k <= solver.num_chips() && crate::reduce::applies(problem)).then_some(k)
+    (options.sat && 2 * k <= solver.num_chips() && solver.reducible()).then_some(k)
 }
 
 /// Passes in fresh orders to try after a budgeted pass gives up: none when

@@ -44,7 +44,28 @@ pub struct Store {
     pub queue: Vec<u32>,
     in_queue: Vec<bool>,
     nfixed: usize,
+    /// The values at the root, while no change at the root has made them
+    /// stale: undoing every level is then one copy, where the trail undoes
+    /// an entry at a time (a FIX or SAMPLE pass trails many entries per
+    /// node and starts from the root each time). Taken by [`Store::pop_all`]
+    /// after a long undo, and only for stores up to [`ROOT_COPY_WORDS`].
+    root: Option<Box<Root>>,
 }
+
+/// What [`Store::pop_all`] restores.
+struct Root {
+    words: Vec<u64>,
+    min: Vec<u32>,
+    max: Vec<u32>,
+    size: Vec<u32>,
+    cells: Vec<i64>,
+    nfixed: usize,
+}
+
+/// The largest store (domain words and cells) that keeps a copy of its
+/// root: past it the copy would weigh on memory per node, and a pass over
+/// so large a graph costs far more than its undo.
+const ROOT_COPY_WORDS: usize = 1 << 18;
 
 impl Store {
     pub fn new(n: usize, chips: usize) -> Store {
@@ -77,6 +98,7 @@ impl Store {
             queue: Vec::new(),
             in_queue: vec![false; n],
             nfixed: if chips == 1 { n } else { 0 },
+            root: None,
         }
     }
 
@@ -125,6 +147,12 @@ impl Store {
         );
         self.cells.push(v);
         self.cell_stamp.push(0);
+        // Undone to the root, a cell made at a deeper level holds the value
+        // it was made with.
+        match (&mut self.root, self.levels.is_empty()) {
+            (Some(root), false) => root.cells.push(v),
+            _ => self.root = None,
+        }
         (self.cells.len() - 1) as u32
     }
 
@@ -137,7 +165,9 @@ impl Store {
         if self.cells[k] == v {
             return;
         }
-        if self.cell_stamp[k] != self.stamp && !self.levels.is_empty() {
+        if self.levels.is_empty() {
+            self.root = None;
+        } else if self.cell_stamp[k] != self.stamp {
             self.trail.push(i | CELL);
             self.olds.push(self.cells[k]);
             self.cell_stamp[k] = self.stamp;
@@ -184,6 +214,48 @@ impl Store {
             self.in_queue[x as usize] = false;
         }
         self.queue.clear();
+    }
+
+    /// Undoes every level: from the copy of the root when one is kept,
+    /// else level by level (and then keeps a copy when that undo was long).
+    pub fn pop_all(&mut self) {
+        if self.levels.is_empty() {
+            return;
+        }
+        if let Some(root) = &self.root {
+            self.words.copy_from_slice(&root.words);
+            self.min.copy_from_slice(&root.min);
+            self.max.copy_from_slice(&root.max);
+            self.size.copy_from_slice(&root.size);
+            self.cells.copy_from_slice(&root.cells);
+            self.nfixed = root.nfixed;
+            self.trail.clear();
+            self.olds.clear();
+            self.saved.clear();
+            self.levels.clear();
+            self.next_stamp();
+            for &x in &self.queue {
+                self.in_queue[x as usize] = false;
+            }
+            self.queue.clear();
+            return;
+        }
+        let copy = self.words.len() + self.cells.len();
+        // An entry undone costs about what a few words copied do.
+        let long = self.trail.len() * 8 >= copy;
+        while !self.levels.is_empty() {
+            self.pop_level();
+        }
+        if long && copy <= ROOT_COPY_WORDS {
+            self.root = Some(Box::new(Root {
+                words: self.words.clone(),
+                min: self.min.clone(),
+                max: self.max.clone(),
+                size: self.size.clone(),
+                cells: self.cells.clone(),
+                nfixed: self.nfixed,
+            }));
+        }
     }
 
     // ------------------------------------------------------------ changes
@@ -233,7 +305,11 @@ impl Store {
 
     fn save(&mut self, x: u32) {
         let i = x as usize;
-        if self.var_stamp[i] == self.stamp || self.levels.is_empty() {
+        if self.levels.is_empty() {
+            self.root = None;
+            return;
+        }
+        if self.var_stamp[i] == self.stamp {
             return;
         }
         self.var_stamp[i] = self.stamp;
@@ -415,5 +491,80 @@ mod tests {
         assert_eq!((s.min(0), s.max(0), s.dom(0).size), (0, 69, 70));
         assert_eq!(s.cell(c), 5);
         assert_eq!(range_mask(2, 60, 70), vec![0xF << 60, 0x7F]);
+    }
+}
+
+#[cfg(test)]
+mod pop_all_tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn state(s: &Store) -> (Vec<u64>, Vec<u32>, Vec<u32>, Vec<u32>, Vec<i64>, usize) {
+        (
+            s.words.clone(),
+            s.min.clone(),
+            s.max.clone(),
+            s.size.clone(),
+            s.cells.clone(),
+            s.nfixed,
+        )
+    }
+
+    /// Random levels of changes (cells made at every level, changes at
+    /// the root between rounds), undone by `pop_all` and by `pop_level`
+    /// one at a time: the same state each time, copy or no copy.
+    #[test]
+    fn pop_all_equals_undoing_every_level() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for chips in [3usize, 70] {
+            let (mut a, mut b) = (Store::new(12, chips), Store::new(12, chips));
+            for _ in 0..4 {
+                a.new_cell(0);
+                b.new_cell(0);
+            }
+            let mut copies = 0;
+            for round in 0..60 {
+                if round % 7 == 3 {
+                    // A change at the root makes a kept copy stale.
+                    let (x, lo) = (rng.random_range(0..12u32), rng.random_range(0..2u32));
+                    let _ = a.set_min(x, lo, 0);
+                    let _ = b.set_min(x, lo, 0);
+                    let c = rng.random_range(0..a.cells.len() as u32);
+                    a.set_cell(c, round);
+                    b.set_cell(c, round);
+                }
+                for _ in 0..rng.random_range(1..6) {
+                    a.push_level();
+                    b.push_level();
+                    for _ in 0..rng.random_range(0..30) {
+                        match rng.random_range(0..4) {
+                            0 => {
+                                let v = rng.random_range(-5..5);
+                                assert_eq!(a.new_cell(v), b.new_cell(v));
+                            }
+                            1 | 2 => {
+                                let c = rng.random_range(0..a.cells.len() as u32);
+                                let v = rng.random_range(-9..9);
+                                a.set_cell(c, v);
+                                b.set_cell(c, v);
+                            }
+                            _ => {
+                                let x = rng.random_range(0..12u32);
+                                let c = rng.random_range(0..chips as u32);
+                                assert_eq!(a.remove(x, c, 0).is_ok(), b.remove(x, c, 0).is_ok());
+                            }
+                        }
+                    }
+                }
+                copies += a.root.is_some() as usize;
+                a.pop_all();
+                while b.level() > 0 {
+                    b.pop_level();
+                }
+                assert_eq!(state(&a), state(&b), "round {round}, {chips} chips");
+                assert_eq!(a.level(), 0);
+            }
+            assert!(copies > 10, "the copy of the root was used in {copies} rounds");
+        }
     }
 }

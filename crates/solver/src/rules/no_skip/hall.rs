@@ -36,6 +36,11 @@ pub(super) struct Hall {
     empty: Vec<u64>,
     open: Vec<u64>,
     stack: Vec<u32>,
+    /// Every open node (and some fixed ones, dropped as the walk meets
+    /// them), without the trail: the walk looks for free nodes among these
+    /// instead of among all, most of which a late pass has fixed. `None`
+    /// after a backtrack, which can reopen nodes, until the next walk.
+    unfixed: Option<Vec<u32>>,
 }
 
 impl Hall {
@@ -49,9 +54,15 @@ impl Hall {
             empty: vec![0; cx.words()],
             open: vec![0; cx.words()],
             stack: Vec::new(),
+            unfixed: None,
         };
         h.recount(cx);
         h
+    }
+
+    /// Domains grew: the list of open nodes is rebuilt before it is used.
+    pub fn on_backtrack(&mut self) {
+        self.unfixed = None;
     }
 
     /// The counts, read off the domains.
@@ -146,14 +157,19 @@ impl Hall {
             std::mem::take(&mut self.open),
             std::mem::take(&mut self.stack),
         );
+        let mut unfixed = self
+            .unfixed
+            .take()
+            .unwrap_or_else(|| (0..cx.n() as u32).filter(|&y| !cx.is_fixed(y)).collect());
         empty.iter_mut().for_each(|w| *w = 0);
         for c in (0..=need).filter(|&c| self.empty(c, cx)) {
             set_bit(&mut empty, c as u32);
         }
         open.copy_from_slice(&empty);
         stack.clear();
-        let r = self.confine(need, &empty, &mut open, &mut stack, cx);
+        let r = self.confine(need, &empty, &mut open, &mut stack, &mut unfixed, cx);
         (self.empty, self.open, self.stack) = (empty, open, stack);
+        self.unfixed = Some(unfixed);
         r
     }
 
@@ -165,14 +181,24 @@ impl Hall {
         empty: &[u64],
         open: &mut [u64],
         stack: &mut Vec<u32>,
+        unfixed: &mut Vec<u32>,
         cx: &mut Cx,
     ) -> Result<bool, Fail> {
-        for y in 0..cx.n() as u32 {
+        // The reach of every free node together, so the order they are met
+        // in changes nothing.
+        let mut i = 0;
+        while i < unfixed.len() {
             if open.iter().all(|&w| w == 0) {
                 return Ok(false);
             }
+            let y = unfixed[i];
+            if cx.is_fixed(y) {
+                unfixed.swap_remove(i);
+                continue;
+            }
+            i += 1;
             let o = self.owner[y as usize];
-            if cx.is_fixed(y) || (o != NONE && self.matched(o as usize, y, need, cx)) {
+            if o != NONE && self.matched(o as usize, y, need, cx) {
                 continue;
             }
             stack.push(y);

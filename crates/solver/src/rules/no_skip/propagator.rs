@@ -4,22 +4,45 @@
 //!
 //! Beyond that: Hall's condition on the chips still to fill ([`Hall`]).
 //!
-//! For each chip it keeps how many domains still contain it (trailed), from
-//! the values each change removes, so a wake-up costs O(chips), not O(nodes).
+//! The rule asks only whether a chip is in no domain or in one: each chip
+//! keeps two nodes whose domains hold it (watchers, as a SAT solver watches
+//! two literals of a clause), so a node losing a chip costs a compare unless
+//! it watched it. Watchers need no trail: a backtrack only grows domains, so
+//! a watcher still holds its chip; only the chips short of two watchers are
+//! looked at again after one. A trailed count per chip cost a trail entry
+//! for every chip every node lost.
 
 use super::hall::Hall;
+use crate::domain::{bits, set_bit};
 use crate::propagator::{Cx, Propagator};
 use crate::store::Fail;
 use mcm_core::problem::GroundConstraint;
 
+/// No node.
+const NONE: u32 = u32::MAX;
+
 pub struct NoSkip {
     w: usize,
-    /// Domains containing each chip.
-    count: Vec<u32>,
+    /// Two distinct nodes whose domains hold each chip (or NONE: fewer
+    /// nodes do; `one` is NONE only when `two` is).
+    one: Vec<u32>,
+    two: Vec<u32>,
+    /// Where the next look for a watcher of each chip starts: the nodes a
+    /// look passed over do not hold the chip until a backtrack, so a pass
+    /// passes over each node about once per chip.
+    next: Vec<u32>,
+    /// Chips short of two watchers, as a bitset (a superset after a
+    /// backtrack, until `rewatch`).
+    short: Vec<u64>,
+    /// Set by a backtrack: short chips may have gained nodes.
+    stale: bool,
     /// Each variable's domain as last seen, W cells per variable.
     seen: Vec<u32>,
     /// The highest lower bound of any domain.
     need: u32,
+    /// Every domain lies below this chip (trailed): the cap of a chip
+    /// nobody can take is applied once, not at every call.
+    capped: u32,
     /// Chips already given to the one node that could fill them.
     settled: Vec<u32>,
     dirty: bool,
@@ -33,12 +56,6 @@ impl NoSkip {
 
     fn new(cx: &mut Cx) -> NoSkip {
         let w = cx.words();
-        let count = (0..cx.chips() as u32)
-            .map(|c| {
-                let k = (0..cx.n() as u32).filter(|&x| cx.dom(x).contains(c)).count();
-                cx.new_cell(k as i64)
-            })
-            .collect();
         let mut seen = Vec::with_capacity(cx.n() * w);
         for x in 0..cx.n() as u32 {
             for k in 0..w {
@@ -46,14 +63,97 @@ impl NoSkip {
                 seen.push(cx.new_cell(word as i64));
             }
         }
+        let chips = cx.chips();
+        let mut short = vec![0; w];
+        (0..chips as u32).for_each(|c| set_bit(&mut short, c));
         NoSkip {
             w,
-            count,
+            one: vec![NONE; chips],
+            two: vec![NONE; chips],
+            next: vec![0; chips],
+            short,
+            stale: true,
             seen,
             need: cx.new_cell(0),
-            settled: (0..cx.chips()).map(|_| cx.new_cell(0)).collect(),
+            capped: cx.new_cell(chips as i64),
+            settled: (0..chips).map(|_| cx.new_cell(0)).collect(),
             dirty: true,
             hall: Hall::new(cx),
+        }
+    }
+
+    /// A node other than `other` whose domain holds `c`, looked for from
+    /// `from` on (round the nodes).
+    fn watcher(c: u32, other: u32, from: u32, cx: &Cx) -> u32 {
+        let n = cx.n() as u32;
+        (from..n)
+            .chain(0..from.min(n))
+            .find(|&y| y != other && cx.dom(y).contains(c))
+            .unwrap_or(NONE)
+    }
+
+    /// `x` no longer holds `c`: another node watches it in `x`'s place.
+    fn unwatch(&mut self, x: u32, c: u32, cx: &Cx) {
+        let k = c as usize;
+        let other = if self.one[k] == x {
+            self.two[k]
+        } else if self.two[k] == x {
+            self.one[k]
+        } else {
+            return;
+        };
+        let next = match other {
+            NONE => NONE,
+            _ => Self::watcher(c, other, self.next[k], cx),
+        };
+        if next != NONE {
+            self.next[k] = next + 1;
+        }
+        (self.one[k], self.two[k]) = if other == NONE { (next, NONE) } else { (other, next) };
+        if next == NONE {
+            set_bit(&mut self.short, c);
+        }
+    }
+
+    /// `x` is fixed on `c`: it watches `c` in place of a node that is not,
+    /// since it holds `c` until a backtrack (a pass then seldom looks for a
+    /// watcher of a chip that two nodes are fixed on).
+    fn settle_watch(&mut self, x: u32, c: u32, cx: &Cx) {
+        let k = c as usize;
+        let (one, two) = (self.one[k], self.two[k]);
+        if one == x || two == x || one == NONE || two == NONE {
+            return;
+        }
+        if !cx.is_fixed(one) {
+            self.one[k] = x;
+        } else if !cx.is_fixed(two) {
+            self.two[k] = x;
+        }
+    }
+
+    /// Watchers for the short chips, after a backtrack (or at the start).
+    fn rewatch(&mut self, cx: &Cx) {
+        if !self.stale {
+            return;
+        }
+        self.stale = false;
+        for i in 0..self.w {
+            let mut word = self.short[i];
+            while word != 0 {
+                let c = i as u32 * 64 + word.trailing_zeros();
+                word &= word - 1;
+                let k = c as usize;
+                if self.one[k] == NONE {
+                    self.one[k] = Self::watcher(c, NONE, 0, cx);
+                }
+                if self.one[k] != NONE && self.two[k] == NONE {
+                    self.two[k] = Self::watcher(c, self.one[k], self.one[k] + 1, cx);
+                }
+                if self.two[k] != NONE {
+                    self.next[k] = self.two[k] + 1;
+                    self.short[i] &= !(1 << (c % 64));
+                }
+            }
         }
     }
 }
@@ -69,6 +169,7 @@ impl Propagator for NoSkip {
         if !was_fixed {
             self.hall.fixed(x, cx);
         }
+        self.rewatch(cx);
         for k in 0..self.w {
             let cell = self.seen[x as usize * self.w + k];
             let old = cx.cell(cell) as u64;
@@ -79,11 +180,13 @@ impl Propagator for NoSkip {
             }
             cx.set_cell(cell, new as i64);
             while gone != 0 {
-                let c = k * 64 + gone.trailing_zeros() as usize;
+                let c = k as u32 * 64 + gone.trailing_zeros();
                 gone &= gone - 1;
-                let cc = self.count[c];
-                cx.set_cell(cc, cx.cell(cc) - 1);
+                self.unwatch(x, c, cx);
             }
+        }
+        if let Some(c) = cx.value(x) {
+            self.settle_watch(x, c, cx);
         }
         if i64::from(cx.min(x)) > cx.cell(self.need) {
             cx.set_cell(self.need, cx.min(x) as i64);
@@ -101,34 +204,43 @@ impl Propagator for NoSkip {
             return Ok(());
         }
         self.dirty = false;
+        self.rewatch(cx);
         let need = cx.cell(self.need) as usize;
         let chips = cx.chips();
         // The first chip nobody can take: nothing may go at or above it.
-        if let Some(z) = (0..chips).find(|&c| cx.cell(self.count[c]) == 0) {
+        if let Some(z) = bits(&self.short).find(|&c| self.one[c as usize] == NONE) {
+            let z = z as usize;
             if z <= need {
                 return Err(cx.fail());
             }
-            let cap = cx.range(0, z as u32 - 1);
-            let mut shrank = false;
-            for x in 0..cx.n() as u32 {
-                if cx.max(x) as usize >= z {
-                    shrank |= cx.restrict(x, &cap)?;
+            if (z as i64) < cx.cell(self.capped) {
+                let cap = cx.range(0, z as u32 - 1);
+                let mut shrank = false;
+                for x in 0..cx.n() as u32 {
+                    if cx.max(x) as usize >= z {
+                        shrank |= cx.restrict(x, &cap)?;
+                    }
                 }
-            }
-            // Counts are stale until the changes are seen: run again then.
-            if shrank {
-                return Ok(());
+                cx.set_cell(self.capped, z as i64);
+                // Watchers are stale until the changes are seen: run again then.
+                if shrank {
+                    return Ok(());
+                }
             }
         }
         if self.hall.propagate(need.min(chips - 1), cx)? {
             return Ok(());
         }
         // Chips that must be filled and that one node alone can fill.
-        for c in 0..=need.min(chips - 1) {
-            if cx.cell(self.count[c]) == 1 && cx.cell(self.settled[c]) == 0 {
-                cx.set_cell(self.settled[c], 1);
-                if let Some(x) = (0..cx.n() as u32).find(|&x| cx.dom(x).contains(c as u32)) {
-                    cx.fix(x, c as u32)?;
+        let top = need.min(chips - 1) as u32;
+        for c in bits(&self.short).take_while(|&c| c <= top) {
+            let (k, x) = (c as usize, self.one[c as usize]);
+            if self.two[k] == NONE && x != NONE && cx.cell(self.settled[k]) == 0 {
+                cx.set_cell(self.settled[k], 1);
+                // A node fixed elsewhere in this loop no longer holds it:
+                // its change, once seen, leaves the chip to nobody.
+                if cx.dom(x).contains(c) {
+                    cx.fix(x, c)?;
                 }
             }
         }
@@ -137,6 +249,8 @@ impl Propagator for NoSkip {
 
     fn on_backtrack(&mut self) {
         self.dirty = true;
+        self.stale = true;
+        self.hall.on_backtrack();
     }
 
     fn complete(&mut self, cx: &Cx) -> Result<(), Fail> {
@@ -152,14 +266,18 @@ impl Propagator for NoSkip {
         }
     }
 
-    /// Counts, last-seen domains and the highest lower bound read off the
+    /// Watchers, last-seen domains and the highest lower bound read off the
     /// domains; no chip counts as settled (settling again fixes nothing new).
     fn propagate_from_scratch(&mut self, cx: &mut Cx) -> Result<(), Fail> {
         for c in 0..cx.chips() {
-            let k = (0..cx.n() as u32).filter(|&x| cx.dom(x).contains(c as u32)).count();
-            cx.set_cell(self.count[c], k as i64);
             cx.set_cell(self.settled[c], 0);
         }
+        self.one.fill(NONE);
+        self.two.fill(NONE);
+        self.next.fill(0);
+        (0..cx.chips() as u32).for_each(|c| set_bit(&mut self.short, c));
+        self.stale = true;
+        self.rewatch(cx);
         let mut need = 0;
         for x in 0..cx.n() as u32 {
             for k in 0..self.w {
@@ -168,6 +286,8 @@ impl Propagator for NoSkip {
             need = need.max(cx.min(x));
         }
         cx.set_cell(self.need, need as i64);
+        cx.set_cell(self.capped, cx.chips() as i64);
+        self.hall.on_backtrack();
         self.hall.recount(cx);
         self.dirty = true;
         self.late(cx)

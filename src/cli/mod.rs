@@ -323,13 +323,18 @@ const COMMAND_STACK: usize = 256 << 20;
 /// freed. glibc raises this threshold as such blocks are freed, after
 /// which the next ones come from the heap and stay resident when freed: on
 /// a graph of a million nodes that kept a third more resident than was in
-/// use (the book's performance chapter, memory per node).
+/// use (the book's performance chapter, memory per node). The heap keeps
+/// 64 MiB of headroom when it grows or shrinks: the policy network's
+/// passes free and take back many blocks below that threshold each round,
+/// and without the headroom the heap gave their pages back and faulted them
+/// in again, which doubled `rl`'s CPU time in system time.
 fn fixed_mmap_threshold() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: sets one parameter of the allocator, before any other thread
-    // exists; the value is within the range glibc accepts.
+    // SAFETY: sets two parameters of the allocator, before any other thread
+    // exists; the values are within the range glibc accepts.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
     }
 }
 

@@ -44,6 +44,18 @@ pub struct RlArgs {
     /// Fine-tuning: AdamW's learning rate (default 3e-4).
     #[arg(long, value_parser = positive)]
     pub lr: Option<f64>,
+    /// The anchor's starting temperature (falling fiftyfold over the
+    /// budget, as anneal's): a rollout scoring x lower than the anchor
+    /// (log throughput) becomes the anchor with probability exp(-x / T).
+    /// By default (or 0) only a rollout at least as good moves it: on
+    /// BERT-large, anneal's 0.01 and 0.001 ended worse (see the book).
+    #[arg(long, value_name = "T", value_parser = super::args::non_negative)]
+    pub anchor_temperature: Option<f64>,
+    /// Do not carry a rollout's moves through the pipeline (by default a
+    /// chip the moves load beyond the slowest stage passes its excess on,
+    /// chip to chip, to where there is room).
+    #[arg(long)]
+    pub no_carry: bool,
 }
 
 impl RlArgs {
@@ -59,6 +71,8 @@ impl RlArgs {
             ("epochs", self.epochs.map(|e| e.to_string())),
             ("minibatches", self.minibatches.map(|m| m.to_string())),
             ("lr", self.lr.map(|l| format!("{l:?}"))),
+            ("anchor_temperature", self.anchor_temperature.map(|t| format!("{t:?}"))),
+            ("no_carry", self.no_carry.then(|| "true".to_string())),
         ] {
             if let Some(v) = value {
                 s += &format!(", {name}: {v}");
@@ -80,6 +94,8 @@ impl RlArgs {
             ("--epochs", self.epochs.is_some()),
             ("--minibatches", self.minibatches.is_some()),
             ("--lr", self.lr.is_some()),
+            ("--anchor-temperature", self.anchor_temperature.is_some()),
+            ("--no-carry", self.no_carry),
         ];
         flags.into_iter().filter(|f| f.1).map(|f| f.0).collect()
     }
@@ -124,6 +140,7 @@ impl RlArgs {
             mode: self.rl_mode,
             moves: self.moves,
             temperature: self.temperature,
+            carry: !self.no_carry,
             ..strategy::RlOptions::default()
         };
         if let Some(e) = self.epochs {
@@ -134,6 +151,10 @@ impl RlArgs {
         }
         if let Some(lr) = self.lr {
             o.ppo.lr = lr;
+        }
+        if let Some(t) = self.anchor_temperature {
+            let a = strategy::Anneal::default();
+            o.anchor_temperature = (t > 0.0).then(|| (t, t * a.t_end / a.t_start));
         }
         o
     }
@@ -213,6 +234,18 @@ mod tests {
     fn fine_tuning_flags_reach_the_update() {
         let o = options(&["--epochs", "2", "--minibatches", "1", "--lr", "0.001"]).unwrap();
         assert_eq!((o.ppo.epochs, o.ppo.minibatches, o.ppo.lr), (2, 1, 0.001));
+        assert_eq!(
+            o.anchor_temperature,
+            crate::strategy::RlOptions::default().anchor_temperature
+        );
+        let o = options(&["--anchor-temperature", "0"]).unwrap();
+        assert_eq!(o.anchor_temperature, None);
+        assert_eq!(o.anchor_temperature, None);
+        let o = options(&["--anchor-temperature", "0.02"]).unwrap();
+        assert_eq!(o.anchor_temperature.map(|t| t.0), Some(0.02));
+        assert!(options(&["--anchor-temperature", "-1"]).is_err());
+        assert!(options(&[]).unwrap().carry);
+        assert!(!options(&["--no-carry"]).unwrap().carry);
         assert_eq!(options(&[]).unwrap(), crate::strategy::RlOptions::default());
         for bad in [["--epochs", "0"], ["--minibatches", "x"], ["--lr", "0"]] {
             let e = options(&bad).unwrap_err().to_string();

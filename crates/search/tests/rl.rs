@@ -1,7 +1,8 @@
 //! The learned strategies on a small problem exhaustive search solves: what
 //! `rl` and `rl-scratch` hand out is valid, fine-tuning improves what the
 //! rounds sample and reaches the optimum, a seed fixes a run with its PPO
-//! updates, and `auto` with the policy's rounds as a worker under a time
+//! updates, carrying a move through the pipeline relieves equal stages
+//! that single moves cannot, and `auto` with the policy's rounds as a worker under a time
 //! budget stays valid.
 
 use crate::common;
@@ -166,4 +167,58 @@ fn auto_with_the_policys_rounds_stays_valid() {
     let b = o.best.expect("a valid partition").throughput;
     assert!(b >= o.records[0].throughput.unwrap_or(0.0));
     assert!(o.elapsed_s < 1.5 + 10.0, "{} s", o.elapsed_s);
+}
+
+/// Twenty equal operations in a chain on a ring of five dies, started with
+/// five on each of the first four dies and none on the last: four equally
+/// slow stages, so moving one node onto a neighbour only slows it, and the
+/// optimum (four on each die, the compute bound) needs a chain of slides
+/// down the pipeline. With its moves carried through the pipeline (and
+/// half its moves picked on the slowest dies), `rl` reaches it within 100
+/// samples on these seeds; without, it does not.
+#[test]
+fn carrying_a_move_relieves_a_pipeline_of_equal_stages() {
+    let nodes: String = (0..20)
+        .map(|i| format!("  n{i} {{ flops = 1 GFLOP, output_bytes = 4 KiB }}\n"))
+        .collect();
+    let edges: String = (0..19).map(|i| format!("  n{i} -> n{}\n", i + 1)).collect();
+    let text = format!(
+        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
+         use std::topologies::ring\n\
+         let t = ring(n = 5, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s)\n\
+         let g = graph {{\n{nodes}{edges}}}\n\
+         partition g onto t {{\n\
+           require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n\
+           maximize throughput\n\
+         }}\n"
+    );
+    let p = common::compile_ok(&text).problem(None).expect("one problem").clone();
+    let start: Vec<u32> = (0..20).map(|i| i / 5).collect();
+    let even: Vec<u32> = (0..20).map(|i| i / 4).collect();
+    let opt = Analytical::new(&p)
+        .unwrap()
+        .evaluate(&even)
+        .throughput()
+        .expect("valid");
+    let best = |carry: bool, seed: u64| -> f64 {
+        let (j, seen) = recording_judge(&p);
+        let opts = strategy::RlOptions {
+            carry,
+            ..Default::default()
+        };
+        let mut rl = strategy::Rl::new("rl", opts).expect("the shipped policy");
+        let (o, _) =
+            strategy::run_from(&p, &j, &mut rl, Budget::Samples(100), seed, None, Some(&start)).expect("feasible");
+        assert_valid(&p, "rl", &seen.lock().unwrap());
+        o.best.expect("a valid partition").throughput
+    };
+    for seed in [1, 2, 3] {
+        let with = best(true, seed);
+        assert!(
+            (with - opt).abs() <= 1e-9 * opt,
+            "seed {seed}: {with} against the optimum {opt}"
+        );
+        let without = best(false, seed);
+        assert!(without < opt * (1.0 - 1e-6), "seed {seed}: {without} without carrying");
+    }
 }

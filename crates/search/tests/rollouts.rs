@@ -105,3 +105,36 @@ fn a_weight_kept_away_from_its_user_joins_it() {
     assert_eq!(credit, Some(vec![W as u32]));
     assert_eq!(chips[W], 1, "{chips:?}");
 }
+
+/// `propose_among` picks its moves only among the marked nodes (the
+/// slowest chips' in `rl`), by the policy's probabilities renormalised over
+/// them; with none marked that the policy would move, as `propose` does.
+#[test]
+fn moves_among_marked_nodes_pick_only_those() {
+    use mcm_search::policy::rollout::propose_among;
+    let p = chain("among", 3);
+    //               input w  n0 n1 n2 n3 n4 n5
+    let anchor = [0, 0, 0, 0, 1, 1, 2, 2];
+    // The policy would move n3 down or n4 up, equally sure of each.
+    let mut probs = certain(&anchor, 3, &[]);
+    probs[n(3)] = vec![0.5, 0.5, 0.0];
+    probs[n(4)] = vec![0.0, 0.5, 0.5];
+    let style = Style {
+        mode: Correction::Fix,
+        draw: Draw::Moves(1),
+    };
+    let mut among = vec![false; anchor.len()];
+    among[n(4)] = true;
+    let nothing = vec![false; anchor.len()];
+    let mut picked_n3 = false;
+    for seed in 0..20 {
+        let mut solver = Solver::new(&p, Options::default()).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let r = propose_among(&probs, style, &mut solver, &mut rng, Some(&anchor), Some(&among)).unwrap();
+        assert_eq!(r.credit, Some(vec![n(4) as u32]), "seed {seed}");
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let r = propose_among(&probs, style, &mut solver, &mut rng, Some(&anchor), Some(&nothing)).unwrap();
+        picked_n3 |= r.credit == Some(vec![n(3) as u32]);
+    }
+    assert!(picked_n3, "with nothing marked, the policy's picks stand");
+}

@@ -76,10 +76,24 @@ pub struct Proposal {
 /// (see [`fix_or`]) and is where [`Draw::Moves`] start from.
 pub fn propose(
     probs: &[Vec<f32>],
+    style: Style,
+    solver: &mut Solver,
+    rng: &mut impl Rng,
+    anchor: Option<&[u32]>,
+) -> Result<Proposal, Infeasible> {
+    propose_among(probs, style, solver, rng, anchor, None)
+}
+
+/// Like [`propose`], a [`Draw::Moves`] rollout picking its nodes only among
+/// those `among` marks (with the policy's probabilities, renormalised over
+/// them), when it marks any the policy gives a chance to leave.
+pub fn propose_among(
+    probs: &[Vec<f32>],
     Style { mode, draw }: Style,
     solver: &mut Solver,
     rng: &mut impl Rng,
     anchor: Option<&[u32]>,
+    among: Option<&[bool]>,
 ) -> Result<Proposal, Infeasible> {
     if mode == Correction::Sample {
         let order = node_order(solver, Order::Random, rng);
@@ -94,7 +108,7 @@ pub fn propose(
     }
     match (draw, anchor) {
         (Draw::Moves(k), Some(anchor)) => {
-            let (actions, picked) = draw_moves(probs, anchor, k, solver.problem.graph.weight_users(), rng);
+            let (actions, picked) = draw_moves(probs, anchor, k, solver.problem.graph.weight_users(), among, rng);
             let log_probs = log_probs_of(probs, &actions);
             let mut p = settle(probs, mode, (actions, log_probs), solver, rng, Some(anchor), true)?;
             p.credit = Some(picked);
@@ -110,16 +124,27 @@ fn draw_moves(
     anchor: &[u32],
     k: usize,
     weight_users: &[Option<u32>],
+    among: Option<&[bool]>,
     rng: &mut impl Rng,
 ) -> (Vec<u32>, Vec<u32>) {
     let with_user = |w: usize| weight_users[w].is_some_and(|u| anchor[u as usize] == anchor[w]);
     // A weight beside its user moves only with it, so it is never picked.
-    let leave: Vec<f64> = (0..probs.len())
+    let mut leave: Vec<f64> = (0..probs.len())
         .map(|u| match with_user(u) {
             true => 0.0,
             false => (1.0 - probs[u][anchor[u] as usize] as f64).max(0.0),
         })
         .collect();
+    if let Some(among) = among {
+        let within: Vec<f64> = leave
+            .iter()
+            .zip(among)
+            .map(|(&l, &m)| if m { l } else { 0.0 })
+            .collect();
+        if within.iter().any(|&l| l > 0.0) {
+            leave = within;
+        }
+    }
     let mut actions = anchor.to_vec();
     let mut picked = Vec::new();
     for _ in 0..rng.random_range(1..=k.max(1)) {
@@ -184,6 +209,28 @@ pub fn propose_likeliest(
         .collect();
     let log_probs = log_probs_of(probs, &actions);
     settle(probs, mode, (actions, log_probs), solver, rng, fallback, false)
+}
+
+/// `chips`, a proposal near `valid` (a valid partition), made valid by FIX
+/// deciding the nodes that differ from `valid` first; `None` when FIX gave
+/// up on it (and returned `valid`).
+pub fn fix_near(
+    probs: &[Vec<f32>],
+    chips: &[u32],
+    solver: &mut Solver,
+    rng: &mut impl Rng,
+    valid: &[u32],
+) -> Result<Option<Vec<u32>>, Infeasible> {
+    let p = settle(
+        probs,
+        Correction::Fix,
+        (chips.to_vec(), Vec::new()),
+        solver,
+        rng,
+        Some(valid),
+        true,
+    )?;
+    Ok((!p.fell_back).then_some(p.chips))
 }
 
 /// The proposal of chosen chips, the partition FIX'd, or as they are

@@ -261,7 +261,7 @@ fn argmax(row: &[f32]) -> usize {
 
 /// Placed-node adjacency, and for each node the weights only it consumes
 /// (sources with one consumer), which move with it.
-struct Neighbours {
+pub(super) struct Neighbours {
     succ: Vec<Vec<u32>>,
     pred: Vec<Vec<u32>>,
     tied: Vec<Vec<u32>>,
@@ -273,7 +273,7 @@ struct Neighbours {
 }
 
 impl Neighbours {
-    fn new(problem: &mcm_core::problem::Problem) -> Neighbours {
+    pub(super) fn new(problem: &mcm_core::problem::Problem) -> Neighbours {
         let n = problem.graph.num_placed();
         let (mut succ, mut pred) = (vec![Vec::new(); n], vec![Vec::new(); n]);
         for e in problem.graph.placed_edges() {
@@ -329,7 +329,7 @@ impl Neighbours {
     /// A single slide only overloads the neighbour; this carries the load to
     /// wherever there is room, such as an unused chip at the pipeline's end.
     /// `stages`: each chip's stage time under `at`; compute moves with nodes.
-    fn relieve(&self, at: &[u32], mut stages: Vec<f64>, rng: &mut impl Rng) -> Vec<(Vec<u32>, u32)> {
+    fn relieve(&self, at: &[u32], stages: Vec<f64>, rng: &mut impl Rng) -> Vec<(Vec<u32>, u32)> {
         let chips = stages.len() as u32;
         let max = stages.iter().copied().fold(0.0, f64::max);
         let slowest: Vec<u32> = (0..chips).filter(|&c| stages[c as usize] >= 0.999 * max).collect();
@@ -338,10 +338,26 @@ impl Neighbours {
         };
         let target = max * (1.0 - rng.random_range(0.0..0.1));
         let up = rng.random_bool(0.5);
+        self.carry(at, stages, start, up, target)
+    }
+
+    /// The chain of [`Neighbours::relieve`] from chip `start` in one
+    /// direction (`up`: to higher chips): each chip above `target` passes
+    /// its last nodes on to the next until it is under it. The slides, in
+    /// order, as (node with its tied weights, chip).
+    pub(super) fn carry(
+        &self,
+        at: &[u32],
+        mut stages: Vec<f64>,
+        start: u32,
+        up: bool,
+        target: f64,
+    ) -> Vec<(Vec<u32>, u32)> {
+        let chips = stages.len() as u32;
         let mut at = at.to_vec();
         let mut out = Vec::new();
         let mut from = start;
-        while stages[from as usize] > target {
+        while from < chips && stages[from as usize] > target {
             let to = if up { from + 1 } else { from.wrapping_sub(1) };
             if to >= chips {
                 break;

@@ -3,15 +3,21 @@
 //! rollouts asks the solver for partitions (FIX by default), the judge
 //! scores them, and unless zero-shot a PPO update fine-tunes the policy on
 //! the rewards (throughput over greedy's, shaped by the anneal strategy's
-//! plateau term) before the next round. Each round refines the best-scored
-//! partition so far, greedy's at first (or the given start, `--init`).
+//! plateau term) before the next round. The rollouts are drawn around an
+//! anchor, greedy's partition at first (or the given start, `--init`),
+//! which moves to a rollout that scores at least as well (with an anchor
+//! temperature, also to a worse one by the Metropolis rule, as anneal's
+//! state does). A rollout's moves are carried through the pipeline
+//! ([`RlOptions::carry`]), so that one move can relieve a slowest chip.
 
-use super::anneal::plateau;
+use super::anneal::{plateau, Neighbours};
 use super::Anneal;
 use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::{CostModel, Verdict};
 use crate::policy::ppo::{self, Batch, PpoConfig, Rollout};
-use crate::policy::rollout::{propose, propose_likeliest, Correction, Draw, Style, FELL_BACK};
+use crate::policy::rollout::{
+    fix_near, propose, propose_among, propose_likeliest, Correction, Draw, Proposal, Style, FELL_BACK,
+};
 use crate::policy::{checkpoint, Policy, PolicyConfig, PolicyError};
 use candle_core::{DType, Device};
 use mcm_solver::Infeasible;
@@ -45,6 +51,22 @@ pub struct RlOptions {
     /// bonus (it would flatten a pretrained policy when rewards are sparse)
     /// except from scratch.
     pub ppo: PpoConfig,
+    /// The anchor's temperature at the start and the end of the budget (on
+    /// the score, log throughput less the plateau term, as anneal's): a
+    /// rollout that scores x lower than the anchor becomes the anchor with
+    /// probability exp(-x / T). `None` (the default): only a rollout
+    /// scoring at least as well moves it (a local search); on BERT-large
+    /// anneal's schedule made the anchor wander off and end worse.
+    pub anchor_temperature: Option<(f64, f64)>,
+    /// Carry a rollout's moves through the pipeline: a chip its moves load
+    /// beyond the anchor's slowest stage passes its excess on to the next
+    /// chip the way the load came, and so on to where there is room (the
+    /// anneal strategy's relief chain, from the chip the policy overloaded),
+    /// and FIX makes the result valid. Without it a move onto a chip as
+    /// slow as the slowest only slows the pipeline, and a pipeline with
+    /// several equally slow chips (BERT-large on a ring) has no move of a
+    /// few nodes that the score prefers.
+    pub carry: bool,
 }
 
 impl Default for RlOptions {
@@ -62,6 +84,8 @@ impl Default for RlOptions {
                 entropy: 0.0,
                 ..PpoConfig::default()
             },
+            anchor_temperature: None,
+            carry: true,
         }
     }
 }
@@ -78,6 +102,9 @@ pub struct Rl {
     opts: RlOptions,
     /// Why the last run stopped early (a tensor error), for [`Strategy::failure`].
     error: Option<String>,
+    /// The problem's adjacency for [`RlOptions::carry`], set when a run
+    /// starts (`None`: no carrying).
+    nb: Option<Neighbours>,
 }
 
 impl Rl {
@@ -107,7 +134,87 @@ impl Rl {
             opt: None,
             opts,
             error: None,
+            nb: None,
         })
+    }
+
+    /// Sets up carrying for the problem when the options ask for it and the
+    /// rollouts are moves made valid by the solver.
+    fn prepare(&mut self, p: &mcm_core::problem::Problem) {
+        let moves = matches!(self.style.draw, Draw::Moves(_)) && self.style.mode == Correction::Fix;
+        self.nb = (self.opts.carry && moves).then(|| Neighbours::new(p));
+    }
+
+    /// With carrying on, which nodes sit on the slowest chips of `at` (by
+    /// the analytical model's stage times, within 0.1% of the slowest).
+    fn slowest_chips(&self, model: Option<&CostModel>, at: &[u32]) -> Option<Vec<bool>> {
+        self.nb.as_ref()?;
+        let stages = model?.stage_times(at).ok()?;
+        let max = stages.iter().copied().fold(0.0, f64::max);
+        Some(at.iter().map(|&c| stages[c as usize] >= 0.999 * max).collect())
+    }
+
+    /// A rollout's partition carried on ([`RlOptions::carry`]) and made
+    /// valid, when one of its chips is loaded beyond the anchor's slowest
+    /// stage; `None` when none is, or when FIX gave up on the result.
+    fn carried(
+        &self,
+        search: &mut Search,
+        probs: &[Vec<f32>],
+        model: Option<&CostModel>,
+        from: &[u32],
+        p: &Proposal,
+    ) -> Result<Option<Vec<u32>>, Infeasible> {
+        let (Some(nb), Some(model)) = (self.nb.as_ref(), model) else {
+            return Ok(None);
+        };
+        if p.fell_back {
+            return Ok(None);
+        }
+        let Ok(before) = model.stage_times(from) else {
+            return Ok(None);
+        };
+        let max = before.iter().copied().fold(0.0, f64::max);
+        let mut at = p.chips.clone();
+        let mut moved = false;
+        for c in 0..before.len() as u32 {
+            let Ok(stages) = model.stage_times(&at) else {
+                return Ok(None);
+            };
+            if stages[c as usize] <= max {
+                continue;
+            }
+            // The way the load came: nodes that joined from lower chips
+            // pass it up, from higher ones down.
+            let joined = |below: bool| {
+                (0..at.len())
+                    .filter(|&u| at[u] == c && from[u] != c && (from[u] < c) == below)
+                    .count()
+            };
+            let (below, above) = (joined(true), joined(false));
+            if below + above == 0 {
+                continue;
+            }
+            for (group, to) in nb.carry(&at, stages, c, below >= above, max) {
+                for v in group {
+                    at[v as usize] = to;
+                }
+                moved = true;
+            }
+        }
+        if !moved {
+            return Ok(None);
+        }
+        // Kept only when the analytical model's slowest stage is no slower
+        // than the rollout's own: FIX may have had to move much more than
+        // the chain to make it valid.
+        let slowest = |chips: &[u32]| {
+            model
+                .stage_times(chips)
+                .map_or(f64::INFINITY, |s| s.into_iter().fold(0.0, f64::max))
+        };
+        let fixed = fix_near(probs, &at, &mut search.solver, &mut search.rng, &p.chips)?;
+        Ok(fixed.filter(|c| slowest(c) <= slowest(&p.chips)))
     }
 
     fn round(
@@ -118,22 +225,26 @@ impl Rl {
         anchor: &mut (Vec<u32>, f64),
         submit: &mut Submit,
     ) -> Result<(), Stop> {
-        // The policy refines the best-scored partition so far (greedy's at
-        // first, as in training), so that what one round finds the next
-        // builds on; FIX merges a draw near it into it when it gives up.
-        let fallback = anchor.0.clone();
-        let fallback = fallback.as_slice();
+        // The policy sees the anchor as the round begins (its features'
+        // placement); each batch of rollouts is drawn around the anchor as it
+        // is then, which the batch before may have moved, so that a round
+        // walks as anneal's moves do. FIX merges a draw near the anchor into
+        // it when it gives up.
+        let seen = anchor.0.clone();
         // One forward pass draws the round's rollouts and, reused, starts
         // the update's first step.
-        let out = self.policy.forward(f, Some(fallback))?;
+        let out = self.policy.forward(f, Some(&seen))?;
         let (probs, value) = crate::policy::net::act_of(&out)?;
         let k = search.batch().max(self.opts.ppo.rollouts).min(search.remaining());
         let mut props = Vec::with_capacity(k);
         let mut verdicts = Vec::with_capacity(k);
+        let mut scores: Vec<Option<f64>> = Vec::with_capacity(k);
         // Judged as they are made, as many at once as the judge runs, so a
         // time budget ends the round where it runs out.
         while props.len() < k && !search.done() {
             let n = search.batch().min(k - props.len());
+            let from = anchor.0.clone();
+            let slowest = self.slowest_chips(score.model.as_ref(), &from);
             let mut chunk = Vec::with_capacity(n);
             for i in props.len()..props.len() + n {
                 // A dense round's first rollout is the policy's most likely
@@ -141,45 +252,70 @@ impl Rl {
                 // of moves from the anchor, and without the solver the
                 // ablation only samples.
                 let p = if i == 0 && self.style.draw == Draw::Dense && self.style.mode != Correction::NoSolver {
-                    propose_likeliest(
+                    propose_likeliest(&probs, self.opts.mode, &mut search.solver, &mut search.rng, Some(&from))
+                } else if i % 2 == 1 {
+                    // Every other rollout picks its moves on the slowest
+                    // chips, as half of anneal's moves relieve one.
+                    let among = slowest.as_deref();
+                    propose_among(
                         &probs,
-                        self.opts.mode,
+                        self.style,
                         &mut search.solver,
                         &mut search.rng,
-                        Some(fallback),
+                        Some(&from),
+                        among,
                     )
                 } else {
-                    propose(&probs, self.style, &mut search.solver, &mut search.rng, Some(fallback))
+                    propose(&probs, self.style, &mut search.solver, &mut search.rng, Some(&from))
                 };
-                chunk.push(p.map_err(Stop::Infeasible)?);
+                let mut p = p.map_err(Stop::Infeasible)?;
+                if let Some(chips) = self
+                    .carried(search, &probs, score.model.as_ref(), &from, &p)
+                    .map_err(Stop::Infeasible)?
+                {
+                    p.chips = chips;
+                }
+                chunk.push(p);
             }
             let chips: Vec<Vec<u32>> = chunk.iter().map(|p| p.chips.clone()).collect();
             let refused = chunk
                 .iter()
                 .map(|p| p.fell_back.then(|| FELL_BACK.to_string()))
                 .collect();
-            verdicts.extend(submit(search, chips, refused));
-            props.extend(chunk);
-        }
-        let scores: Vec<Option<f64>> = props
-            .iter()
-            .zip(&verdicts)
-            .map(|(p, v)| v.as_ref()?.throughput().and_then(|t| score.of(&p.chips, t)))
-            .collect();
-        // Without greedy's score (its partition invalid at evaluation) the
-        // first valid partition is the reward's unit.
-        if !score.greedy.is_finite() {
-            if let Some(s) = scores.iter().flatten().copied().reduce(f64::max) {
-                score.greedy = s;
+            let judged = submit(search, chips, refused);
+            let chunk_scores: Vec<Option<f64>> = chunk
+                .iter()
+                .zip(&judged)
+                .map(|(p, v)| v.as_ref()?.throughput().and_then(|t| score.of(&p.chips, t)))
+                .collect();
+            // Without greedy's score (its partition invalid at evaluation)
+            // the first valid partition is the reward's unit.
+            if !score.greedy.is_finite() {
+                if let Some(s) = chunk_scores.iter().flatten().copied().reduce(f64::max) {
+                    score.greedy = s;
+                }
             }
-        }
-        for (p, s) in props.iter().zip(&scores) {
-            if let Some(s) = *s {
-                if s > anchor.1 {
+            // The batch's best-scored rollout against the anchor, by the
+            // Metropolis rule (as anneal decides on its batch's best).
+            let best = chunk
+                .iter()
+                .zip(&chunk_scores)
+                .filter_map(|(p, s)| Some((p, (*s)?)))
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            if let Some((p, s)) = best {
+                let temp = self
+                    .opts
+                    .anchor_temperature
+                    .map_or(0.0, |(t0, t1)| t0 * (t1 / t0).powf(search.progress()));
+                if accepts(s, anchor.1, temp, &mut search.rng) {
                     *anchor = (p.chips.clone(), s);
                 }
             }
+            verdicts.extend(judged);
+            scores.extend(chunk_scores);
+            props.extend(chunk);
         }
+        let fallback = seen.as_slice();
         if self.opts.zero_shot {
             return Ok(());
         }
@@ -215,6 +351,16 @@ impl Rl {
         }
         Ok(())
     }
+}
+
+/// Whether the anchor, scoring `at`, moves to a rollout scoring `s`:
+/// always when `s` is at least as good, else with probability
+/// exp((s - at) / temp) (never at temperature 0), anneal's Metropolis rule
+/// on the same score. Accepting worse partitions lets the rounds leave one
+/// that no draw of a few moves improves (greedy's on BERT-large for some
+/// seeds) instead of sampling around it for the whole budget.
+fn accepts(s: f64, at: f64, temp: f64, rng: &mut impl rand::Rng) -> bool {
+    s >= at || (temp > 0.0 && rng.random::<f64>() < ((s - at) / temp).exp())
 }
 
 /// How a round's partitions are judged: as the strategy's own samples, or
@@ -313,6 +459,7 @@ impl Strategy for Rl {
             }
         }
         let p = search.problem;
+        self.prepare(p);
         // Greedy's throughput (within the root domains, settled), judged
         // outside the budget, normalises rewards.
         let allowed = search.allowed();
@@ -431,8 +578,9 @@ impl Tuner {
     /// The worker, or `None` without a loadable shipped policy (a source
     /// tree without `models/`), an incumbent or features for the problem.
     pub(super) fn new(search: &mut Search, best: &super::incumbent::Incumbent) -> Option<Tuner> {
-        let rl = Rl::new("auto", RlOptions::default()).ok()?;
+        let mut rl = Rl::new("auto", RlOptions::default()).ok()?;
         let p = search.problem;
+        rl.prepare(p);
         let f = rl.policy.features(&p.graph, &p.package).ok()?;
         let mut score = Score {
             model: CostModel::new(p).ok(),
@@ -488,9 +636,10 @@ impl Tuner {
 
 #[cfg(test)]
 mod tests {
-    use super::{Rl, RlOptions, Score};
+    use super::{accepts, Rl, RlOptions, Score};
     use crate::cost::{Judge, JudgeOptions};
     use crate::strategy::{run, Budget};
+    use rand::SeedableRng;
 
     /// The first weight of a from-scratch policy after a one-sample run
     /// (one sample ends the run before any update) under `seed`.
@@ -540,5 +689,25 @@ mod tests {
         assert!((s.reward(s.of(&[0], 100.0).unwrap()) - 1.0).abs() < 1e-6);
         assert!((s.reward(s.of(&[0], 150.0).unwrap()) - 1.5).abs() < 1e-6);
         assert_eq!(s.reward(f64::INFINITY), 0.0);
+    }
+
+    /// The anchor's rule: a rollout at least as good always moves it; a
+    /// worse one never at temperature 0 (a local search, which stays on a
+    /// partition no draw improves), and otherwise about as often as
+    /// exp(-loss / T) says.
+    #[test]
+    fn the_anchor_takes_worse_rollouts_as_the_metropolis_rule_says() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        assert!(accepts(1.0, 1.0, 0.0, &mut rng));
+        assert!(accepts(1.5, 1.0, 0.0, &mut rng));
+        assert!(accepts(-3.0, f64::NEG_INFINITY, 0.0, &mut rng));
+        assert!((0..1000).all(|_| !accepts(0.99, 1.0, 0.0, &mut rng)));
+        let taken = (0..10_000).filter(|_| accepts(0.99, 1.0, 0.01, &mut rng)).count();
+        let expected = 10_000.0 * (-1.0f64).exp();
+        assert!(
+            (taken as f64 - expected).abs() < 200.0,
+            "{taken} of 10000, expected about {expected}"
+        );
+        assert!((0..1000).all(|_| !accepts(0.5, 1.0, 0.001, &mut rng)));
     }
 }

@@ -499,7 +499,9 @@ mod pop_all_tests {
     use super::*;
     use rand::{Rng, SeedableRng};
 
-    fn state(s: &Store) -> (Vec<u64>, Vec<u32>, Vec<u32>, Vec<u32>, Vec<i64>, usize) {
+    type State = (Vec<u64>, Vec<u32>, Vec<u32>, Vec<u32>, Vec<i64>, usize);
+
+    fn state(s: &Store) -> State {
         (
             s.words.clone(),
             s.min.clone(),

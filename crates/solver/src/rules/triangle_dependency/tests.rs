@@ -69,6 +69,96 @@ fn a_node_far_from_a_new_arc_is_confined_by_it() {
     s.assert_dom(4, &[0, 2]);
 }
 
+/// With acyclic flow and a per-chip count at 1.5x the average (the pipeline
+/// rules and a binding count, as a user writes them), against enumeration:
+/// no chip of a valid completion of random decisions is pruned, and
+/// propagation fails only when none exists.
+#[test]
+fn with_flow_and_a_tight_count_no_valid_completion_is_pruned() {
+    use crate::checker::Checker;
+    use crate::harness::{random_instance, rule};
+    use mcm_core::problem::{CmpOp, Formula, Term};
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(61);
+    let tri = native("triangle_dependency");
+    let (mut pruned, mut failed) = (0, 0);
+    for case in 0..300 {
+        let (g, p) = random_instance(&mut rng, 6, 4);
+        let (n, c) = (g.num_placed(), p.num_chips());
+        let cap = (1.5 * n as f64 / c as f64).ceil();
+        let on = |u: usize, k: usize| Formula::Cmp(CmpOp::Eq, Term::Chip(u as u32), Term::Const(k as f64));
+        let count = rule(
+            (0..c)
+                .map(|k| {
+                    Formula::Cmp(
+                        CmpOp::Le,
+                        Term::Count((0..n).map(|u| on(u, k)).collect()),
+                        Term::Const(cap),
+                    )
+                })
+                .collect(),
+        );
+        let flow = rule(
+            g.placed_edges()
+                .iter()
+                .map(|e| Formula::Cmp(CmpOp::Le, Term::Chip(e.src), Term::Chip(e.dst)))
+                .collect(),
+        );
+        let fixed: Vec<Option<u32>> = (0..n)
+            .map(|_| rng.random_bool(0.4).then(|| rng.random_range(0..c as u32)))
+            .collect();
+        let mut s = TestSolver::new(&g, &p).upward();
+        let ok = (|| {
+            s.post(crate::rules::Precedence::build, &flow)?;
+            s.post(Triangle::build, &tri)?;
+            s.post(crate::families::build, &count)?;
+            for (x, f) in fixed.iter().enumerate() {
+                if let Some(v) = f {
+                    s.set(x as u32, &[*v])?;
+                }
+            }
+            s.propagate()
+        })()
+        .is_ok();
+        let mut place = vec![0u32; n];
+        for k in 0..c.pow(n as u32) {
+            let mut r = k;
+            for v in place.iter_mut() {
+                *v = (r % c) as u32;
+                r /= c;
+            }
+            if fixed.iter().zip(&place).any(|(f, v)| f.is_some_and(|f| f != *v)) || !holds(&g, c, &place) {
+                continue;
+            }
+            let checker = Checker::over(&g, &p, &place);
+            if !flow
+                .instances
+                .iter()
+                .chain(count.instances.iter())
+                .all(|i| checker.holds(&i.formula))
+            {
+                continue;
+            }
+            assert!(
+                ok,
+                "case {case}: propagation failed, but {place:?} completes the decisions"
+            );
+            for (x, &v) in place.iter().enumerate() {
+                assert!(
+                    s.dom(x as u32).contains(&v),
+                    "case {case}: chip {v} of node {x} pruned; {place:?} is valid"
+                );
+            }
+        }
+        failed += usize::from(!ok);
+        pruned += (0..n).filter(|&x| ok && s.dom(x as u32).len() < c).count();
+    }
+    assert!(
+        failed > 0 && pruned > 0,
+        "the rules bind: {failed} failed, {pruned} pruned"
+    );
+}
+
 /// Weights w1 and w2 feed s and t, and s feeds t.
 fn two_weights() -> mcm_core::graph::Graph {
     graph(&[1, 1, 0, 0], &[(0, 2), (1, 3), (2, 3)])

@@ -12,7 +12,7 @@ use crate::policy::PolicyError;
 use crate::strategy::{greedy_start, Allowed};
 use mcm_core::problem::Problem;
 use std::path::Path;
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,10 +86,8 @@ impl Pending {
     pub fn receive(&self, i: usize, within: Option<Duration>) -> Option<Vec<Vec<f32>>> {
         let r = self.made.get(i)?;
         match within {
-            Some(w) => match r.recv_timeout(w) {
-                Ok(p) => p,
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-            },
+            // Timed out or disconnected (the thread failed): nothing.
+            Some(w) => r.recv_timeout(w).ok().flatten(),
             None => r.recv().ok().flatten(),
         }
     }

@@ -373,8 +373,9 @@ impl Strategy for Auto {
             (true, true) => DP_CUTS,
             (true, false) => usize::MAX,
         };
-        // The learned placers' networks think while the heuristics' proposals are settled.
-        let learned = whole.then(|| {
+        // The learned placers' networks think while the heuristics' proposals
+        // are settled; none past the deadline, where nothing more is judged.
+        let learned = (whole && !search.done()).then(|| {
             let allowed = search.allowed();
             crate::placers::zero_shot::spawn(search.problem, allowed, search.seed())
         });

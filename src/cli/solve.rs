@@ -35,9 +35,11 @@ pub struct SolveArgs {
     #[arg(long)]
     pub problem: Option<String>,
     /// greedy, random, anneal, dp, rl, rl-zero-shot, rl-scratch, rl-nosolver,
-    /// exact, lns, auto, or a heuristic of the literature: hash,
-    /// critical-path, m-topo, m-etf, m-sct, metis, parmesan (default: auto
-    /// with `--time`, dp otherwise).
+    /// exact, lns, auto, a heuristic of the literature: hash,
+    /// critical-path, m-topo, m-etf, m-sct, metis, parmesan, or a learned
+    /// placer of the literature: hdp, placeto, placeto-tune,
+    /// placeto-scratch, gdp, gdp-scratch, mars, mars-nopretrain (default:
+    /// auto with `--time`, dp otherwise).
     #[arg(long)]
     pub strategy: Option<String>,
     /// Budget in samples (evaluated partitions); 1000 when neither

@@ -139,6 +139,12 @@ pub(crate) fn features(net: &dyn Net, p: &mcm_core::problem::Problem) -> Result<
     GraphFeatures::new(&p.graph, &p.package, net.op_buckets(), &Device::Cpu, DType::F32)
 }
 
+/// The network's distributions over chips on problem `p`, as the solver
+/// takes them: what its likeliest placement is decoded from.
+pub(crate) fn distributions(net: &dyn Net, p: &mcm_core::problem::Problem) -> Result<Vec<Vec<f32>>, PolicyError> {
+    Ok(act(net, &features(net, p)?)?.0)
+}
+
 /// The network's distributions as the solver takes them, and its value.
 fn act(net: &dyn Net, f: &GraphFeatures) -> Result<(Vec<Vec<f32>>, f32), PolicyError> {
     let (lp, value) = net.forward(f)?;

@@ -6,7 +6,8 @@
 //! solver like `rl`'s, and their rewards come from the judge, so each works
 //! under either objective. `hdp` and `placeto` share a REINFORCE loop
 //! ([`reinforce`]); `gdp` and `mars` one PPO agent loop ([`agent`]) and one
-//! way of cutting the node sequence into segments ([`seq`]).
+//! way of cutting the node sequence into segments ([`seq`]). `auto` judges
+//! their zero-shot placements among its first partitions ([`zero_shot`]).
 
 pub mod agent;
 pub mod gdp;
@@ -19,3 +20,4 @@ mod seq;
 mod small_problem;
 #[cfg(test)]
 pub(crate) mod testing;
+pub(crate) mod zero_shot;

@@ -1,7 +1,9 @@
 //! `auto`: the portfolio. A first incumbent from the heuristics (the given
 //! start, greedy's fill, dp's best cuts: all of them under a sample
 //! budget) and the shipped learned policy (zero-shot proposals around it,
-//! [`super::rl::policy_offers`]), then `lns` (windows around the
+//! [`super::rl::policy_offers`]) and the learned placers' zero-shot
+//! placements (GDP's, Mars's and Placeto's, [`crate::placers::zero_shot`],
+//! their networks run on threads of their own meanwhile), then `lns` (windows around the
 //! bottleneck under a target below the incumbent) and `exact` (bisection of
 //! the whole problem between the proven bound and the incumbent) share the
 //! budget, each on its own SAT worker ([`super::sat_worker`]): every
@@ -32,7 +34,8 @@
 //! Under an objective the SAT backing cannot encode (`minimize step_time`)
 //! the portfolio is another: every heuristic's proposal, greedy's and every
 //! dp cut, each settled as its own strategy settles it
-//! ([`super::proposals`]), then the learned policy's proposals, then
+//! ([`super::proposals`]), then the learned policy's proposals and the
+//! learned placers' placements, then
 //! annealing from the best of them for the rest of the budget, samples or
 //! seconds ([`refine`]). It is never behind any of those strategies on the
 //! same seed.
@@ -370,6 +373,12 @@ impl Strategy for Auto {
             (true, true) => DP_CUTS,
             (true, false) => usize::MAX,
         };
+        // The learned placers' networks think while the heuristics' proposals
+        // are settled; none past the deadline, where nothing more is judged.
+        let learned = (whole && !search.done()).then(|| {
+            let allowed = search.allowed();
+            crate::placers::zero_shot::spawn(search.problem, allowed, search.seed())
+        });
         let Some(Start { model, mut best, lb }) = incumbent::start(search, cuts)? else {
             return Ok(());
         };
@@ -392,6 +401,9 @@ impl Strategy for Auto {
         }
         if best.found() {
             super::rl::policy_offers(search, &model, &mut best, POLICY_DRAWS)?;
+            if let Some(pending) = learned {
+                super::proposals::judge_learned(search, &model, &mut best, pending)?;
+            }
         }
         if proxy {
             return refine(search, &model, &mut best);

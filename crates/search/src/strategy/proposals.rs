@@ -18,8 +18,11 @@ use super::dp::candidates;
 use super::heuristics::{self, Kind};
 use super::incumbent::Incumbent;
 use super::{greedy_start, settle_full, Search};
+use crate::placers::zero_shot::Pending;
+use crate::policy::rollout::{propose_likeliest, Correction};
 use mcm_core::latency::LatencyModel;
 use mcm_solver::Infeasible;
+use mcm_solver::Order;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
@@ -208,4 +211,58 @@ fn settle_on(
         Err(_) if cut || search.solver.cut_short() => Ok(Settled::NotYet),
         Err(inf) => Err(inf),
     }
+}
+
+/// Judges the learned placers' zero-shot placements ([`Pending`]) into
+/// `best`, each made valid as that placer's first sample is: greedy's fill
+/// settled in a random node order on a generator seeded by the run's seed,
+/// then FIX of the likeliest placement around it. So with the same seed
+/// `auto` ends no worse than `gdp`'s or `mars`'s first sample. Under a time
+/// budget a network still at work when the budget ends is not waited for.
+pub(super) fn judge_learned(
+    search: &mut Search,
+    model: &LatencyModel,
+    best: &mut Incumbent,
+    pending: Pending,
+) -> Result<(), Infeasible> {
+    let problem = search.problem;
+    let allowed = search.allowed();
+    let fresh = ChaCha8Rng::seed_from_u64(search.seed());
+    let kept_rng = std::mem::replace(&mut search.rng, fresh);
+    let kept_order = std::mem::replace(&mut search.order, Order::Random);
+    // Every placer starts from the same settled fill, on the generator as
+    // it is after settling it.
+    let anchor = settle_full(search, &greedy_start(problem, &allowed));
+    let after = search.rng.clone();
+    let mut made = Vec::new();
+    if let Ok(anchor) = &anchor {
+        for i in 0..pending.len() {
+            if search.done() {
+                break;
+            }
+            let within = search.time_left().map(Duration::from_secs_f64);
+            let Some(probs) = pending.receive(i, within) else {
+                continue;
+            };
+            search.rng = after.clone();
+            let prop = propose_likeliest(
+                &probs,
+                Correction::Fix,
+                &mut search.solver,
+                &mut search.rng,
+                Some(anchor),
+            );
+            // FIX gave up: the anchor merged, nothing new to judge.
+            match prop {
+                Ok(p) if !p.fell_back => made.push(p.chips),
+                _ => {}
+            }
+        }
+    }
+    search.rng = kept_rng;
+    search.order = kept_order;
+    for chips in made {
+        best.offer(search, model, chips);
+    }
+    Ok(())
 }

@@ -137,6 +137,84 @@ fn auto_under_step_time_is_no_worse_than_greedy_dp_or_any_heuristic_on_a_cluster
 }
 
 #[test]
+fn auto_judges_the_learned_placers_first_samples_and_ends_no_worse() {
+    // gdp's and mars's first sample is their network's likeliest placement
+    // made valid around greedy's fill (none when FIX gives up on it); auto
+    // judges the same partition among its first ones, seeded alike, and
+    // Placeto's likeliest walk besides.
+    let mut checked = Vec::new();
+    for (objective, seed) in crate::placers::testing::OBJECTIVES
+        .into_iter()
+        .flat_map(|o| [(o, 5), (o, 6)])
+    {
+        let p = problem(objective);
+        let outcome = |name: &str, samples: usize, seed: u64| {
+            let mut s = by_name(name, &RlOptions::default()).unwrap().unwrap();
+            let judge = Judge::new(&p, &JudgeOptions::default()).expect("a judge");
+            run(&p, &judge, s.as_mut(), Budget::Samples(samples), seed, None).expect("feasible")
+        };
+        let auto = outcome("auto", 60, seed);
+        let best = auto.best.as_ref().expect("auto found a partition").throughput;
+        for name in ["gdp", "mars"] {
+            let Some(first) = outcome(name, 1, seed).best.map(|b| b.throughput) else {
+                continue;
+            };
+            assert!(
+                auto.records.iter().any(|r| r.throughput == Some(first)),
+                "{objective}, seed {seed}: auto never judged {name}'s first sample ({first})"
+            );
+            assert!(
+                best >= first,
+                "{objective}, seed {seed}: auto {best} below {name}'s first sample {first}"
+            );
+            checked.push((objective, seed, name));
+        }
+    }
+    assert!(checked.len() >= 4, "few placers' first samples were valid: {checked:?}");
+}
+
+#[test]
+fn the_learned_placers_placements_are_judged_as_their_first_samples() {
+    // `judge_learned` makes GDP's and Mars's likeliest placements valid as
+    // their own first samples are made: the scores of one-sample `gdp` and
+    // `mars` runs are among the samples it adds, one per placer at most.
+    use crate::placers::zero_shot::{spawn, PLACERS};
+    let mut checked = 0;
+    for objective in crate::placers::testing::OBJECTIVES {
+        let p = problem(objective);
+        let judge = Judge::new(&p, &JudgeOptions::default()).expect("a judge");
+        for seed in [5, 6] {
+            let first = |name: &str| {
+                let mut s = by_name(name, &RlOptions::default()).unwrap().unwrap();
+                let o = run(&p, &judge, s.as_mut(), Budget::Samples(1), seed, None).expect("feasible");
+                o.best.map(|b| b.throughput)
+            };
+            let mut search = super::Search::new(&p, &judge, Budget::Samples(100), seed).expect("feasible");
+            let start = super::incumbent::start(&mut search, 0).unwrap().expect("a model");
+            let mut best = start.best;
+            let before = search.samples();
+            let pending = spawn(&p, search.allowed(), seed);
+            super::proposals::judge_learned(&mut search, &start.model, &mut best, pending).unwrap();
+            let added: Vec<Option<f64>> = search.records[before..].iter().map(|r| r.throughput).collect();
+            assert!(
+                !added.is_empty() && added.len() <= PLACERS.len(),
+                "{objective}: {added:?}"
+            );
+            for name in ["gdp", "mars"] {
+                if let Some(f) = first(name) {
+                    assert!(
+                        added.contains(&Some(f)),
+                        "{objective}, seed {seed}: {name}'s {f} not in {added:?}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked >= 4, "only {checked} first samples were valid");
+}
+
+#[test]
 fn auto_under_step_time_spends_its_whole_sample_budget_annealing() {
     // After the proposals auto anneals from the best of them, every
     // sample judged by the step time; no SAT question (which costs no

@@ -282,6 +282,27 @@ pub fn episode(
     Ok(out)
 }
 
+/// Placeto's zero-shot placement without the judge in the loop: an
+/// episode from `start` in which every visit takes the likeliest device
+/// and keeps its move (the placement is the next visit's feature, as in an
+/// episode). `auto` judges it among its first partitions.
+pub fn likeliest_walk(net: &PlacetoNet, problem: &Problem, start: &[u32]) -> Result<Vec<u32>, PolicyError> {
+    let f = features(net, problem)?;
+    let plan = Plan::new(problem, net.config.groups);
+    let mut chips = start.to_vec();
+    for t in 0..plan.members.len() {
+        let members = Tensor::from_vec(plan.members[t].clone(), plan.members[t].len(), &Device::Cpu)?;
+        let lp = net.log_probs(&f, &plan.state(&chips, t)?, &members, &plan.devices(&chips, t)?)?;
+        let lp = lp.to_vec1::<f32>()?;
+        // The first of equally likely devices, so that a run is the same.
+        let d = (0..lp.len()).fold(0, |b, d| if lp[d] > lp[b] { d } else { b }) as u32;
+        for &u in &plan.members[t] {
+            chips[u as usize] = d;
+        }
+    }
+    Ok(chips)
+}
+
 /// Per-visit baselines and the REINFORCE step on one episode.
 pub struct Learner {
     opt: AdamW,

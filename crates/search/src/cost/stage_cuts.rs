@@ -47,7 +47,7 @@ const STEPS: usize = 50;
 pub(super) fn bound(graph: &Graph, model: &LatencyModel, ordered: bool) -> Option<Bound> {
     let c = model.num_chips();
     let n = graph.num_placed();
-    if !ordered || model.is_profiled() || c < 2 || c > MAX_CHIPS || n == 0 || n > MAX_NODES {
+    if !ordered || model.is_profiled() || !(2..=MAX_CHIPS).contains(&c) || n == 0 || n > MAX_NODES {
         return None;
     }
     let links = line_links(model)?;
@@ -57,7 +57,7 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, ordered: bool) -> Optio
     let total = intervals.last().map_or(0.0, |i| i.hi);
     let feasible = |t: f64| reaches(&intervals, total, compute, &bandwidth, t);
     let (mut lo, mut hi) = (0.0, total / compute[0]);
-    if !(hi > 0.0) || !feasible(hi) {
+    if hi.is_nan() || hi <= 0.0 || !feasible(hi) {
         return None;
     }
     for _ in 0..STEPS {

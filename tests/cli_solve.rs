@@ -27,10 +27,11 @@ fn eval_prints_the_cost_of_a_shipped_partition() {
         out.contains("latency 2.916 us (throughput 342894.1362 /s); bottleneck `die[0]`"),
         "{out}"
     );
-    // The proven bound is fc1 alone: 2.097 us.
+    // The proven bound: die[0]'s stage can be no shorter (fc1 and the
+    // cheapest cut after it), so the partition is optimal.
     assert!(
         out.contains(
-            "bound   2.097 us (throughput 476837.1582 /s), proven (node `fc1` on the fastest chip): gap 1.39x"
+            "bound   2.916 us (throughput 342894.1362 /s), proven (stage boundaries: each chip's flops plus the cheapest cut its boundary can take): gap 1.00x"
         ),
         "{out}"
     );
@@ -87,11 +88,12 @@ fn eval_prints_the_cost_of_a_shipped_partition() {
     close(f(&c["latency_s"]), 2.916352e-6);
     close(f(&c["throughput"]), 1.0 / 2.916352e-6);
     close(f(&v["verdict"]["throughput"]), f(&c["throughput"]));
-    // `fc1`'s 2 Mi FLOP at 1 TFLOP/s, above total / total: (2 Mi + 2 Ki +
-    // 2 Mi + 1 Ki) FLOP over 4 TFLOP/s.
-    close(f(&c["bound_latency_s"]), 2_097_152.0 / 1e12);
-    close(f(&c["bound_throughput"]), 1e12 / 2_097_152.0);
-    assert_eq!(c["bound"]["kind"], "largest_node");
+    // The stage boundaries: die[0]'s stage (`fc1` and the cheapest cut after
+    // it) can be no shorter, above `fc1` alone (2 Mi FLOP at 1 TFLOP/s).
+    close(f(&c["bound_latency_s"]), 2.916352e-6);
+    close(f(&c["bound_throughput"]), 1.0 / 2.916352e-6);
+    assert!(f(&c["bound_latency_s"]) > 2_097_152.0 / 1e12);
+    assert_eq!(c["bound"]["kind"], "stage_cuts");
     assert_eq!(c["bottleneck"], 0);
     assert_eq!(c["memory_overflow"], serde_json::Value::Null);
     let chips = c["chips"].as_array().unwrap();
@@ -891,10 +893,10 @@ fn solve_says_when_its_best_is_proven_optimal() {
     close(v["proven_bound_latency_s"].as_f64().unwrap(), 1e-3);
     assert_eq!(v["proven_bound"]["kind"], "largest_node");
 
-    // The quickstart's best at 10 samples is above its bound: no claim.
+    // BERT-large's best at 10 samples (dp's cut) is above its bound: no claim.
     let v = json(&mcmpart(&[
         "solve",
-        "examples/quickstart.mcm",
+        "examples/bert_ring36.mcm",
         "--budget",
         "10",
         "--out",

@@ -4,6 +4,7 @@
 use super::bounds::{self, Bound, Chips};
 use super::memory::{self, EdgeIndex, MemoryOverflow, PeakMemory};
 use super::objective::{Objective, Report};
+use super::stage_cuts;
 use super::CostError;
 use mcm_core::graph::Graph;
 use mcm_core::latency::LatencyModel;
@@ -27,6 +28,8 @@ pub struct CostModel {
     /// The rules confine the nodes between an edge's ends to its two chips
     /// (`acyclic_flow` and `triangle_dependency` both required).
     confined: bool,
+    /// The rules order the chips along every edge (`acyclic_flow`).
+    ordered: bool,
     /// The structural bounds, made on first use (most models never report).
     bounds: OnceLock<Vec<Bound>>,
 }
@@ -104,9 +107,14 @@ impl CostModel {
         let confined = ["acyclic_flow", "triangle_dependency"]
             .iter()
             .all(|k| problem.constraints.iter().any(|g| g.native.as_deref() == Some(*k)));
+        let ordered = problem
+            .constraints
+            .iter()
+            .any(|g| g.native.as_deref() == Some("acyclic_flow"));
         Ok(CostModel {
             edges: EdgeIndex::new(&graph),
             confined,
+            ordered,
             bounds: OnceLock::new(),
             core: Arc::new(core),
             graph,
@@ -151,7 +159,9 @@ impl CostModel {
                 pairs: self.chip_pairs(),
                 shortest: self.core.is_profiled().then(|| self.core.shortest_op_times()),
             };
-            bounds::structural(&self.graph, &chips, self.confined)
+            let mut all = bounds::structural(&self.graph, &chips, self.confined);
+            all.extend(stage_cuts::bound(&self.graph, &self.core, self.ordered));
+            all
         })
     }
 

@@ -24,6 +24,10 @@
 //!   T ≥ (F_S + c_a·B / bw(l)) / (c_a + c_b). The bound is the least of
 //!   these over the cases (one chip, every ordered pair with a route).
 //!
+//! - **Stage cuts**: on a line of chips under `acyclic_flow`, each chip's
+//!   flops plus the cheapest cut its stage boundary can take
+//!   ([`super::stage_cuts`], added by the cost model beside these).
+//!
 //! With measured op times a node's time depends on the chip's kind, not
 //! on flops / c alone. Each bound above then holds with every node charged
 //! its shortest time on any chip (a chip spends at least that on it) in
@@ -48,6 +52,9 @@ pub enum BoundKind {
     LargestNode,
     /// An edge and the nodes it confines to its two chips.
     EdgeSpan,
+    /// The pipeline's stage boundaries: each chip's flops plus the cheapest
+    /// cut its boundary can take (`stage_cuts`).
+    StageCuts,
     /// A target the `exact` strategy's SAT search proved unreachable.
     Exact,
     /// Step time: the longest path, each op at its fastest.
@@ -65,6 +72,7 @@ impl BoundKind {
             BoundKind::TotalCompute => "total_compute",
             BoundKind::LargestNode => "largest_node",
             BoundKind::EdgeSpan => "edge_span",
+            BoundKind::StageCuts => "stage_cuts",
             BoundKind::Exact => "exact",
             BoundKind::CriticalPath => "critical_path",
             BoundKind::TotalWork => "total_work",

@@ -13,6 +13,7 @@ mod external;
 mod memory;
 pub mod objective;
 mod service;
+mod stage_cuts;
 mod step;
 
 pub use analytical::{ChipCost, CostModel, CostReport, LinkCost};

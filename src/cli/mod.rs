@@ -323,19 +323,44 @@ const COMMAND_STACK: usize = 256 << 20;
 /// freed. glibc raises this threshold as such blocks are freed, after
 /// which the next ones come from the heap and stay resident when freed: on
 /// a graph of a million nodes that kept a third more resident than was in
-/// use (the book's performance chapter, memory per node). The heap keeps
-/// 64 MiB of headroom when it grows or shrinks: the policy network's
-/// passes free and take back many blocks below that threshold each round,
-/// and without the headroom the heap gave their pages back and faulted them
-/// in again, which doubled `rl`'s CPU time in system time.
+/// use (the book's performance chapter, memory per node).
 fn fixed_mmap_threshold() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: sets two parameters of the allocator, before any other thread
-    // exists; the values are within the range glibc accepts.
+    // SAFETY: sets one parameter of the allocator, before any other thread
+    // exists; the value is within the range glibc accepts.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
-        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
     }
+}
+
+/// The heap keeps 64 MiB of headroom when it grows or shrinks, for commands
+/// that run a policy network: its passes free and take back many blocks
+/// below the mmap threshold each round, and without the headroom the heap
+/// gave their pages back and faulted them in again, which doubled `rl`'s
+/// CPU time in system time. Not for the others, whose peak on a large graph
+/// the headroom would raise (memory per node).
+fn heap_headroom(command: &Command) {
+    let learned = |s: &str| {
+        ["rl", "hdp", "placeto", "gdp", "mars"]
+            .iter()
+            .any(|l| s == *l || s.starts_with(&format!("{l}-")))
+    };
+    let runs_a_network = match command {
+        Command::Train { .. } => true,
+        Command::Solve { args, .. } => args.strategy.as_deref().is_some_and(learned),
+        Command::Compare { args, .. } => args.strategies.iter().any(|s| learned(s)),
+        _ => false,
+    };
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if runs_a_network {
+        // SAFETY: sets one parameter of the allocator, before any other
+        // thread exists; the value is within the range glibc accepts.
+        unsafe {
+            libc::mallopt(libc::M_TOP_PAD, 64 << 20);
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = runs_a_network;
 }
 
 pub fn main() -> i32 {
@@ -345,6 +370,7 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => return parse_error(&e),
     };
+    heap_headroom(&cli.command);
     // Deep but legal inputs recurse deeply in the front end: give it room,
     // and the threads that search, train and judge.
     if let Err(e) = rayon::ThreadPoolBuilder::new()

@@ -170,3 +170,40 @@ fn auto_claims_no_bound_above_the_optimum() {
     assert!(cases >= 50, "{cases} cases");
     assert!(proved * 10 >= cases * 8, "auto proved {proved} of {cases} optima");
 }
+
+/// A problem too large for `exact` under a sample budget (`lns::FREE_CAP`):
+/// once lns's sweeps find nothing, auto anneals from its best for the
+/// samples left instead of ending there, so it spends its whole budget
+/// unless it has proven its best optimal.
+#[test]
+fn auto_spends_a_sample_budget_its_workers_leave() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut g = String::new();
+    for i in 0..60 {
+        g += &format!(
+            "  n{i} {{ flops = {} GFLOP, output_bytes = {} MB }}\n",
+            rng.random_range(1..=9),
+            rng.random_range(1..=4)
+        );
+    }
+    for i in 1..60 {
+        g += &format!("  n{} -> n{i}\n", i - 1);
+    }
+    let text = format!(
+        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
+         use std::topologies::ring\n\
+         let t = ring(n = 20, memory = 1 GiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{\n{g}}}\n\
+         partition g onto t {{ require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n maximize throughput }}\n"
+    );
+    let p = crate::bounds::problem(&text);
+    let (judge, _) = checked_judge(&p);
+    let o = run(&p, &judge, &mut Auto, Budget::Samples(400), None);
+    let best = o.best.as_ref().expect("a valid partition");
+    let proven = o.proven_bound_s.is_some_and(|b| b * best.throughput >= 1.0 - 1e-9);
+    assert!(
+        proven || o.records.len() == 400,
+        "auto ended after {} of 400 samples, unproven",
+        o.records.len()
+    );
+}

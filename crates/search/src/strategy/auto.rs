@@ -457,8 +457,15 @@ impl Strategy for Auto {
         if search.timed() {
             let tuner = Tuner::new(search, &p.best);
             p.race(search, tuner);
-        } else {
-            p.turns(search);
+            return Ok(());
+        }
+        p.turns(search);
+        // The workers stop asking before a sample budget is spent when lns
+        // finds nothing in its sweeps and exact is off (a large problem):
+        // the samples left anneal from the best, as under a proxy target,
+        // so that auto is not behind a strategy that spends them.
+        if !search.done() && !p.optimal() {
+            return refine(search, &p.model, &mut p.best);
         }
         Ok(())
     }

@@ -256,9 +256,6 @@ impl Graph {
         &self.nodes[self.placed[d as usize]]
     }
 
-    /// A topological order of the decision nodes in which nodes without inputs
-    /// (weights, constants) come right before their first consumer instead of
-    /// wherever the graph's order has them, so a stage keeps its weights.
     /// Each placed node's position along [`Graph::pipeline_order`].
     pub fn pipeline_rank(&self) -> Vec<u32> {
         let order = self.pipeline_order();
@@ -269,31 +266,40 @@ impl Graph {
         rank
     }
 
+    /// A topological order of the decision nodes in which nodes without inputs
+    /// (weights, constants) come right before their first consumer instead of
+    /// wherever the graph's order has them, so a stage keeps its weights.
     pub fn pipeline_order(&self) -> Vec<u32> {
-        let g = self;
-        let n = g.num_placed();
+        let decided = self.topological_order().iter().filter_map(|&v| self.decision_of(v));
+        self.weights_before_consumers(decided)
+    }
+
+    /// `order` (placed nodes, decision indices, producers before consumers)
+    /// with each node without inputs moved just before its first consumer,
+    /// and the nodes it leaves out at the end.
+    pub fn weights_before_consumers(&self, order: impl IntoIterator<Item = u32>) -> Vec<u32> {
+        let n = self.num_placed();
         let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for e in g.placed_edges() {
+        for e in self.placed_edges() {
             preds[e.dst as usize].push(e.src);
         }
         let mut done = vec![false; n];
-        let mut order = Vec::with_capacity(n);
-        for &v in g.topological_order() {
-            let Some(d) = g.decision_of(v) else { continue };
+        let mut out = Vec::with_capacity(n);
+        for d in order {
             if preds[d as usize].is_empty() {
                 continue;
             }
             for &p in &preds[d as usize] {
                 if preds[p as usize].is_empty() && !done[p as usize] {
                     done[p as usize] = true;
-                    order.push(p);
+                    out.push(p);
                 }
             }
             done[d as usize] = true;
-            order.push(d);
+            out.push(d);
         }
-        order.extend((0..n as u32).filter(|&d| !done[d as usize]));
-        order
+        out.extend((0..n as u32).filter(|&d| !done[d as usize]));
+        out
     }
 
     /// Per node, the placed nodes (decision indices, ascending) a replicable

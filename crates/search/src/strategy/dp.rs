@@ -426,23 +426,7 @@ pub fn late_order(problem: &Problem) -> Vec<u32> {
             }
         }
     }
-    let mut done = vec![false; n];
-    let mut order = Vec::with_capacity(n);
-    for &d in rev.iter().rev() {
-        if preds[d as usize].is_empty() {
-            continue;
-        }
-        for &p in &preds[d as usize] {
-            if preds[p as usize].is_empty() && !done[p as usize] {
-                done[p as usize] = true;
-                order.push(p);
-            }
-        }
-        done[d as usize] = true;
-        order.push(d);
-    }
-    order.extend((0..n as u32).filter(|&d| !done[d as usize]));
-    order
+    g.weights_before_consumers(rev.into_iter().rev())
 }
 
 /// Cuts for a package whose faster chip sits after slower ones: `no_skip`

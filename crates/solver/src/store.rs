@@ -210,10 +210,7 @@ impl Store {
             }
         }
         self.next_stamp();
-        for &x in &self.queue {
-            self.in_queue[x as usize] = false;
-        }
-        self.queue.clear();
+        self.clear_queue();
     }
 
     /// Undoes every level: from the copy of the root when one is kept,
@@ -234,10 +231,7 @@ impl Store {
             self.saved.clear();
             self.levels.clear();
             self.next_stamp();
-            for &x in &self.queue {
-                self.in_queue[x as usize] = false;
-            }
-            self.queue.clear();
+            self.clear_queue();
             return;
         }
         let copy = self.words.len() + self.cells.len();
@@ -256,6 +250,14 @@ impl Store {
                 nfixed: self.nfixed,
             }));
         }
+    }
+
+    /// Forgets the pending changes: what an undo leaves needs no waking.
+    fn clear_queue(&mut self) {
+        for &x in &self.queue {
+            self.in_queue[x as usize] = false;
+        }
+        self.queue.clear();
     }
 
     // ------------------------------------------------------------ changes

@@ -102,15 +102,15 @@ impl NoSkip {
         } else {
             return;
         };
-        let next = match other {
+        let found = match other {
             NONE => NONE,
             _ => Self::watcher(c, other, self.next[k], cx),
         };
-        if next != NONE {
-            self.next[k] = next + 1;
+        if found != NONE {
+            self.next[k] = found + 1;
         }
-        (self.one[k], self.two[k]) = if other == NONE { (next, NONE) } else { (other, next) };
-        if next == NONE {
+        (self.one[k], self.two[k]) = if other == NONE { (found, NONE) } else { (other, found) };
+        if found == NONE {
             set_bit(&mut self.short, c);
         }
     }

@@ -20,7 +20,7 @@ use crate::policy::rollout::{propose, propose_likeliest, reward, Correction, Dra
 use crate::policy::sage::{Init, Linear, Mlp};
 use crate::policy::{GraphFeatures, PolicyError, FEATURE_SCHEMA};
 use crate::pretrain::Task;
-use crate::strategy::{greedy_start, settle_full, Search};
+use crate::strategy::{greedy_start, settle_full, Search, Stall};
 use candle_core::{DType, Device, Tensor, Var, D};
 use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 use mcm_core::digest::fnv1a;
@@ -322,7 +322,8 @@ pub(crate) fn run_learning<N: Net>(
 
 /// Spends a search's budget with `net`: rounds of rollouts around the best
 /// partition so far, each followed by a PPO update (none with `learn`
-/// false). Greedy's partition (judged outside the budget) is the reward's
+/// false) and, once the rounds stall, moves around the best ([`Stall`]).
+/// Greedy's partition (judged outside the budget) is the reward's
 /// unit and the first anchor; a given start (`--init`) is the first sample
 /// and anchor instead.
 pub(crate) fn search_with(net: &dyn Net, cfg: &AgentConfig, learn: bool, search: &mut Search) -> Result<(), Stop> {
@@ -337,6 +338,7 @@ pub(crate) fn search_with(net: &dyn Net, cfg: &AgentConfig, learn: bool, search:
         }
         None => (g, unit),
     };
+    let mut stall = Stall::new(search, anchor.0.clone(), anchor.1);
     let f = features(net, p)?;
     let mut opt = optimizer(net, cfg)?;
     let style = cfg.style();
@@ -382,17 +384,22 @@ pub(crate) fn search_with(net: &dyn Net, cfg: &AgentConfig, learn: bool, search:
                 }
             }
         }
-        if !learn || search.done() {
-            continue;
+        if learn && !search.done() {
+            let rollouts: Vec<Rollout> = props
+                .into_iter()
+                .zip(verdicts)
+                .zip(scores)
+                .filter(|((_, v), _)| v.is_some())
+                .map(|((p, _), s)| as_rollout(p, reward(s, unit), value))
+                .collect();
+            update(net, &mut opt, &f, &rollouts, cfg)?;
         }
-        let rollouts: Vec<Rollout> = props
-            .into_iter()
-            .zip(verdicts)
-            .zip(scores)
-            .filter(|((_, v), _)| v.is_some())
-            .map(|((p, _), s)| as_rollout(p, reward(s, unit), value))
-            .collect();
-        update(net, &mut opt, &f, &rollouts, cfg)?;
+        // A policy that has stopped finding better placements: moves
+        // around the best, which the next round's rollouts start from.
+        stall.after_round(search, k)?;
+        if stall.best().1 > anchor.1 {
+            anchor = stall.best().clone();
+        }
     }
     Ok(())
 }

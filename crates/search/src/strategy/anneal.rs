@@ -329,7 +329,7 @@ impl Neighbours {
     /// A single slide only overloads the neighbour; this carries the load to
     /// wherever there is room, such as an unused chip at the pipeline's end.
     /// `stages`: each chip's stage time under `at`; compute moves with nodes.
-    fn relieve(&self, at: &[u32], stages: Vec<f64>, rng: &mut impl Rng) -> Vec<(Vec<u32>, u32)> {
+    pub(super) fn relieve(&self, at: &[u32], stages: Vec<f64>, rng: &mut impl Rng) -> Vec<(Vec<u32>, u32)> {
         let chips = stages.len() as u32;
         let max = stages.iter().copied().fold(0.0, f64::max);
         let slowest: Vec<u32> = (0..chips).filter(|&c| stages[c as usize] >= 0.999 * max).collect();
@@ -383,7 +383,13 @@ impl Neighbours {
 
     /// A node (with its tied weights) and the neighbouring chip it can slide
     /// to without reversing any edge of `at`; `None` after `tries` misses.
-    fn boundary_move(&self, at: &[u32], chips: u32, tries: usize, rng: &mut impl Rng) -> Option<(Vec<u32>, u32)> {
+    pub(super) fn boundary_move(
+        &self,
+        at: &[u32],
+        chips: u32,
+        tries: usize,
+        rng: &mut impl Rng,
+    ) -> Option<(Vec<u32>, u32)> {
         let n = at.len();
         for _ in 0..tries {
             let u = rng.random_range(0..n);
@@ -399,5 +405,34 @@ impl Neighbours {
             }
         }
         None
+    }
+
+    /// Empties a used chip (drawn at random) into the used chip next to it
+    /// in chip order, above or below: every transfer between the two goes.
+    /// On a chain spread over a pipeline of chips, moving a few nodes only
+    /// shifts a boundary and each boundary still sends its tensor; under
+    /// step time the faster placements have fewer boundaries, which only a
+    /// whole chip's worth of moves reaches. `None` with fewer than two
+    /// chips in use.
+    pub(super) fn merge(&self, at: &[u32], chips: u32, rng: &mut impl Rng) -> Option<(Vec<u32>, u32)> {
+        let mut used = vec![false; chips as usize];
+        for &c in at {
+            if let Some(u) = used.get_mut(c as usize) {
+                *u = true;
+            }
+        }
+        let used: Vec<u32> = (0..chips).filter(|&c| used[c as usize]).collect();
+        if used.len() < 2 {
+            return None;
+        }
+        let i = rng.random_range(0..used.len());
+        let j = match i {
+            0 => 1,
+            i if i + 1 == used.len() => i - 1,
+            i if rng.random_bool(0.5) => i + 1,
+            i => i - 1,
+        };
+        let group = (0..at.len() as u32).filter(|&u| at[u as usize] == used[i]).collect();
+        Some((group, used[j]))
     }
 }

@@ -18,6 +18,7 @@ mod proposals;
 mod random;
 mod rl;
 mod sat_worker;
+mod stall;
 mod start;
 #[cfg(test)]
 mod step_tests;
@@ -30,6 +31,7 @@ pub use greedy::{greedy_proposal, greedy_start, greedy_within, Greedy};
 pub use lns::Lns;
 pub use random::Random;
 pub use rl::{load_stem, Rl, RlOptions, SHIPPED};
+pub(crate) use stall::Stall;
 pub use start::{moved, settle, settle_full, Allowed, Relief};
 
 use crate::cost::{Judge, Verdict};

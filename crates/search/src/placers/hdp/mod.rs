@@ -18,7 +18,7 @@ pub use net::{Draws, HdpNet, Inputs};
 use super::reinforce::{self, Ema};
 use crate::policy::features::GraphFeatures;
 use crate::policy::PolicyError;
-use crate::strategy::{greedy_start, moved, settle_full, Search, Strategy};
+use crate::strategy::{greedy_start, moved, settle_full, Search, Stall, Strategy};
 use candle_core::{DType, Device, Tensor};
 use mcm_solver::Infeasible;
 use serde::{Deserialize, Serialize};
@@ -87,20 +87,40 @@ pub fn reward(score: Option<f64>, unit: f64, moved: usize, nodes: usize, failure
     -ratio.sqrt() - failure_weight * moved as f64 / nodes.max(1) as f64
 }
 
-#[derive(Default)]
 pub struct Hdp {
     pub config: HdpConfig,
+    /// Moves around the best once the policy stalls ([`Stall`]); without
+    /// them a run is the paper's REINFORCE alone, whose samples are what
+    /// the training test measures.
+    pub(crate) walk: bool,
     error: Option<String>,
+}
+
+impl Default for Hdp {
+    fn default() -> Hdp {
+        Hdp::new(HdpConfig::default())
+    }
 }
 
 impl Hdp {
     pub fn new(config: HdpConfig) -> Hdp {
-        Hdp { config, error: None }
+        Hdp {
+            config,
+            walk: true,
+            error: None,
+        }
     }
 
-    /// Rounds until the budget is spent; a network error ends the run with
-    /// the samples so far (see [`Strategy::failure`]).
-    fn train(&self, search: &mut Search, unit: f64) -> Result<Result<(), PolicyError>, Infeasible> {
+    /// Rounds until the budget is spent, each followed, once they stall, by
+    /// moves around the best ([`Stall`], from `start`, a valid partition and
+    /// its score); a network error ends the run with the samples so far
+    /// (see [`Strategy::failure`]).
+    fn train(
+        &self,
+        search: &mut Search,
+        unit: f64,
+        start: (Vec<u32>, f64),
+    ) -> Result<Result<(), PolicyError>, Infeasible> {
         let p = search.problem;
         let cfg = &self.config;
         let built = GraphFeatures::new(&p.graph, &p.package, cfg.op_buckets, &Device::Cpu, DType::F32)
@@ -117,6 +137,7 @@ impl Hdp {
         let n = p.graph.num_placed();
         let mut unit = unit;
         let mut baseline = Ema::new(cfg.baseline_decay);
+        let mut stall = Stall::new(search, start.0, start.1);
         while !search.done() {
             let k = cfg.placer_samples.max(1).min(search.remaining());
             let draws = match net.sample(&x, k, cfg.op_buckets, &mut search.rng) {
@@ -158,6 +179,9 @@ impl Hdp {
             if let Err(e) = step {
                 return Ok(Err(e));
             }
+            if self.walk {
+                stall.after_round(search, k)?;
+            }
         }
         Ok(Ok(()))
     }
@@ -180,10 +204,14 @@ impl Strategy for Hdp {
         let allowed = search.allowed();
         let g = settle_full(search, &greedy_start(p, &allowed))?;
         let unit = search.reference(&g).throughput().unwrap_or(0.0);
-        if let Some(start) = search.start()? {
-            search.submit_one(start);
-        }
-        if let Err(e) = self.train(search, unit)? {
+        let start = match search.start()? {
+            Some(s) => {
+                let t = search.submit_one(s.clone()).and_then(|v| v.throughput()).unwrap_or(0.0);
+                (s, t)
+            }
+            None => (g, unit),
+        };
+        if let Err(e) = self.train(search, unit, start)? {
             self.error = Some(e.to_string());
         }
         Ok(())

@@ -23,7 +23,7 @@ pub use net::{PlacetoNet, DEVICE_FEATURES, STATE_FEATURES};
 use super::reinforce::{self, Ema};
 use crate::policy::features::GraphFeatures;
 use crate::policy::PolicyError;
-use crate::strategy::{greedy_start, settle_full, Search, Strategy};
+use crate::strategy::{greedy_start, settle_full, Search, Stall, Strategy};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::AdamW;
 use mcm_core::problem::Problem;
@@ -401,17 +401,18 @@ impl Placeto {
         } else {
             None
         };
+        let mut stall = Stall::new(search, start.0.clone(), start.1);
         let mut from = start;
         while !search.done() {
             let ep = episode(&self.net, &f, &plan, search, from.clone())?;
-            // The next episode starts from the best partition so far.
-            if let Some(b) = search.best() {
-                if b.throughput > from.1 {
-                    from = (b.chips.clone(), b.throughput);
-                }
-            }
             if let (Some(l), false) = (learner.as_mut(), search.done()) {
                 l.update(&self.net, &ep).map_err(Stop::Policy)?;
+            }
+            // Episodes that stall are followed by moves around the best.
+            stall.after_round(search, ep.rewards.len())?;
+            // The next episode starts from the best partition so far.
+            if stall.best().1 > from.1 {
+                from = stall.best().clone();
             }
         }
         Ok(())

@@ -1,0 +1,149 @@
+//! What a learned placer does with the samples its policy no longer turns
+//! into better placements. The placers of the literature train a policy
+//! and judge what it proposes; once the policy settles (its entropy gone,
+//! or every proposal repaired by FIX into a partition judged before) the
+//! rest of the budget would be spent judging the same placements again.
+//! After each of the policy's rounds, when no sample has beaten the best
+//! so far for [`PATIENCE`] samples, as many samples as the round took are
+//! spent on moves around the best instead: the anneal strategy's
+//! neighbourhood (a slowest chip relieved down the pipeline, nodes slid
+//! across a stage boundary, a chip emptied into its neighbour), each made
+//! valid by the solver (FIX, then memory relief) and never a partition
+//! this walk judged before. The best moves to the first that scores at
+//! least as well, and the placer's rounds then start from it (as `rl`'s
+//! rollouts are drawn around its anchor), so the policy keeps proposing
+//! and learning while the rest of the budget still improves the result.
+
+use super::anneal::Neighbours;
+use super::{settle_full, Search};
+use crate::cost::CostModel;
+use mcm_solver::Infeasible;
+use rand::Rng;
+use std::collections::HashSet;
+
+/// Samples without a better one before the walk takes its turns.
+pub(crate) const PATIENCE: usize = 32;
+
+/// Moves drawn per walk sample before it gives up (each repaired move that
+/// lands on the best or on a partition judged before is drawn again).
+const TRIES: usize = 8;
+
+/// Random picks a boundary slide tries before it finds a node that can slide.
+const SLIDE_TRIES: usize = 64;
+
+pub(crate) struct Stall {
+    nb: Neighbours,
+    /// The analytical model's stage times, for relieving a slowest chip.
+    model: Option<CostModel>,
+    /// The best partition so far and its score: the placer's start (judged
+    /// outside the budget when it is greedy's), then the search's best.
+    best: (Vec<u32>, f64),
+    /// How many samples had been judged when the best last improved.
+    since: usize,
+    /// The partitions the walk judged.
+    seen: HashSet<Vec<u32>>,
+}
+
+impl Stall {
+    /// From the placer's start, a valid partition, and its score (0 when
+    /// the judge refused it).
+    pub(crate) fn new(search: &Search, start: Vec<u32>, score: f64) -> Stall {
+        Stall {
+            nb: Neighbours::new(search.problem),
+            model: CostModel::new(search.problem).ok(),
+            best: (start, score),
+            since: search.samples(),
+            seen: HashSet::new(),
+        }
+    }
+
+    /// The best partition so far and its score.
+    pub(crate) fn best(&self) -> &(Vec<u32>, f64) {
+        &self.best
+    }
+
+    /// Follows the search's best, which the policy's samples may have moved.
+    fn observe(&mut self, search: &Search) {
+        if let Some(b) = search.best() {
+            if b.throughput > self.best.1 {
+                self.best = (b.chips.clone(), b.throughput);
+                self.since = b.sample;
+            }
+        }
+    }
+
+    /// Whether no sample has beaten the best for [`PATIENCE`] samples.
+    pub(crate) fn stalled(&mut self, search: &Search) -> bool {
+        self.observe(search);
+        search.samples() >= self.since + PATIENCE
+    }
+
+    /// After a round of `k` samples of the policy: when it has stalled, up
+    /// to `k` samples of moves around the best.
+    pub(crate) fn after_round(&mut self, search: &mut Search, k: usize) -> Result<(), Infeasible> {
+        if !self.stalled(search) {
+            return Ok(());
+        }
+        for _ in 0..k.max(1) {
+            if search.done() {
+                break;
+            }
+            let Some(chips) = self.neighbour(search)? else {
+                break;
+            };
+            let t = search.submit_one(chips.clone()).and_then(|v| v.throughput());
+            if let Some(t) = t.filter(|t| t.is_finite() && *t >= self.best.1) {
+                if t > self.best.1 {
+                    self.since = search.samples();
+                }
+                // Ties move it too: a plateau of equal scores is walked across.
+                self.best = (chips, t);
+            }
+        }
+        Ok(())
+    }
+
+    /// A move around the best, made valid, that the walk has not judged.
+    fn neighbour(&mut self, search: &mut Search) -> Result<Option<Vec<u32>>, Infeasible> {
+        let chips = search.problem.package.num_chips() as u32;
+        for _ in 0..TRIES {
+            let mut at = self.best.0.clone();
+            let groups = match search.rng.random_range(0..3) {
+                0 => self.nb.merge(&at, chips, &mut search.rng).into_iter().collect(),
+                1 => match self.model.as_ref().and_then(|m| m.stage_times(&at).ok()) {
+                    Some(stages) => self.nb.relieve(&at, stages, &mut search.rng),
+                    None => Vec::new(),
+                },
+                _ => {
+                    let mut slides = Vec::new();
+                    for _ in 0..search.rng.random_range(1..=3) {
+                        let Some((group, to)) = self.nb.boundary_move(&at, chips, SLIDE_TRIES, &mut search.rng) else {
+                            break;
+                        };
+                        for &u in &group {
+                            at[u as usize] = to;
+                        }
+                        slides.push((group, to));
+                    }
+                    slides
+                }
+            };
+            for (group, to) in groups {
+                for u in group {
+                    at[u as usize] = to;
+                }
+            }
+            if at == self.best.0 {
+                continue;
+            }
+            let settled = settle_full(search, &at)?;
+            if settled != self.best.0 && self.seen.insert(settled.clone()) {
+                return Ok(Some(settled));
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests;

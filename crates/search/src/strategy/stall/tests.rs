@@ -131,7 +131,7 @@ fn the_walk_waits_for_the_policy_to_stall() {
 /// Each learned placer on the chain that needs three GPUs, seeds 0 to 2:
 /// every run ends at the optimum exhaustive search knows, valid, and a
 /// seed repeats its run. Without the walk `hdp` (seed 1) found 506.76
-/// at sample 10 and judged its 300 samples without reaching the optimum's
+/// at sample 9 and judged its 300 samples without reaching the optimum's
 /// 513.70; several runs of the others were still short of it at sample 50.
 #[test]
 fn the_learned_placers_reach_the_optimum_past_a_stall() {

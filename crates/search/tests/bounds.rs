@@ -165,8 +165,8 @@ fn ordered_instance(rng: &mut ChaCha8Rng, weights: bool) -> String {
             );
         }
     }
-    for j in 1..n {
-        if sources[j] {
+    for (j, &source) in sources.iter().enumerate().skip(1) {
+        if source {
             continue;
         }
         // Connected: every other node after the first reads an earlier one.

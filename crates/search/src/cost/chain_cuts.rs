@@ -31,7 +31,7 @@ const STEPS: usize = 60;
 /// otherwise.
 pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool) -> Option<Bound> {
     let n = graph.num_placed();
-    if !confined || n < 2 || n > stage_cuts::MAX_NODES {
+    if !confined || !(2..=stage_cuts::MAX_NODES).contains(&n) {
         return None;
     }
     let line = Line::of(model)?;

@@ -329,8 +329,8 @@ fn intervals(g: &Graph, flops: &[f64]) -> Vec<Interval> {
         let outside: Vec<bool> = above.iter().map(|&a| a > hi || (open && a >= hi)).collect();
         let sum = |set: &[bool], of: &[f64]| -> f64 { (0..n).filter(|&u| set[u]).map(|u| of[u]).sum() };
         // An ideal holding `inside` and none of `outside` weighs between them.
-        let clipped_lo = lo.max(sum(&inside, &flops) - slack);
-        let clipped_hi = hi.min(total - sum(&outside, &flops) + slack);
+        let clipped_lo = lo.max(sum(&inside, flops) - slack);
+        let clipped_hi = hi.min(total - sum(&outside, flops) + slack);
         let cut = if clipped_lo > clipped_hi || (0..n).any(|u| inside[u] && outside[u]) {
             f64::INFINITY
         } else {

@@ -129,13 +129,20 @@ fn no_valid_partition_beats_the_proven_bound() {
 /// A random tiny pipeline problem for the stage-cut bound: a DAG whose
 /// tensors cost as much as its ops, on a unidirectional ring or a line of
 /// chips of different speeds, under `acyclic_flow` and a random subset of
-/// the other stdlib rules.
-fn ordered_instance(rng: &mut ChaCha8Rng) -> String {
+/// the other stdlib rules. With `weights`, some nodes are weights (no
+/// flops, no inputs, params as large as their output), the chips hold
+/// 4-8 MB and `memory_capacity` is required.
+fn ordered_instance(rng: &mut ChaCha8Rng, weights: bool) -> String {
     let n = rng.random_range(3..=7);
     let c = rng.random_range(2..=4);
+    let memory = if weights {
+        format!("{} MB", rng.random_range(4..=8))
+    } else {
+        "1 GiB".to_string()
+    };
     let topo = match rng.random_range(0..3) {
         0 => format!(
-            "ring(n = {c}, memory = 1 GiB, compute = {} TFLOP/s, bandwidth = {} GB/s)",
+            "ring(n = {c}, memory = {memory}, compute = {} TFLOP/s, bandwidth = {} GB/s)",
             rng.random_range(1..=3),
             rng.random_range(1..=4)
         ),
@@ -143,15 +150,26 @@ fn ordered_instance(rng: &mut ChaCha8Rng) -> String {
         _ => "fast_last()".to_string(),
     };
     let mut g = String::new();
-    for i in 0..n {
-        g += &format!(
-            "  n{i} {{ flops = {} GFLOP, output_bytes = {} MB }}\n",
-            rng.random_range(0..=8),
-            rng.random_range(0..=4)
-        );
+    let mut sources = vec![false; n];
+    for (i, source) in sources.iter_mut().enumerate() {
+        if weights && rng.random_bool(0.4) {
+            *source = true;
+            let size = rng.random_range(1..=5);
+            g += &format!("  n{i} {{ params = {size} MB, output_bytes = {size} MB }}\n");
+        } else {
+            let params = if weights { rng.random_range(0..=2) } else { 0 };
+            g += &format!(
+                "  n{i} {{ flops = {} GFLOP, params = {params} MB, output_bytes = {} MB }}\n",
+                rng.random_range(0..=8),
+                rng.random_range(0..=4)
+            );
+        }
     }
-    for j in 1..n {
-        // Connected: every node after the first reads an earlier one.
+    for (j, &source) in sources.iter().enumerate().skip(1) {
+        if source {
+            continue;
+        }
+        // Connected: every other node after the first reads an earlier one.
         let first = rng.random_range(0..j);
         for i in 0..j {
             if i == first || rng.random_bool(0.3) {
@@ -163,22 +181,23 @@ fn ordered_instance(rng: &mut ChaCha8Rng) -> String {
         ("acyclic_flow", true),
         ("triangle_dependency", rng.random_bool(0.5)),
         ("no_skip", rng.random_bool(0.5)),
+        ("memory_capacity", weights),
     ]
     .into_iter()
     .filter_map(|(r, on)| on.then_some(r))
     .collect();
     format!(
-        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency}}\n\
+        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
          use std::topologies::ring\n\
          topology fast_first() {{\n\
-             chips fast[1] {{ memory = 1 GiB, compute = 3 TFLOP/s }}\n\
-             chips die[2] {{ memory = 1 GiB, compute = 1 TFLOP/s }}\n\
+             chips fast[1] {{ memory = {memory}, compute = 3 TFLOP/s }}\n\
+             chips die[2] {{ memory = {memory}, compute = 1 TFLOP/s }}\n\
              link fast[0] -> die[0] {{ bandwidth = 1 GB/s }}\n\
              link die[0] -> die[1] {{ bandwidth = 2 GB/s }}\n\
          }}\n\
          topology fast_last() {{\n\
-             chips die[2] {{ memory = 1 GiB, compute = 1 TFLOP/s }}\n\
-             chips fast[1] {{ memory = 1 GiB, compute = 3 TFLOP/s }}\n\
+             chips die[2] {{ memory = {memory}, compute = 1 TFLOP/s }}\n\
+             chips fast[1] {{ memory = {memory}, compute = 3 TFLOP/s }}\n\
              link die[0] -> die[1] {{ bandwidth = 2 GB/s }}\n\
              link die[1] -> fast[0] {{ bandwidth = 1 GB/s }}\n\
          }}\n\
@@ -189,12 +208,20 @@ fn ordered_instance(rng: &mut ChaCha8Rng) -> String {
     )
 }
 
+/// The stage-cut bound of a model, if it has one.
+fn stage_cut(m: &CostModel) -> Option<f64> {
+    m.bounds()
+        .iter()
+        .find(|b| b.kind == BoundKind::StageCuts)
+        .map(|b| b.latency_s)
+}
+
 #[test]
 fn the_stage_cut_bound_is_never_above_the_optimum_and_binds() {
     let mut rng = ChaCha8Rng::seed_from_u64(36);
     let (mut solved, mut binds, mut optimal) = (0, 0, 0);
     for case in 0..300 {
-        let text = ordered_instance(&mut rng);
+        let text = ordered_instance(&mut rng, false);
         let p = problem(&text);
         let m = CostModel::new(&p).unwrap();
         let stage = m
@@ -224,6 +251,138 @@ fn the_stage_cut_bound_is_never_above_the_optimum_and_binds() {
     assert!(solved >= 250, "{solved}");
     assert!(binds * 4 >= solved, "binds on {binds} of {solved}");
     assert!(optimal >= 20, "{optimal}");
+}
+
+#[test]
+fn memory_tightens_the_stage_cut_bound_never_past_the_optimum() {
+    let mut rng = ChaCha8Rng::seed_from_u64(37);
+    let (mut solved, mut tighter) = (0, 0);
+    for case in 0..300 {
+        let text = ordered_instance(&mut rng, true);
+        let p = problem(&text);
+        let m = CostModel::new(&p).unwrap();
+        let Some(best) = latencies(&p, &m).into_iter().reduce(f64::min) else {
+            continue;
+        };
+        // No flops at all: no stage-cut bound to check.
+        let Some(stage) = stage_cut(&m) else {
+            assert!(
+                p.graph.nodes.iter().all(|v| v.flops == 0),
+                "case {case}: no stage-cut bound\n{text}"
+            );
+            continue;
+        };
+        solved += 1;
+        assert!(
+            stage <= best * (1.0 + 1e-9),
+            "case {case}: {stage} above the optimum {best}\n{text}"
+        );
+        // The same problem without `memory_capacity`: its bound ignores
+        // the weights.
+        let loose = text.replace(", memory_capacity }", " }");
+        assert_ne!(loose, text);
+        let without = stage_cut(&CostModel::new(&problem(&loose)).unwrap()).unwrap();
+        assert!(
+            stage >= without * (1.0 - 1e-9),
+            "case {case}: {stage} < {without}\n{text}"
+        );
+        tighter += usize::from(stage > without * (1.0 + 1e-9));
+    }
+    // Removing the memory inequality fails here: the weights raise the
+    // bound on many cases.
+    assert!(solved >= 150, "{solved}");
+    assert!(tighter >= 15, "tighter on {tighter} of {solved}");
+}
+
+/// A random tiny chain of residual blocks: ops in a line, each reading the
+/// one before, with skip edges over a few ops (the residual adds), on a
+/// unidirectional ring of 3-5 chips under `acyclic_flow` and
+/// `triangle_dependency`.
+fn chain_instance(rng: &mut ChaCha8Rng) -> String {
+    let n = rng.random_range(4..=7);
+    let c = rng.random_range(3..=5);
+    let mut g = String::new();
+    for i in 0..n {
+        g += &format!(
+            "  n{i} {{ flops = {} GFLOP, output_bytes = {} MB }}\n",
+            rng.random_range(0..=8),
+            rng.random_range(0..=3)
+        );
+    }
+    for j in 1..n {
+        g += &format!("  n{} -> n{j}\n", j - 1);
+        for i in 0..j - 1 {
+            if rng.random_bool(0.25) {
+                g += &format!("  n{i} -> n{j}\n");
+            }
+        }
+    }
+    format!(
+        "use std::placement::{{acyclic_flow, triangle_dependency}}\n\
+         use std::topologies::ring\n\
+         let t = ring(n = {c}, memory = 1 GiB, compute = {} TFLOP/s, bandwidth = {} GB/s)\n\
+         let g = graph {{\n{g}}}\n\
+         partition g onto t {{ require acyclic_flow, triangle_dependency }}\n",
+        rng.random_range(1..=3),
+        rng.random_range(1..=4)
+    )
+}
+
+#[test]
+fn the_chain_bound_is_never_above_the_optimum_and_binds() {
+    let mut rng = ChaCha8Rng::seed_from_u64(38);
+    let (mut solved, mut binds) = (0, 0);
+    for case in 0..300 {
+        let text = chain_instance(&mut rng);
+        let p = problem(&text);
+        let m = CostModel::new(&p).unwrap();
+        let Some(best) = latencies(&p, &m).into_iter().reduce(f64::min) else {
+            continue;
+        };
+        solved += 1;
+        for b in m.bounds() {
+            assert!(
+                b.latency_s <= best * (1.0 + 1e-9),
+                "case {case}: {b:?} above the optimum {best}\n{text}"
+            );
+        }
+        let is_chain = |b: &&mcm_search::cost::Bound| b.because.contains("chain");
+        let others = m
+            .bounds()
+            .iter()
+            .filter(|b| !is_chain(b))
+            .map(|b| b.latency_s)
+            .fold(0.0, f64::max);
+        binds += usize::from(
+            m.bounds()
+                .iter()
+                .filter(is_chain)
+                .any(|b| b.latency_s > others * (1.0 + 1e-9)),
+        );
+    }
+    // Removing the chain bound fails here: it is strictly above every
+    // other bound on some cases.
+    assert!(solved >= 250, "{solved}");
+    assert!(binds >= 10, "binds on {binds} of {solved}");
+}
+
+#[test]
+fn the_stage_cut_bound_charges_whole_ops() {
+    // A diamond a(1) -> b(2), c(2) -> d(3) GFLOP on two 1 TFLOP/s chips,
+    // tensors free: the ideals weigh 0, 1, 3, 5 or 8 GFLOP, so one chip
+    // computes at least 5 ms. A relaxation that lets the first stage end
+    // anywhere between the ideal {a} and {a, b, c} would say 4 ms.
+    let text = "use std::placement::acyclic_flow\nuse std::topologies::ring\n\
+         let t = ring(n = 2, memory = 1 GiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {\n  a { flops = 1 GFLOP }\n  b { flops = 2 GFLOP }\n  c { flops = 2 GFLOP }\n  d { flops = 3 GFLOP }\n\
+           a -> b\n  a -> c\n  b -> d\n  c -> d\n}\n\
+         partition g onto t { require acyclic_flow }\n";
+    let p = problem(text);
+    let m = CostModel::new(&p).unwrap();
+    let best = latencies(&p, &m).into_iter().reduce(f64::min).unwrap();
+    let stage = stage_cut(&m).unwrap();
+    assert!((best - 5e-3).abs() < 1e-9, "{best}");
+    assert!((stage - best).abs() < 1e-9 * best, "{stage} against {best}");
 }
 
 #[test]

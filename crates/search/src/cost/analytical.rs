@@ -4,8 +4,8 @@
 use super::bounds::{self, Bound, Chips};
 use super::memory::{self, EdgeIndex, MemoryOverflow, PeakMemory};
 use super::objective::{Objective, Report};
-use super::stage_cuts;
 use super::CostError;
+use super::{chain_cuts, stage_cuts};
 use mcm_core::graph::Graph;
 use mcm_core::latency::LatencyModel;
 use mcm_core::package::Package;
@@ -30,6 +30,8 @@ pub struct CostModel {
     confined: bool,
     /// The rules order the chips along every edge (`acyclic_flow`).
     ordered: bool,
+    /// The rules hold each chip's weights to its memory (`memory_capacity`).
+    bounded: bool,
     /// The structural bounds, made on first use (most models never report).
     bounds: OnceLock<Vec<Bound>>,
 }
@@ -107,14 +109,14 @@ impl CostModel {
         let confined = ["acyclic_flow", "triangle_dependency"]
             .iter()
             .all(|k| problem.constraints.iter().any(|g| g.native.as_deref() == Some(*k)));
-        let ordered = problem
-            .constraints
-            .iter()
-            .any(|g| g.native.as_deref() == Some("acyclic_flow"));
+        let requires = |k: &str| problem.constraints.iter().any(|g| g.native.as_deref() == Some(k));
+        let ordered = requires("acyclic_flow");
+        let bounded = requires("memory_capacity");
         Ok(CostModel {
             edges: EdgeIndex::new(&graph),
             confined,
             ordered,
+            bounded,
             bounds: OnceLock::new(),
             core: Arc::new(core),
             graph,
@@ -160,7 +162,8 @@ impl CostModel {
                 shortest: self.core.is_profiled().then(|| self.core.shortest_op_times()),
             };
             let mut all = bounds::structural(&self.graph, &chips, self.confined);
-            all.extend(stage_cuts::bound(&self.graph, &self.core, self.ordered));
+            all.extend(stage_cuts::bound(&self.graph, &self.core, self.ordered, self.bounded));
+            all.extend(chain_cuts::bound(&self.graph, &self.core, self.confined));
             all
         })
     }

@@ -26,7 +26,9 @@
 //!
 //! - **Stage cuts**: on a line of chips under `acyclic_flow`, each chip's
 //!   flops plus the cheapest cut its stage boundary can take
-//!   ([`super::stage_cuts`], added by the cost model beside these).
+//!   ([`super::stage_cuts`], added by the cost model beside these), and
+//!   the same for a chain of confined spans on as many chips as the chain
+//!   has nodes ([`super::chain_cuts`]).
 //!
 //! With measured op times a node's time depends on the chip's kind, not
 //! on flops / c alone. Each bound above then holds with every node charged
@@ -297,14 +299,14 @@ fn edge_span(g: &Graph, chips: &Chips, flops: &[f64], between: bool) -> Option<B
 
 /// Descendants and ancestors of every placed node as bit rows, for the
 /// nodes between two in O(n / 64).
-struct Reach {
+pub(super) struct Reach {
     words: usize,
     desc: Vec<u64>,
     anc: Vec<u64>,
 }
 
 impl Reach {
-    fn new(g: &Graph) -> Reach {
+    pub(super) fn new(g: &Graph) -> Reach {
         let n = g.num_placed();
         let words = n.div_ceil(64);
         let (mut desc, mut anc) = (vec![0u64; n * words], vec![0u64; n * words]);
@@ -334,8 +336,21 @@ impl Reach {
         Reach { words, desc, anc }
     }
 
+    /// Marks the nodes strictly between `u` and `v` in `set`.
+    pub(super) fn mark_between(&self, u: usize, v: usize, set: &mut [bool]) {
+        let w = self.words;
+        let (du, av) = (&self.desc[u * w..(u + 1) * w], &self.anc[v * w..(v + 1) * w]);
+        for (i, (a, b)) in du.iter().zip(av).enumerate() {
+            let mut bits = a & b;
+            while bits != 0 {
+                set[i * 64 + bits.trailing_zeros() as usize] = true;
+                bits &= bits - 1;
+            }
+        }
+    }
+
     /// The flops and the count of the nodes strictly between `u` and `v`.
-    fn between(&self, u: usize, v: usize, flops: &[f64]) -> (f64, usize) {
+    pub(super) fn between(&self, u: usize, v: usize, flops: &[f64]) -> (f64, usize) {
         let w = self.words;
         let (du, av) = (&self.desc[u * w..(u + 1) * w], &self.anc[v * w..(v + 1) * w]);
         let (mut f, mut k) = (0.0, 0);

@@ -22,6 +22,19 @@
 //! a minimum cut (Dinic's, petgraph). A latency T for which no sequence
 //! 0 ≤ φ_0 ≤ … reaches F is below every valid partition; each chip goes as
 //! far as it can (going further never hurts the next), and T is bisected.
+//!
+//! Two valid inequalities tighten it. **Granularity**: an ideal between
+//! the forced sets has flops between theirs, so each interval is clipped
+//! to [F(inside), F − F(outside)] (on a chain of ops the axis keeps only
+//! the flops its prefixes can have). **Memory** (when `memory_capacity`
+//! holds): stage d's weights P(U_d) − P(U_{d−1}) fit chip d's memory M_d.
+//! P(U_d) is at least the weights forced inside φ_d's interval, and
+//! P(U_{d−1}) at most the weights of the nodes not forced outside φ_{d−1}'s,
+//! except that a node in U_{d−1} with a consumer forced outside sends its
+//! output over link d−1: those whose weights are at most their output's
+//! bytes hold at most bw_{d−1}·T of weights together. Both ends grow with
+//! φ, so a chip that goes further still never hurts the next, and the last
+//! chip holds the rest of the weights too.
 
 use super::bounds::{Bound, BoundKind};
 use mcm_core::graph::Graph;
@@ -34,7 +47,7 @@ use petgraph::graph::DiGraph;
 const MAX_INTERVALS: usize = 4_096;
 
 /// The largest graph the bound is computed for (a minimum cut per interval).
-const MAX_NODES: usize = 8_192;
+pub(super) const MAX_NODES: usize = 8_192;
 
 /// The largest package whose routes are checked (cubic in the chips).
 const MAX_CHIPS: usize = 1_024;
@@ -43,22 +56,83 @@ const MAX_CHIPS: usize = 1_024;
 const STEPS: usize = 50;
 
 /// The bound, when `ordered` (`acyclic_flow` is required), the chips form a
-/// line and the op times are flops over rates; `None` otherwise.
-pub(super) fn bound(graph: &Graph, model: &LatencyModel, ordered: bool) -> Option<Bound> {
-    let c = model.num_chips();
+/// line and the op times are flops over rates; `None` otherwise. `memory`:
+/// the problem requires `memory_capacity`.
+pub(super) fn bound(graph: &Graph, model: &LatencyModel, ordered: bool, memory: bool) -> Option<Bound> {
     let n = graph.num_placed();
-    if !ordered || model.is_profiled() || !(2..=MAX_CHIPS).contains(&c) || n == 0 || n > MAX_NODES {
+    if !ordered || n == 0 || n > MAX_NODES {
         return None;
     }
-    let links = line_links(model)?;
-    let compute = &model.compute;
-    let bandwidth: Vec<f64> = links.iter().map(|&l| model.bandwidth[l]).collect();
-    let intervals = intervals(graph);
-    let total = intervals.last().map_or(0.0, |i| i.hi);
-    let feasible = |t: f64| reaches(&intervals, total, compute, &bandwidth, t);
-    let (mut lo, mut hi) = (0.0, total / compute[0]);
-    if hi.is_nan() || hi <= 0.0 || !feasible(hi) {
+    let line = Line::of(model)?;
+    let flops: Vec<f64> = (0..n as u32).map(|u| graph.placed_node(u).flops as f64).collect();
+    let capacity: Vec<f64> = (0..line.compute.len() as u32)
+        .map(|d| model.package.memory_or_unlimited(d))
+        .collect();
+    let weights = Weights {
+        capacity: &capacity,
+        total: (0..n as u32).map(|u| graph.placed_node(u).params as f64).sum(),
+    };
+    let chips = Chips {
+        compute: &line.compute,
+        bandwidth: &line.bandwidth,
+        weights: memory.then_some(weights),
+    };
+    let latency_s = relax(graph, &flops, &chips)?;
+    Some(Bound {
+        kind: BoundKind::StageCuts,
+        latency_s,
+        because: "stage boundaries: each chip's flops plus the cheapest cut its boundary can take".into(),
+    })
+}
+
+/// The chips of a package whose routes run along a line, in line order.
+pub(super) struct Line {
+    pub compute: Vec<f64>,
+    /// Per chip below the last, its link to the next.
+    pub bandwidth: Vec<f64>,
+}
+
+impl Line {
+    /// The package's line, when every route from a lower chip to a higher
+    /// one follows the links d -> d+1 in order and op times are flops over
+    /// rates.
+    pub(super) fn of(model: &LatencyModel) -> Option<Line> {
+        let c = model.num_chips();
+        if model.is_profiled() || !(2..=MAX_CHIPS).contains(&c) {
+            return None;
+        }
+        let links = line_links(model)?;
+        Some(Line {
+            compute: model.compute.clone(),
+            bandwidth: links.iter().map(|&l| model.bandwidth[l]).collect(),
+        })
+    }
+}
+
+/// The relaxation's least latency, with `flops` per placed node: the
+/// largest T found infeasible, or `None` when no T is feasible (memory) or
+/// the graph is too large.
+pub(super) fn relax(graph: &Graph, flops: &[f64], chips: &Chips) -> Option<f64> {
+    if graph.num_placed() > MAX_NODES {
         return None;
+    }
+    let intervals = intervals(graph, flops);
+    let total: f64 = flops.iter().sum();
+    let feasible = |t: f64| reaches(&intervals, total, chips, t);
+    let (mut lo, mut hi) = (0.0, total / chips.compute[0]);
+    if hi.is_nan() || hi <= 0.0 {
+        return None;
+    }
+    // Memory can make the whole graph on chip 0 infeasible: widen until
+    // some latency is (none: no partition fits, and nothing is claimed).
+    let mut widen = 0;
+    while !feasible(hi) {
+        widen += 1;
+        if widen > 64 || !hi.is_finite() {
+            return None;
+        }
+        lo = hi;
+        hi *= 2.0;
     }
     for _ in 0..STEPS {
         let mid = 0.5 * (lo + hi);
@@ -68,12 +142,8 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, ordered: bool) -> Optio
             lo = mid;
         }
     }
-    Some(Bound {
-        kind: BoundKind::StageCuts,
-        // Below the last T found infeasible by a rounding's width.
-        latency_s: lo * (1.0 - 1e-12),
-        because: "stage boundaries: each chip's flops plus the cheapest cut its boundary can take".into(),
-    })
+    // Below the last T found infeasible by a rounding's width.
+    Some(lo * (1.0 - 1e-12))
 }
 
 /// Per chip d below the last, the link d -> d+1, when every route from a
@@ -105,32 +175,72 @@ fn line_links(model: &LatencyModel) -> Option<Vec<usize>> {
 }
 
 /// Flops from `lo` to `hi` (a point, or an open interval taken with its
-/// ends), and the cheapest cut (bytes) of an ideal whose flops may lie
-/// there (`INFINITY`: none can).
+/// ends, clipped to what an ideal between its forced sets can weigh), and
+/// the cheapest cut (bytes) of an ideal whose flops may lie there
+/// (`INFINITY`: none can).
 #[derive(Clone, Copy, Debug)]
 struct Interval {
+    /// Where the interval starts before clipping: intervals are in this
+    /// order, and the forced sets only grow (inside) or shrink (outside)
+    /// along it.
+    at: f64,
     lo: f64,
     hi: f64,
     cut: f64,
+    /// Weights (params) of the nodes forced inside.
+    held: f64,
+    /// Weights of the nodes not forced outside, but for `sent`.
+    free: f64,
+    /// Weights of the nodes not forced outside that have a consumer forced
+    /// outside and weights at most their output's bytes: an ideal holding
+    /// them sends at least as many bytes over its boundary.
+    sent: f64,
+}
+
+impl Interval {
+    /// The most weights an ideal in this interval can hold when its
+    /// boundary sends at most `bytes`.
+    fn most_weights(&self, bytes: f64) -> f64 {
+        self.free + self.sent.min(bytes)
+    }
+}
+
+/// The chips as the relaxation sees them, in line order.
+pub(super) struct Chips<'a> {
+    pub compute: &'a [f64],
+    /// Per chip below the last, its link to the next.
+    pub bandwidth: &'a [f64],
+    /// When `memory_capacity` holds.
+    pub weights: Option<Weights<'a>>,
+}
+
+/// Memory per chip and the weights the stages share.
+pub(super) struct Weights<'a> {
+    capacity: &'a [f64],
+    total: f64,
 }
 
 /// Whether chips 0.. in order, each at most `t`, can take all `total`
 /// flops: chip d goes from φ to the furthest ψ with
-/// (ψ − φ) / c_d + cut(ψ) / bw_d ≤ t, or ends the pipeline when
-/// (total − φ) / c_d ≤ t.
-fn reaches(intervals: &[Interval], total: f64, compute: &[f64], bandwidth: &[f64], t: f64) -> bool {
+/// (ψ − φ) / c_d + cut(ψ) / bw_d ≤ t (and, under memory, the weights forced
+/// in at ψ less the most U_{d−1} can hold within chip d's memory), or ends
+/// the pipeline when (total − φ) / c_d ≤ t and the rest of the weights fit.
+fn reaches(intervals: &[Interval], total: f64, chips: &Chips, t: f64) -> bool {
     let mut phi = 0.0;
-    for (d, &cd) in compute.iter().enumerate() {
-        if (total - phi) / cd <= t {
+    // The most weights U_{d−1} can hold (nothing before chip 0).
+    let mut before = 0.0;
+    for (d, &cd) in chips.compute.iter().enumerate() {
+        let room_for = |held: f64| chips.weights.as_ref().is_none_or(|w| held - before <= w.capacity[d]);
+        if (total - phi) / cd <= t && room_for(chips.weights.as_ref().map_or(0.0, |w| w.total)) {
             return true;
         }
-        let Some(&bw) = bandwidth.get(d) else {
+        let Some(&bw) = chips.bandwidth.get(d) else {
             return false;
         };
         let mut best = phi;
         for i in intervals.iter().filter(|i| i.hi >= phi && i.cut.is_finite()) {
             let room = t - i.cut / bw;
-            if room < 0.0 {
+            if room < 0.0 || !room_for(i.held) {
                 continue;
             }
             let psi = i.hi.min(phi + cd * room);
@@ -139,17 +249,30 @@ fn reaches(intervals: &[Interval], total: f64, compute: &[f64], bandwidth: &[f64
             }
         }
         phi = best;
+        if chips.weights.is_some() {
+            // U_d may lie in any interval starting at or below φ_d; its
+            // boundary sends at most bw_d · t.
+            before = intervals
+                .iter()
+                .take_while(|i| i.at <= phi)
+                .map(|i| i.most_weights(bw * t))
+                .fold(0.0, f64::max);
+        }
     }
     false
 }
 
 /// The flops axis cut at every value an ideal's bounds change (a node's
 /// ancestors' flops, the flops outside its descendants), at most
-/// [`MAX_INTERVALS`] intervals, each with its cheapest cut.
-fn intervals(g: &Graph) -> Vec<Interval> {
+/// [`MAX_INTERVALS`] intervals, each with its cheapest cut; `flops` per
+/// placed node.
+fn intervals(g: &Graph, flops: &[f64]) -> Vec<Interval> {
     let n = g.num_placed();
-    let flops: Vec<f64> = (0..n as u32).map(|u| g.placed_node(u).flops as f64).collect();
+    let params: Vec<f64> = (0..n as u32).map(|u| g.placed_node(u).params as f64).collect();
     let total: f64 = flops.iter().sum();
+    // Sums of the same flops in another order may round apart on huge
+    // graphs: the clipping gives them this much room.
+    let slack = total * 1e-12;
     let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut succs: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut bytes = vec![u64::MAX; n];
@@ -204,7 +327,11 @@ fn intervals(g: &Graph) -> Vec<Interval> {
     let piece = |lo: f64, hi: f64, open: bool| {
         let inside: Vec<bool> = below.iter().map(|&b| b < lo || (open && b <= lo)).collect();
         let outside: Vec<bool> = above.iter().map(|&a| a > hi || (open && a >= hi)).collect();
-        let cut = if (0..n).any(|u| inside[u] && outside[u]) {
+        let sum = |set: &[bool], of: &[f64]| -> f64 { (0..n).filter(|&u| set[u]).map(|u| of[u]).sum() };
+        // An ideal holding `inside` and none of `outside` weighs between them.
+        let clipped_lo = lo.max(sum(&inside, flops) - slack);
+        let clipped_hi = hi.min(total - sum(&outside, flops) + slack);
+        let cut = if clipped_lo > clipped_hi || (0..n).any(|u| inside[u] && outside[u]) {
             f64::INFINITY
         } else {
             match min_cut(&succs, &preds, &bytes, &inside, &outside, infinite) {
@@ -212,7 +339,23 @@ fn intervals(g: &Graph) -> Vec<Interval> {
                 v => v as f64,
             }
         };
-        Interval { lo, hi, cut }
+        let (mut free, mut sent) = (0.0, 0.0);
+        for u in (0..n).filter(|&u| !outside[u] && params[u] > 0.0) {
+            if params[u] <= bytes[u] as f64 && succs[u].iter().any(|&v| outside[v as usize]) {
+                sent += params[u];
+            } else {
+                free += params[u];
+            }
+        }
+        Interval {
+            at: lo,
+            lo: clipped_lo,
+            hi: clipped_hi,
+            cut,
+            held: sum(&inside, &params),
+            free,
+            sent,
+        }
     };
     let mut out: Vec<Interval> = points
         .windows(2)

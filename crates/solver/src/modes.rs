@@ -148,7 +148,8 @@ pub fn draw_near(solver: &Solver, u: u32, y: u32, probs: Probs, rng: &mut impl R
 /// stopping ([`Solver::set_stop`]): the pass gave up.
 /// With `near` (FIX's second pass), a node with a proposal draws among the
 /// chips of its domain nearest to it (see [`draw_near`]).
-/// With `follow`, a node without inputs whose consumer is placed draws
+/// With `follow` (every pass of uniform SAMPLE after its first, and the
+/// projections), a node without inputs whose consumer is placed draws
 /// nearest to its consumer's chip instead ([`consumer_chip`]): its own chip
 /// when the rules let it, else the nearest that may feed it. Drawn
 /// uniformly, weights took the chips the chain skipped (below their
@@ -258,8 +259,9 @@ fn pass_budget(order: &[u32]) -> Option<u64> {
 /// free to be drawn anywhere its other inputs allow, and `triangle_dependency`
 /// finds the block drawn across chips only when that input is placed
 /// (hundreds of failures a pass on an encoder whose graph input feeds the
-/// first residual add); decided right after its first output, it follows
-/// that output ([`consumer_chip`]) and the join sees it.
+/// first residual add); decided right after its first output (and, where
+/// weights follow, on that output's chip, [`consumer_chip`]), the join
+/// sees it.
 fn sources_last(solver: &Solver, order: &[u32]) -> Vec<u32> {
     let net = &solver.net;
     let is_source = |u: u32| net.pred[u as usize].is_empty();
@@ -331,7 +333,10 @@ pub fn sample_or(
     } else {
         order.to_vec()
     };
-    let mut done = sample_rest(solver, &first, probs, None, uniform, rng, budget);
+    // The first pass draws every node from its domain, weights too, so that
+    // uniform SAMPLE reaches every valid partition; the passes after it, and
+    // the projections, let weights follow their consumers.
+    let mut done = sample_rest(solver, &first, probs, None, false, rng, budget);
     // A pass that gave up meets the same dead ends in other orders when a
     // rule binds along the pipeline (the draws climb the chips too fast for
     // a per-chip count); the in-order projection of a proposal drawn from

@@ -520,26 +520,17 @@ fn a_stopped_solver_gives_its_passes_up() {
     assert!(!cut);
 }
 
-/// Under a per-chip count at 1.5x the average (`tight_count.mcm`), uniform
-/// SAMPLE's weights follow their consumers and the projection's do too, so
-/// the chips the chain skipped are filled by the weights `no_skip` forces
-/// there instead of by whichever weights are drawn first. Drawn uniformly
-/// (weights on any chip of their domain) the same partitions took 3 to
-/// 1,163 failures each in SAMPLE (771 on average) and about 206 in FIX.
+/// Under a per-chip count at 1.5x the average (`tight_count.mcm`), FIX's
+/// projection lets weights follow their consumers, so the chips the chain
+/// skipped are filled by the weights `no_skip` forces there instead of by
+/// whichever weights are drawn first. Drawn near their own (uniformly random)
+/// proposals, the weights took about 206 failures a FIX partition.
 #[test]
 fn under_a_binding_count_weights_follow_their_consumers() {
     let c = mcm_lang::compile_file(&common::root().join("examples/rules/tight_count.mcm"));
     let p = c.problem(None).unwrap();
     let mut s = Solver::new(p, Options::default()).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(3);
-    for _ in 0..6 {
-        let order = node_order(&s, Order::Random, &mut rng);
-        let pl = sample(&mut s, &order, None, &mut rng).unwrap();
-        assert!(valid(p, &pl));
-    }
-    assert_eq!(s.stats.sat_calls, 0, "{:?}", s.stats);
-    assert!(s.stats.failures < 200, "SAMPLE: {:?}", s.stats);
-    let mut s = Solver::new(p, Options::default()).unwrap();
     let chips = s.num_chips() as u32;
     for _ in 0..4 {
         let order = node_order(&s, Order::Random, &mut rng);
@@ -549,53 +540,4 @@ fn under_a_binding_count_weights_follow_their_consumers() {
     }
     assert_eq!(s.stats.sat_calls, 0, "{:?}", s.stats);
     assert!(s.stats.failures < 200, "FIX: {:?}", s.stats);
-}
-
-/// Where the rules leave room, uniform SAMPLE puts every weight (a node
-/// without inputs) on the chip of its consumer, or on a chip the chain
-/// skipped, which only weights can fill: never on another chain chip (the
-/// one feeding its consumer's, which uniform draws often took).
-#[test]
-fn uniform_sample_puts_weights_with_their_consumers() {
-    let mut g = String::from("let g = graph {\n");
-    for i in 0..8 {
-        g += &format!("  w{i} {{ params = 1 KiB }} -> n{i} {{ flops = 1 GFLOP }}\n");
-        if i > 0 {
-            g += &format!("  n{} -> n{i}\n", i - 1);
-        }
-    }
-    g += "}\n";
-    let text = format!(
-        "{}let t = ring(n = 4, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n{g}\
-         partition g onto t {{ require acyclic_flow, no_skip, triangle_dependency, memory_capacity }}\n",
-        common::HEADER
-    );
-    let c = mcm_lang::compile_str("follow.mcm", &text, &common::root());
-    let p = c.problem(None).unwrap();
-    let mut s = Solver::new(p, Options::default()).unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let edges = p.graph.placed_edges();
-    let has_input: BTreeSet<u32> = edges.iter().map(|e| e.dst).collect();
-    let mut spread = 0;
-    for _ in 0..20 {
-        let order = node_order(&s, Order::Random, &mut rng);
-        let pl = sample(&mut s, &order, None, &mut rng).unwrap();
-        assert!(valid(p, &pl));
-        let chain_chips: BTreeSet<u32> = (0..pl.chips.len() as u32)
-            .filter(|u| has_input.contains(u))
-            .map(|u| pl.chips[u as usize])
-            .collect();
-        for e in edges {
-            let (w, on) = (e.src, pl.chips[e.src as usize]);
-            if !has_input.contains(&w) && on != pl.chips[e.dst as usize] {
-                assert!(
-                    !chain_chips.contains(&on),
-                    "weight {w} on chain chip {on}, its consumer on another"
-                );
-            }
-        }
-        spread = spread.max(pl.chips_used());
-    }
-    // The chain itself is still drawn: the partitions use several chips.
-    assert!(spread > 1);
 }

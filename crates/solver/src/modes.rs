@@ -148,11 +148,24 @@ pub fn draw_near(solver: &Solver, u: u32, y: u32, probs: Probs, rng: &mut impl R
 /// stopping ([`Solver::set_stop`]): the pass gave up.
 /// With `near` (FIX's second pass), a node with a proposal draws among the
 /// chips of its domain nearest to it (see [`draw_near`]).
+/// With `follow` (every pass of uniform SAMPLE after its first, and the
+/// projections), a node without inputs whose consumer is placed draws
+/// nearest to its consumer's chip instead ([`consumer_chip`]): its own chip
+/// when the rules let it, else the nearest that may feed it. Drawn
+/// uniformly, weights took the chips the chain skipped (below their
+/// consumers) at random, each such chip then feeding only its first
+/// weight's consumer, and the weights that had to fill the last skipped
+/// chips or find room beside a full chip had none left: under a per-chip
+/// count at 1.5x the average, 771 failures a SAMPLE partition. Following,
+/// the weights stay with their consumers, and the chips the chain skipped
+/// are filled by the weights `no_skip`'s Hall step ([`crate::rules`]) forces
+/// there once as many are left as chips to fill.
 fn sample_rest(
     solver: &mut Solver,
     order: &[u32],
     probs: Probs,
     near: Option<&[Option<u32>]>,
+    follow: bool,
     rng: &mut impl Rng,
     budget: Option<u64>,
 ) -> Result<bool, Infeasible> {
@@ -171,9 +184,13 @@ fn sample_rest(
                 pos += 1;
                 continue;
             }
-            let c = match near.and_then(|p| p.get(u as usize).copied().flatten()) {
+            let c = match follow.then(|| consumer_chip(solver, u)).flatten() {
+                Some(y) if solver.dom(u).contains(y) => y,
                 Some(y) => draw_near(solver, u, y, probs, rng),
-                None => draw(solver, u, probs, rng),
+                None => match near.and_then(|p| p.get(u as usize).copied().flatten()) {
+                    Some(y) => draw_near(solver, u, y, probs, rng),
+                    None => draw(solver, u, probs, rng),
+                },
             };
             let before = solver.num_decisions();
             at.push(pos);
@@ -196,6 +213,21 @@ fn sample_rest(
     }
 }
 
+/// The lowest chip of a fixed output of `u` when `u` has no inputs (a
+/// weight whose consumer is placed): where a pass that lets weights follow
+/// their consumers ([`sample_rest`]'s `follow`) draws it nearest to.
+fn consumer_chip(solver: &Solver, u: u32) -> Option<u32> {
+    let net = &solver.net;
+    if !net.pred[u as usize].is_empty() {
+        return None;
+    }
+    net.succ[u as usize]
+        .iter()
+        .filter(|&&v| solver.is_fixed(v))
+        .map(|&v| solver.dom(v).min)
+        .min()
+}
+
 /// Passes in fresh random orders after a budgeted pass gives up, before the
 /// fallbacks (whose last resort, a SAT witness, can take seconds on a large
 /// graph under tight rules).
@@ -210,8 +242,10 @@ fn pass_budget(order: &[u32]) -> Option<u64> {
     Some((order.len() as u64 / 2).max(64))
 }
 
-/// `order` with the nodes without inputs (weights) moved after the others,
-/// each group in its order: still topological if `order` was.
+/// `order` with the nodes without inputs moved after the others: those
+/// with one output (weights) to the end, each group in its order; one with
+/// several outputs (the graph's input feeding a block and its residual join)
+/// right after the first of its outputs in the order.
 ///
 /// Uniform SAMPLE decides them so, each weight then drawn where its
 /// consumer already is or where the rules let it feed that chip. Drawn
@@ -221,11 +255,55 @@ fn pass_budget(order: &[u32]) -> Option<u64> {
 /// 600 nodes a chip on BERT-large) met dead ends in almost every pass. A
 /// distribution keeps the order it is given: drawn first, a weight takes
 /// its likeliest chip, and its consumer follows.
+/// An input shared by a block and its join, decided last, leaves the join
+/// free to be drawn anywhere its other inputs allow, and `triangle_dependency`
+/// finds the block drawn across chips only when that input is placed
+/// (hundreds of failures a pass on an encoder whose graph input feeds the
+/// first residual add); decided right after its first output (and, where
+/// weights follow, on that output's chip, [`consumer_chip`]), the join
+/// sees it.
 fn sources_last(solver: &Solver, order: &[u32]) -> Vec<u32> {
     let net = &solver.net;
-    let (mut inner, sources): (Vec<u32>, Vec<u32>) = order.iter().partition(|&&u| !net.pred[u as usize].is_empty());
-    inner.extend(sources);
-    inner
+    let is_source = |u: u32| net.pred[u as usize].is_empty();
+    let mut shared: Vec<(u32, u32)> = Vec::new();
+    let mut pos: Vec<u32> = Vec::new();
+    for &u in order {
+        if is_source(u) && net.succ[u as usize].len() > 1 {
+            if pos.is_empty() {
+                pos = vec![u32::MAX; solver.num_nodes()];
+                for (i, &v) in order.iter().enumerate() {
+                    pos[v as usize] = i as u32;
+                }
+            }
+            let first = net.succ[u as usize]
+                .iter()
+                .map(|&v| pos[v as usize])
+                .min()
+                .unwrap_or(u32::MAX);
+            shared.push((first, u));
+        }
+    }
+    shared.sort_unstable();
+    let mut out = Vec::with_capacity(order.len());
+    let mut next = shared.iter().peekable();
+    for (i, &u) in order.iter().enumerate() {
+        if is_source(u) {
+            continue;
+        }
+        out.push(u);
+        while let Some(&(_, s)) = next.next_if(|(first, _)| *first == i as u32) {
+            out.push(s);
+        }
+    }
+    // A shared source whose outputs are not in the order goes last too.
+    out.extend(next.map(|&(_, s)| s));
+    out.extend(
+        order
+            .iter()
+            .copied()
+            .filter(|&u| is_source(u) && net.succ[u as usize].len() <= 1),
+    );
+    out
 }
 
 /// SAMPLE: each node in order gets a chip drawn from its distribution
@@ -255,7 +333,10 @@ pub fn sample_or(
     } else {
         order.to_vec()
     };
-    let mut done = sample_rest(solver, &first, probs, None, rng, budget);
+    // The first pass draws every node from its domain, weights too, so that
+    // uniform SAMPLE reaches every valid partition; the passes after it, and
+    // the projections, let weights follow their consumers.
+    let mut done = sample_rest(solver, &first, probs, None, false, rng, budget);
     // A pass that gave up meets the same dead ends in other orders when a
     // rule binds along the pipeline (the draws climb the chips too fast for
     // a per-chip count); the in-order projection of a proposal drawn from
@@ -279,7 +360,7 @@ pub fn sample_or(
         if uniform {
             again = sources_last(solver, &again);
         }
-        done = sample_rest(solver, &again, probs, None, rng, budget);
+        done = sample_rest(solver, &again, probs, None, uniform, rng, budget);
         if matches!(done, Ok(false)) && !solver.stopping() {
             proposal = draw_proposal(solver, probs, rng);
             done = project_pass(solver, &again, &proposal, probs, rng, budget);
@@ -642,7 +723,7 @@ fn project_pass(
     solver.reset();
     let order = sources_last(solver, order);
     let budget = budget.map(|b| (b / PROJECT_SHARE).max(64));
-    sample_rest(solver, &order, probs, Some(proposal), rng, budget)
+    sample_rest(solver, &order, probs, Some(proposal), true, rng, budget)
 }
 
 fn fix_pass(
@@ -673,11 +754,41 @@ fn fix_pass(
         }
     }
     let left = limit.map(|l| l.saturating_sub(solver.stats.failures));
-    sample_rest(solver, order, probs, Some(proposal), rng, left)
+    sample_rest(solver, order, probs, Some(proposal), false, rng, left)
 }
 
 fn finish(solver: &Solver) -> Result<Placement, Infeasible> {
     solver.placement().ok_or_else(|| Infeasible {
         constraints: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Options;
+
+    /// The order uniform SAMPLE and the projection decide in: a source with
+    /// several outputs (`x`, feeding a block and its join) right after its
+    /// first output, the weights (one output each) last.
+    #[test]
+    fn a_shared_source_follows_its_first_output_and_weights_go_last() {
+        let text = "use std::placement::{acyclic_flow, no_skip, triangle_dependency, memory_capacity}\n\
+                    use std::topologies::ring\n\
+                    let t = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+                    let g = graph { x -> a -> b -> j  x -> j  w1 -> a  w2 -> b }\n\
+                    partition g onto t { require acyclic_flow, no_skip, triangle_dependency, memory_capacity }\n";
+        let c = mcm_lang::compile_str("order.mcm", text, std::path::Path::new("."));
+        let p = c.problem(None).unwrap();
+        let s = Solver::new(p, Options::default()).unwrap();
+        let g = &p.graph;
+        let id = |name: &str| g.decision_of(g.node_index(name).unwrap()).unwrap();
+        let names = |order: &[u32]| -> Vec<String> { order.iter().map(|&u| g.placed_node(u).id.clone()).collect() };
+        let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(0);
+        let topo = node_order(&s, Order::Topological, &mut rng);
+        assert_eq!(names(&sources_last(&s, &topo))[..4], ["a", "x", "b", "j"]);
+        // Any order of the others: `x` comes right after the first of its outputs.
+        let order = vec![id("w2"), id("x"), id("w1"), id("a"), id("b"), id("j")];
+        assert_eq!(names(&sources_last(&s, &order)), ["a", "x", "b", "j", "w2", "w1"]);
+    }
 }

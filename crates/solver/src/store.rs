@@ -102,6 +102,7 @@ impl Store {
         }
     }
 
+    #[inline]
     pub fn dom(&self, x: u32) -> Dom<'_> {
         let i = x as usize;
         Dom {
@@ -112,18 +113,22 @@ impl Store {
         }
     }
 
+    #[inline]
     pub fn is_fixed(&self, x: u32) -> bool {
         self.size[x as usize] == 1
     }
 
+    #[inline]
     pub fn value(&self, x: u32) -> Option<u32> {
         self.is_fixed(x).then(|| self.min[x as usize])
     }
 
+    #[inline]
     pub fn min(&self, x: u32) -> u32 {
         self.min[x as usize]
     }
 
+    #[inline]
     pub fn max(&self, x: u32) -> u32 {
         self.max[x as usize]
     }
@@ -156,15 +161,29 @@ impl Store {
         (self.cells.len() - 1) as u32
     }
 
+    #[inline]
     pub fn cell(&self, i: u32) -> i64 {
         self.cells[i as usize]
     }
 
+    /// Inlined: propagators set cells in their inner loops, and most sets
+    /// after a cell's first in a level need no trail entry.
+    #[inline]
     pub fn set_cell(&mut self, i: u32, v: i64) {
         let k = i as usize;
         if self.cells[k] == v {
             return;
         }
+        if self.cell_stamp[k] != self.stamp || self.levels.is_empty() {
+            self.save_cell(i);
+        }
+        self.cells[k] = v;
+    }
+
+    /// The old value of cell `i` onto the trail, once per level (at the
+    /// root nothing is trailed, and the root's copy goes stale).
+    fn save_cell(&mut self, i: u32) {
+        let k = i as usize;
         if self.levels.is_empty() {
             self.root = None;
         } else if self.cell_stamp[k] != self.stamp {
@@ -172,7 +191,6 @@ impl Store {
             self.olds.push(self.cells[k]);
             self.cell_stamp[k] = self.stamp;
         }
-        self.cells[k] = v;
     }
 
     // ------------------------------------------------------------ levels

@@ -74,6 +74,10 @@ struct Verdicts {
     /// W words per chip and side.
     lost: Vec<u64>,
     now: u32,
+    /// Per chip, bit i: the chip is the tail (head) of fresh arc i (the
+    /// 64th bit for any later one); zero outside a sweep.
+    fresh_tail: Vec<u64>,
+    fresh_head: Vec<u64>,
 }
 
 impl Verdicts {
@@ -82,6 +86,8 @@ impl Verdicts {
             stamp: vec![0; 2 * c],
             lost: vec![0; 2 * c * w],
             now: 1,
+            fresh_tail: vec![0; c],
+            fresh_head: vec![0; c],
         }
     }
 
@@ -92,6 +98,31 @@ impl Verdicts {
             self.now = 1;
         }
     }
+}
+
+/// Sorts `v` (distinct values), whose longest sorted prefix is most of
+/// it: the rest sorted, then the two merged through `scratch`.
+pub(super) fn sort_after_sorted_prefix(v: &mut Vec<u32>, scratch: &mut Vec<u32>) {
+    let p = 1 + v.windows(2).take_while(|w| w[0] < w[1]).count();
+    if p >= v.len() {
+        return;
+    }
+    v[p..].sort_unstable();
+    scratch.clear();
+    let (a, b) = v.split_at(p);
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] < b[j] {
+            scratch.push(a[i]);
+            i += 1;
+        } else {
+            scratch.push(b[j]);
+            j += 1;
+        }
+    }
+    scratch.extend_from_slice(&a[i..]);
+    scratch.extend_from_slice(&b[j..]);
+    std::mem::swap(v, scratch);
 }
 
 /// `acc |= other`, word by word.
@@ -245,6 +276,8 @@ pub struct Triangle {
     heads_before: RowCache,
     tails_before: RowCache,
     verdicts: Verdicts,
+    /// Scratch for sorting `front`.
+    merged: Vec<u32>,
     w: usize,
     /// Trailed bitsets: chips of fixed ancestors / descendants, W cells per node.
     anc: Vec<u32>,
@@ -302,6 +335,7 @@ impl Triangle {
             heads_before: RowCache::new(c, s.words()),
             tails_before: RowCache::new(c, s.words()),
             verdicts: Verdicts::new(c, s.words()),
+            merged: Vec::new(),
             w: s.words(),
             anc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
             desc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
@@ -404,15 +438,18 @@ impl Triangle {
         if !ready(x, s) {
             return;
         }
+        // Each node closes as it is found ready, so none is pushed twice.
         let mut stack = std::mem::take(&mut self.closing);
         stack.clear();
+        s.set_cell(closed[2 * x as usize + side], 1);
         stack.push(x);
         while let Some(v) = stack.pop() {
-            if !ready(v, s) {
-                continue;
+            for &u in &on[v as usize] {
+                if ready(u, s) {
+                    s.set_cell(closed[2 * u as usize + side], 1);
+                    stack.push(u);
+                }
             }
-            s.set_cell(closed[2 * v as usize + side], 1);
-            stack.extend(on[v as usize].iter().copied().filter(|&u| ready(u, s)));
         }
         self.closing = stack;
     }
@@ -725,8 +762,13 @@ impl Triangle {
         let every = !self.settled || self.front.stale;
         self.front.drop_fixed(s);
         let mut front = std::mem::take(&mut self.front.nodes);
-        front.sort_unstable();
+        sort_after_sorted_prefix(&mut front, &mut self.merged);
         self.verdicts.next_sweep();
+        for (i, &(a, b)) in self.fresh_arcs.iter().enumerate() {
+            let bit = 1u64 << i.min(63);
+            self.verdicts.fresh_tail[a as usize] |= bit;
+            self.verdicts.fresh_head[b as usize] |= bit;
+        }
         let r = front.iter().try_for_each(|&v| match s.is_fixed(v) {
             true => Ok(()),
             false if every || self.affected(v, x, s) => self.prune(v, s),
@@ -736,7 +778,12 @@ impl Triangle {
                 Ok(())
             }
         });
-        // Nodes `prune` fixed joined `front` meanwhile.
+        for &(a, b) in &self.fresh_arcs {
+            self.verdicts.fresh_tail[a as usize] = 0;
+            self.verdicts.fresh_head[b as usize] = 0;
+        }
+        // Nodes `prune` fixed joined `front` meanwhile (after the sorted
+        // ones, for the next sweep to sort only them).
         let joined = std::mem::replace(&mut self.front.nodes, front);
         self.front.nodes.extend(joined);
         self.settled = r.is_ok();
@@ -763,17 +810,12 @@ impl Triangle {
                 if u == x || s.cell(self.counted[u as usize]) == 0 {
                     return true;
                 }
-                let lost = self.lost(c, input);
-                if lost.iter().zip(dom).any(|(l, d)| l & d != 0) {
+                if self.lost(c, input).iter().zip(dom).any(|(l, d)| l & d != 0) {
                     return true;
                 }
-                for (i, &(a, b)) in self.fresh_arcs.iter().enumerate() {
-                    let bit = 1u64 << i.min(63);
-                    match input {
-                        true if a == c => tails |= bit,
-                        false if b == c => heads |= bit,
-                        _ => {}
-                    }
+                match input {
+                    true => tails |= self.verdicts.fresh_tail[c as usize],
+                    false => heads |= self.verdicts.fresh_head[c as usize],
                 }
             }
         }
@@ -789,25 +831,33 @@ impl Triangle {
     /// The chips chip c's row of `heads_ok` (`tails_ok` when not `heads`)
     /// lost to the latest arcs: the old row minus the new one, or every
     /// chip when the old row was not computed.
+    #[inline]
     fn lost(&mut self, c: u32, heads: bool) -> &[u64] {
         let w = self.w;
         let i = 2 * c as usize + heads as usize;
         if self.verdicts.stamp[i] != self.verdicts.now {
-            let mut now = [0u64; MAX_WORDS];
-            self.ends_row(c, heads, &mut now[..w]);
-            let before = if heads { &self.heads_before } else { &self.tails_before };
-            let lost = &mut self.verdicts.lost[i * w..(i + 1) * w];
-            match before.row(c, w) {
-                Some(old) => {
-                    for k in 0..w {
-                        lost[k] = old[k] & !now[k];
-                    }
-                }
-                None => lost.iter_mut().for_each(|l| *l = !0),
-            }
-            self.verdicts.stamp[i] = self.verdicts.now;
+            self.find_lost(c, heads);
         }
         &self.verdicts.lost[i * w..(i + 1) * w]
+    }
+
+    #[inline(never)]
+    fn find_lost(&mut self, c: u32, heads: bool) {
+        let w = self.w;
+        let i = 2 * c as usize + heads as usize;
+        let mut now = [0u64; MAX_WORDS];
+        self.ends_row(c, heads, &mut now[..w]);
+        let before = if heads { &self.heads_before } else { &self.tails_before };
+        let lost = &mut self.verdicts.lost[i * w..(i + 1) * w];
+        match before.row(c, w) {
+            Some(old) => {
+                for k in 0..w {
+                    lost[k] = old[k] & !now[k];
+                }
+            }
+            None => lost.iter_mut().for_each(|l| *l = !0),
+        }
+        self.verdicts.stamp[i] = self.verdicts.now;
     }
 
     /// Chip c's row of `heads_ok` (or `tails_ok`) under the current arcs, into `out`.

@@ -276,3 +276,22 @@ fn sweeps_that_skip_unaffected_nodes_match_from_scratch() {
     let skipped = super::propagator::SKIPPED.with(|k| k.get()) - skipped;
     assert!(skipped > 0, "no sweep skipped a node");
 }
+
+#[test]
+fn a_front_sorted_but_for_its_tail_is_sorted_whole() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let mut scratch = Vec::new();
+    for _ in 0..200 {
+        let mut all: Vec<u32> = (0..rng.random_range(0..40)).map(|_| rng.random_range(0..100)).collect();
+        all.sort_unstable();
+        all.dedup();
+        // A sorted part, then some of its values moved to the end in any order.
+        let mut v: Vec<u32> = all.iter().copied().filter(|_| rng.random_bool(0.7)).collect();
+        let mut tail: Vec<u32> = all.iter().copied().filter(|x| !v.contains(x)).collect();
+        tail.reverse();
+        v.extend(tail);
+        super::propagator::sort_after_sorted_prefix(&mut v, &mut scratch);
+        assert_eq!(v, all);
+    }
+}

@@ -306,7 +306,12 @@ impl Store {
         if size == 1 && self.size[i] > 1 {
             self.nfixed += 1;
         }
-        self.words[i * w..(i + 1) * w].copy_from_slice(new);
+        // A loop, not copy_from_slice: a slice copy of unknown length is a
+        // call to memcpy, several times the cost of the one word most
+        // packages have.
+        for (d, &n) in self.words[i * w..(i + 1) * w].iter_mut().zip(new.iter()) {
+            *d = n;
+        }
         self.min[i] = min;
         self.max[i] = max;
         self.size[i] = size;
@@ -335,7 +340,11 @@ impl Store {
         self.var_stamp[i] = self.stamp;
         self.trail.push(x);
         let w = self.w;
-        self.saved.extend_from_slice(&self.words[i * w..(i + 1) * w]);
+        if w == 1 {
+            self.saved.push(self.words[i]);
+        } else {
+            self.saved.extend_from_slice(&self.words[i * w..(i + 1) * w]);
+        }
     }
 
     fn enqueue(&mut self, x: u32) {

@@ -266,9 +266,8 @@ pub struct Triangle {
     /// Whether every open node next to a fixed one was pruned under the
     /// current arcs and its neighbours' current chips (no backtrack since
     /// the last sweep of `front`). A new arc then re-prunes only the nodes
-    /// it can affect: those with a fixed neighbour not yet counted, on an
-    /// end of a new arc, or on a chip whose row of `heads_ok` / `tails_ok`
-    /// changed; for every other node a prune would restrict nothing.
+    /// it can affect ([`Triangle::affected`]); for every other node a prune
+    /// would restrict nothing.
     settled: bool,
     /// The rows of `heads_ok` and `tails_ok` before the latest new arcs,
     /// copied when they come (while `settled`), and the verdicts of the
@@ -753,13 +752,13 @@ impl Triangle {
     /// node `x` was counted (`NONE`: none).
     fn prune_next_to_fixed(&mut self, x: u32, s: &mut Cx) -> Result<(), Fail> {
         let net = s.net();
+        let every = !self.settled || self.front.stale;
         if self.front.stale {
             self.front.rebuild(s, |v| {
                 net.pred[v as usize].iter().any(|&p| s.is_fixed(p))
                     || net.succ[v as usize].iter().any(|&w| s.is_fixed(w))
             });
         }
-        let every = !self.settled || self.front.stale;
         self.front.drop_fixed(s);
         let mut front = std::mem::take(&mut self.front.nodes);
         sort_after_sorted_prefix(&mut front, &mut self.merged);
@@ -1112,6 +1111,7 @@ impl Propagator for Triangle {
         self.look.clear();
         self.both.stale = true;
         self.front.stale = true;
+        self.settled = false;
         self.fresh = false;
         self.refresh(s);
         self.check_all(s)?;

@@ -229,11 +229,23 @@ pub(crate) fn check_incremental_against_scratch(
     build: Build,
     rule: impl Fn(&Graph) -> GroundConstraint,
 ) -> usize {
+    check_incremental_against_scratch_sized(seed, cases, (7, 5, 12), build, rule)
+}
+
+/// [`check_incremental_against_scratch`] on instances of up to `n` nodes
+/// and `c` chips, with `steps` steps each: `(n, c, steps)`.
+pub(crate) fn check_incremental_against_scratch_sized(
+    seed: u64,
+    cases: usize,
+    (n, c, steps): (usize, usize, usize),
+    build: Build,
+    rule: impl Fn(&Graph) -> GroundConstraint,
+) -> usize {
     use rand::SeedableRng;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut failures = 0;
     for case in 0..cases {
-        let (g, p) = random_instance(&mut rng, 7, 5);
+        let (g, p) = random_instance(&mut rng, n, c);
         let gc = rule(&g);
         let scratch = |decisions: &[(u32, Vec<u32>)]| -> Option<Vec<Vec<u32>>> {
             let mut s = TestSolver::new(&g, &p);
@@ -260,7 +272,7 @@ pub(crate) fn check_incremental_against_scratch(
             continue;
         }
         let mut decisions: Vec<(u32, Vec<u32>)> = Vec::new();
-        for step in 0..12 {
+        for step in 0..steps {
             if !decisions.is_empty() && rng.random_bool(0.25) {
                 inc.pop();
                 decisions.pop();

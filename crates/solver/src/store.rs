@@ -102,6 +102,7 @@ impl Store {
         }
     }
 
+    #[inline]
     pub fn dom(&self, x: u32) -> Dom<'_> {
         let i = x as usize;
         Dom {
@@ -112,18 +113,22 @@ impl Store {
         }
     }
 
+    #[inline]
     pub fn is_fixed(&self, x: u32) -> bool {
         self.size[x as usize] == 1
     }
 
+    #[inline]
     pub fn value(&self, x: u32) -> Option<u32> {
         self.is_fixed(x).then(|| self.min[x as usize])
     }
 
+    #[inline]
     pub fn min(&self, x: u32) -> u32 {
         self.min[x as usize]
     }
 
+    #[inline]
     pub fn max(&self, x: u32) -> u32 {
         self.max[x as usize]
     }
@@ -156,15 +161,29 @@ impl Store {
         (self.cells.len() - 1) as u32
     }
 
+    #[inline]
     pub fn cell(&self, i: u32) -> i64 {
         self.cells[i as usize]
     }
 
+    /// Inlined: propagators set cells in their inner loops, and most sets
+    /// after a cell's first in a level need no trail entry.
+    #[inline]
     pub fn set_cell(&mut self, i: u32, v: i64) {
         let k = i as usize;
         if self.cells[k] == v {
             return;
         }
+        if self.cell_stamp[k] != self.stamp || self.levels.is_empty() {
+            self.save_cell(i);
+        }
+        self.cells[k] = v;
+    }
+
+    /// The old value of cell `i` onto the trail, once per level (at the
+    /// root nothing is trailed, and the root's copy goes stale).
+    fn save_cell(&mut self, i: u32) {
+        let k = i as usize;
         if self.levels.is_empty() {
             self.root = None;
         } else if self.cell_stamp[k] != self.stamp {
@@ -172,7 +191,6 @@ impl Store {
             self.olds.push(self.cells[k]);
             self.cell_stamp[k] = self.stamp;
         }
-        self.cells[k] = v;
     }
 
     // ------------------------------------------------------------ levels
@@ -288,7 +306,12 @@ impl Store {
         if size == 1 && self.size[i] > 1 {
             self.nfixed += 1;
         }
-        self.words[i * w..(i + 1) * w].copy_from_slice(new);
+        // A loop, not copy_from_slice: a slice copy of unknown length is a
+        // call to memcpy, several times the cost of the one word most
+        // packages have.
+        for (d, &n) in self.words[i * w..(i + 1) * w].iter_mut().zip(new.iter()) {
+            *d = n;
+        }
         self.min[i] = min;
         self.max[i] = max;
         self.size[i] = size;
@@ -317,7 +340,11 @@ impl Store {
         self.var_stamp[i] = self.stamp;
         self.trail.push(x);
         let w = self.w;
-        self.saved.extend_from_slice(&self.words[i * w..(i + 1) * w]);
+        if w == 1 {
+            self.saved.push(self.words[i]);
+        } else {
+            self.saved.extend_from_slice(&self.words[i * w..(i + 1) * w]);
+        }
     }
 
     fn enqueue(&mut self, x: u32) {

@@ -27,6 +27,11 @@ const NONE: u32 = u32::MAX;
 pub(super) struct Hall {
     /// Fixed nodes on each chip (trailed).
     holds: Vec<u32>,
+    /// The chips `holds` counts a node on, as a bitset without the trail
+    /// (`None` after a backtrack or a recount until the next use, which
+    /// reads it off `holds`): the walks go over the empty chips only, not
+    /// over every chip up to the highest lower bound at every call.
+    filled: Option<Vec<u64>>,
     /// Per chip its matched node, per node its chip (NONE: none).
     mate: Vec<u32>,
     owner: Vec<u32>,
@@ -46,8 +51,9 @@ pub(super) struct Hall {
 impl Hall {
     pub fn new(cx: &mut Cx) -> Hall {
         let c = cx.chips();
-        let h = Hall {
+        let mut h = Hall {
             holds: (0..c).map(|_| cx.new_cell(0)).collect(),
+            filled: None,
             mate: vec![NONE; c],
             owner: vec![NONE; cx.n()],
             visited: Vec::new(),
@@ -60,26 +66,56 @@ impl Hall {
         h
     }
 
-    /// Domains grew: the list of open nodes is rebuilt before it is used.
+    /// Domains grew: the list of open nodes and the filled chips are
+    /// rebuilt before they are used.
     pub fn on_backtrack(&mut self) {
         self.unfixed = None;
+        self.filled = None;
     }
 
     /// The counts, read off the domains.
-    pub fn recount(&self, cx: &mut Cx) {
+    pub fn recount(&mut self, cx: &mut Cx) {
         for &cell in &self.holds {
             cx.set_cell(cell, 0);
         }
+        self.filled = None;
         for x in 0..cx.n() as u32 {
             self.fixed(x, cx);
         }
     }
 
     /// `x` is fixed (and was not when last seen).
-    pub fn fixed(&self, x: u32, cx: &mut Cx) {
+    pub fn fixed(&mut self, x: u32, cx: &mut Cx) {
         if let Some(c) = cx.value(x) {
             let cell = self.holds[c as usize];
             cx.set_cell(cell, cx.cell(cell) + 1);
+            if let Some(filled) = &mut self.filled {
+                set_bit(filled, c);
+            }
+        }
+    }
+
+    /// The empty chips among `0..=need`, as a bitset into `out`.
+    fn empties(&mut self, need: usize, cx: &Cx, out: &mut [u64]) {
+        let filled = self.filled.get_or_insert_with(|| {
+            let mut f = vec![0u64; cx.words()];
+            for (c, &cell) in self.holds.iter().enumerate() {
+                if cx.cell(cell) != 0 {
+                    set_bit(&mut f, c as u32);
+                }
+            }
+            f
+        });
+        for (k, (o, &f)) in out.iter_mut().zip(filled.iter()).enumerate() {
+            let base = k * 64;
+            let below = if need >= base + 63 {
+                !0
+            } else if need < base {
+                0
+            } else {
+                (1u64 << (need - base + 1)) - 1
+            };
+            *o = !f & below;
         }
     }
 
@@ -102,10 +138,17 @@ impl Hall {
     /// Keeps the pairs that still hold and matches every other empty chip;
     /// fails when one cannot be.
     fn repair_matching(&mut self, need: usize, cx: &Cx) -> Result<(), Fail> {
-        for c in 0..=need {
-            if !self.empty(c, cx) {
-                continue;
-            }
+        let mut empty = std::mem::take(&mut self.empty);
+        self.empties(need, cx, &mut empty);
+        let r = self.repair_empty(&empty, need, cx);
+        self.empty = empty;
+        r
+    }
+
+    /// [`Hall::repair_matching`] over `empty`, the empty chips up to `need`.
+    fn repair_empty(&mut self, empty: &[u64], need: usize, cx: &Cx) -> Result<(), Fail> {
+        for c in crate::domain::bits(empty) {
+            let c = c as usize;
             let x = self.mate[c];
             if x != NONE && self.owner[x as usize] == c as u32 && !cx.is_fixed(x) && cx.dom(x).contains(c as u32) {
                 continue;
@@ -161,10 +204,7 @@ impl Hall {
             .unfixed
             .take()
             .unwrap_or_else(|| (0..cx.n() as u32).filter(|&y| !cx.is_fixed(y)).collect());
-        empty.iter_mut().for_each(|w| *w = 0);
-        for c in (0..=need).filter(|&c| self.empty(c, cx)) {
-            set_bit(&mut empty, c as u32);
-        }
+        self.empties(need, cx, &mut empty);
         open.copy_from_slice(&empty);
         stack.clear();
         let r = self.confine(need, &empty, &mut open, &mut stack, &mut unfixed, cx);

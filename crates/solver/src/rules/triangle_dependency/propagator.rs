@@ -51,6 +51,78 @@ impl RowCache {
             self.now = 1;
         }
     }
+
+    /// Row `a`, when computed under the current arcs.
+    fn row(&self, a: u32, w: usize) -> Option<&[u64]> {
+        (self.stamp[a as usize] == self.now).then(|| &self.rows[a as usize * w..(a as usize + 1) * w])
+    }
+
+    /// Becomes a copy of `other` (same size): two block copies.
+    fn copy_from(&mut self, other: &RowCache) {
+        self.rows.copy_from_slice(&other.rows);
+        self.stamp.copy_from_slice(&other.stamp);
+        self.now = other.now;
+    }
+}
+
+/// Per chip and side, the chips its row of `heads_ok` (or `tails_ok`)
+/// lost to the latest arcs, found once per sweep of the front.
+struct Verdicts {
+    /// Sweep stamp per chip and side (`2 * chip + side`): `lost` is known
+    /// when it equals `now`.
+    stamp: Vec<u32>,
+    /// W words per chip and side.
+    lost: Vec<u64>,
+    now: u32,
+    /// Per chip, bit i: the chip is the tail (head) of fresh arc i (the
+    /// 64th bit for any later one); zero outside a sweep.
+    fresh_tail: Vec<u64>,
+    fresh_head: Vec<u64>,
+}
+
+impl Verdicts {
+    fn new(c: usize, w: usize) -> Verdicts {
+        Verdicts {
+            stamp: vec![0; 2 * c],
+            lost: vec![0; 2 * c * w],
+            now: 1,
+            fresh_tail: vec![0; c],
+            fresh_head: vec![0; c],
+        }
+    }
+
+    fn next_sweep(&mut self) {
+        self.now = self.now.wrapping_add(1);
+        if self.now == 0 {
+            self.stamp.iter_mut().for_each(|s| *s = 0);
+            self.now = 1;
+        }
+    }
+}
+
+/// Sorts `v` (distinct values), whose longest sorted prefix is most of
+/// it: the rest sorted, then the two merged through `scratch`.
+pub(super) fn sort_after_sorted_prefix(v: &mut Vec<u32>, scratch: &mut Vec<u32>) {
+    let p = 1 + v.windows(2).take_while(|w| w[0] < w[1]).count();
+    if p >= v.len() {
+        return;
+    }
+    v[p..].sort_unstable();
+    scratch.clear();
+    let (a, b) = v.split_at(p);
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] < b[j] {
+            scratch.push(a[i]);
+            i += 1;
+        } else {
+            scratch.push(b[j]);
+            j += 1;
+        }
+    }
+    scratch.extend_from_slice(&a[i..]);
+    scratch.extend_from_slice(&b[j..]);
+    std::mem::swap(v, scratch);
 }
 
 /// `acc |= other`, word by word.
@@ -118,6 +190,20 @@ impl NodeList {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Open nodes a sweep of `front` left alone, for the tests to see that
+    /// sweeps skipped some.
+    pub(super) static SKIPPED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Set by a test: every change checks the sets and flags against a
+    /// recomputation ([`Triangle::audit`]).
+    pub(super) static AUDIT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// No index, in `dense`.
 const NONE: u32 = u32::MAX;
 
@@ -155,8 +241,6 @@ pub struct Triangle {
     far_to: Vec<u64>,
     arc_list: Vec<(u32, u32)>,
     fresh: bool,
-    pc: Vec<u32>,
-    sc: Vec<u32>,
     pairs: Vec<(u32, u32)>,
     /// Arcs as bitset rows (`rows[a * W..]`: the heads of arcs from a), valid while `fresh`.
     rows: Vec<u64>,
@@ -179,10 +263,33 @@ pub struct Triangle {
     /// arc c -> b (row b), under the current arcs; built on demand.
     heads_ok: std::cell::RefCell<RowCache>,
     tails_ok: std::cell::RefCell<RowCache>,
+    /// Whether every open node next to a fixed one was pruned under the
+    /// current arcs and its neighbours' current chips (no backtrack since
+    /// the last sweep of `front`). A new arc then re-prunes only the nodes
+    /// it can affect ([`Triangle::affected`]); for every other node a prune
+    /// would restrict nothing.
+    settled: bool,
+    /// The rows of `heads_ok` and `tails_ok` before the latest new arcs,
+    /// copied when they come (while `settled`), and the verdicts of the
+    /// sweep that compares them with the new ones.
+    heads_before: RowCache,
+    tails_before: RowCache,
+    verdicts: Verdicts,
+    /// Scratch for sorting `front`.
+    merged: Vec<u32>,
     w: usize,
     /// Trailed bitsets: chips of fixed ancestors / descendants, W cells per node.
     anc: Vec<u32>,
     desc: Vec<u32>,
+    /// Trailed flags, two per node (`2 * v + side`): side 0, v and all its
+    /// ancestors are counted; side 1, v and all its descendants. Nothing
+    /// reads the sets of a fixed node but a spread looking for open ones,
+    /// and past a closed node in its direction there are none: a spread
+    /// stops there, and the sets are exact for every node not closed. (In
+    /// a topological pass every ancestor of a new node is counted, and its
+    /// backward spread, which marked them all, ends at once.)
+    closed: Vec<u32>,
+    closing: Vec<u32>,
     stack: Vec<u32>,
     /// Scratch lists kept between calls: the arcs a change adds, the nodes
     /// it confines, and `extend`'s chips reaching / reached.
@@ -216,8 +323,6 @@ impl Triangle {
             far_to: vec![0; c * s.words()],
             arc_list: Vec::new(),
             fresh: false,
-            pc: Vec::new(),
-            sc: Vec::new(),
             pairs: Vec::new(),
             rows: vec![0; c * s.words()],
             cols: vec![0; c * s.words()],
@@ -225,9 +330,16 @@ impl Triangle {
             front: NodeList::new(s.n()),
             heads_ok: std::cell::RefCell::new(RowCache::new(c, s.words())),
             tails_ok: std::cell::RefCell::new(RowCache::new(c, s.words())),
+            settled: false,
+            heads_before: RowCache::new(c, s.words()),
+            tails_before: RowCache::new(c, s.words()),
+            verdicts: Verdicts::new(c, s.words()),
+            merged: Vec::new(),
             w: s.words(),
             anc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
             desc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
+            closed: (0..2 * s.n()).map(|_| s.new_cell(0)).collect(),
+            closing: Vec::new(),
             stack: Vec::new(),
             fresh_arcs: Vec::new(),
             look: Vec::new(),
@@ -262,8 +374,19 @@ impl Triangle {
             (&net.pred, &self.desc, &self.anc, &self.cols)
         };
         let row = &arcs[c as usize * w..(c as usize + 1) * w];
+        // Only nodes that lack c and are not closed go on the stack (one
+        // that has c was reached before, and so was everything past it;
+        // past a closed one every node is closed); a node pushed twice is
+        // still skipped when popped. The open nodes visited, and their
+        // order, are those of pushing every neighbour.
+        let side = usize::from(forward);
+        let closed = &self.closed;
+        let lacks = |v: u32, s: &Cx| {
+            s.cell(mine[v as usize * w + word]) as u64 & bit == 0 && s.cell(closed[2 * v as usize + side]) == 0
+        };
         self.stack.clear();
-        self.stack.extend(next[x as usize].iter().copied());
+        self.stack
+            .extend(next[x as usize].iter().copied().filter(|&v| lacks(v, s)));
         while let Some(v) = self.stack.pop() {
             let cell = mine[v as usize * w + word];
             let cur = s.cell(cell) as u64;
@@ -271,7 +394,11 @@ impl Triangle {
                 continue;
             }
             s.set_cell(cell, (cur | bit) as i64);
-            self.stack.extend(next[v as usize].iter().copied());
+            for &u in &next[v as usize] {
+                if lacks(u, s) {
+                    self.stack.push(u);
+                }
+            }
             if s.is_fixed(v) {
                 continue;
             }
@@ -288,6 +415,42 @@ impl Triangle {
                 }
             }
         }
+    }
+
+    /// Closes x on side 0 (every ancestor counted) or 1 (every
+    /// descendant) when it is counted and its inputs (consumers) are
+    /// closed, and then the nodes beyond it that this closes.
+    fn close(&mut self, x: u32, side: usize, s: &mut Cx) {
+        let net = s.net();
+        let (back, on) = match side {
+            0 => (&net.pred, &net.succ),
+            _ => (&net.succ, &net.pred),
+        };
+        let (counted, closed) = (&self.counted, &self.closed);
+        let ready = |v: u32, s: &Cx| {
+            s.cell(counted[v as usize]) != 0
+                && s.cell(closed[2 * v as usize + side]) == 0
+                && back[v as usize]
+                    .iter()
+                    .all(|&p| s.cell(closed[2 * p as usize + side]) != 0)
+        };
+        if !ready(x, s) {
+            return;
+        }
+        // Each node closes as it is found ready, so none is pushed twice.
+        let mut stack = std::mem::take(&mut self.closing);
+        stack.clear();
+        s.set_cell(closed[2 * x as usize + side], 1);
+        stack.push(x);
+        while let Some(v) = stack.pop() {
+            for &u in &on[v as usize] {
+                if ready(u, s) {
+                    s.set_cell(closed[2 * u as usize + side], 1);
+                    stack.push(u);
+                }
+            }
+        }
+        self.closing = stack;
     }
 
     /// Restricts v to the chips every (ancestor chip a, descendant chip b)
@@ -339,12 +502,6 @@ impl Triangle {
             s.restrict(v, &allowed[..w])?;
         }
         Ok(())
-    }
-
-    fn has_arc(&self, s: &Cx, a: u32, b: u32) -> bool {
-        self.arcs
-            .get(&(a * self.c as u32 + b))
-            .is_some_and(|&cell| s.cell(cell) > 0)
     }
 
     /// Counts edge (p, q), both ends fixed, into the arcs; true when its arc is new.
@@ -524,60 +681,66 @@ impl Triangle {
 
     /// Prunes the chips of unfixed node v that would break the rule given its fixed neighbours.
     fn prune(&mut self, v: u32, s: &mut Cx) -> Result<(), Fail> {
-        let net = s.net();
-        let mut pc = std::mem::take(&mut self.pc);
-        let mut sc = std::mem::take(&mut self.sc);
-        pc.clear();
-        sc.clear();
-        pc.extend(net.pred[v as usize].iter().filter_map(|&p| s.value(p)));
-        sc.extend(net.succ[v as usize].iter().filter_map(|&w| s.value(w)));
-        let r = self.prune_with(v, &mut pc, &mut sc, s);
-        self.pc = pc;
-        self.sc = sc;
+        let r = match s.words() {
+            0..=1 => self.prune_n::<1>(v, s),
+            2..=4 => self.prune_n::<4>(v, s),
+            5..=16 => self.prune_n::<16>(v, s),
+            _ => self.prune_n::<MAX_WORDS>(v, s),
+        };
         if s.is_fixed(v) {
             self.front.add_open_neighbours(v, s);
         }
         r
     }
 
-    fn prune_with(&self, v: u32, pc: &mut Vec<u32>, sc: &mut Vec<u32>, s: &mut Cx) -> Result<(), Fail> {
-        if pc.is_empty() && sc.is_empty() {
+    /// The chips of v's fixed inputs (pc) and consumers (sc) as bitsets on
+    /// the stack: each chip once, in increasing order, without a sort.
+    fn prune_n<const N: usize>(&self, v: u32, s: &mut Cx) -> Result<(), Fail> {
+        let net = s.net();
+        let w = s.words().min(N);
+        let (mut pc, mut sc) = ([0u64; N], [0u64; N]);
+        let mut any = false;
+        for &p in &net.pred[v as usize] {
+            if let Some(a) = s.value(p) {
+                set_bit(&mut pc, a);
+                any = true;
+            }
+        }
+        for &q in &net.succ[v as usize] {
+            if let Some(b) = s.value(q) {
+                set_bit(&mut sc, b);
+                any = true;
+            }
+        }
+        if !any {
             return Ok(());
         }
-        pc.sort_unstable();
-        pc.dedup();
-        sc.sort_unstable();
-        sc.dedup();
-        match s.words() {
-            0..=1 => self.prune_with_n::<1>(v, pc, sc, s),
-            2..=4 => self.prune_with_n::<4>(v, pc, sc, s),
-            5..=16 => self.prune_with_n::<16>(v, pc, sc, s),
-            _ => self.prune_with_n::<MAX_WORDS>(v, pc, sc, s),
-        }
-    }
-
-    fn prune_with_n<const N: usize>(&self, v: u32, pc: &[u32], sc: &[u32], s: &mut Cx) -> Result<(), Fail> {
-        let w = s.words().min(N);
         let mut allowed = [0u64; N];
         allowed[..w].copy_from_slice(&s.dom(v).words[..w]);
-        for &a in pc.iter() {
+        for a in bits(&pc[..w]) {
             self.and_heads::<N>(a, &mut allowed[..w]);
         }
-        for &b in sc.iter() {
+        for b in bits(&sc[..w]) {
             self.and_tails::<N>(b, &mut allowed[..w]);
         }
         // a -> c -> b is a path of two: only c = a or c = b when the arc
         // a -> b exists (or a == b, a cycle). Another long path a ~> b is no
         // reason: two paths of two or more may coexist when no arc shortcuts them.
-        for &a in pc.iter() {
-            for &b in sc.iter() {
-                if a == b || self.has_arc(s, a, b) {
-                    let mut pair = [0u64; N];
-                    pair[(a / 64) as usize] |= 1 << (a % 64);
-                    pair[(b / 64) as usize] |= 1 << (b % 64);
-                    for k in 0..w {
-                        allowed[k] &= pair[k];
-                    }
+        for a in bits(&pc[..w]) {
+            // Heads b in sc of arcs a -> b (`rows` holds the arcs: the
+            // table is fresh whenever a node is pruned), and a itself.
+            let row = &self.rows[a as usize * self.w..a as usize * self.w + w];
+            let mut heads = [0u64; N];
+            for k in 0..w {
+                heads[k] = row[k] & sc[k];
+            }
+            heads[(a / 64) as usize] |= sc[(a / 64) as usize] & (1 << (a % 64));
+            for b in bits(&heads[..w]) {
+                let mut pair = [0u64; N];
+                pair[(a / 64) as usize] |= 1 << (a % 64);
+                pair[(b / 64) as usize] |= 1 << (b % 64);
+                for k in 0..w {
+                    allowed[k] &= pair[k];
                 }
             }
         }
@@ -585,9 +748,11 @@ impl Triangle {
         Ok(())
     }
 
-    /// Prunes every open node next to a fixed one, in node order.
-    fn prune_next_to_fixed(&mut self, s: &mut Cx) -> Result<(), Fail> {
+    /// Prunes every open node next to a fixed one, in node order, after
+    /// node `x` was counted (`NONE`: none).
+    fn prune_next_to_fixed(&mut self, x: u32, s: &mut Cx) -> Result<(), Fail> {
         let net = s.net();
+        let every = !self.settled || self.front.stale;
         if self.front.stale {
             self.front.rebuild(s, |v| {
                 net.pred[v as usize].iter().any(|&p| s.is_fixed(p))
@@ -596,15 +761,117 @@ impl Triangle {
         }
         self.front.drop_fixed(s);
         let mut front = std::mem::take(&mut self.front.nodes);
-        front.sort_unstable();
+        sort_after_sorted_prefix(&mut front, &mut self.merged);
+        self.verdicts.next_sweep();
+        for (i, &(a, b)) in self.fresh_arcs.iter().enumerate() {
+            let bit = 1u64 << i.min(63);
+            self.verdicts.fresh_tail[a as usize] |= bit;
+            self.verdicts.fresh_head[b as usize] |= bit;
+        }
         let r = front.iter().try_for_each(|&v| match s.is_fixed(v) {
             true => Ok(()),
-            false => self.prune(v, s),
+            false if every || self.affected(v, x, s) => self.prune(v, s),
+            false => {
+                #[cfg(test)]
+                SKIPPED.with(|k| k.set(k.get() + 1));
+                Ok(())
+            }
         });
-        // Nodes `prune` fixed joined `front` meanwhile.
+        for &(a, b) in &self.fresh_arcs {
+            self.verdicts.fresh_tail[a as usize] = 0;
+            self.verdicts.fresh_head[b as usize] = 0;
+        }
+        // Nodes `prune` fixed joined `front` meanwhile (after the sorted
+        // ones, for the next sweep to sort only them).
         let joined = std::mem::replace(&mut self.front.nodes, front);
         self.front.nodes.extend(joined);
+        self.settled = r.is_ok();
         r
+    }
+
+    /// Whether the latest new arcs (`fresh_arcs`) can change what `prune`
+    /// leaves of open node v, pruned last under the arcs before them (so
+    /// that its domain lies within the rows of then): a fixed neighbour not
+    /// yet counted or just counted (`x`: v may not have been pruned with
+    /// it), a chip of v's domain that the row of a fixed neighbour's chip
+    /// lost, or a new arc from an input's chip to a consumer's (which
+    /// confines v to its ends).
+    fn affected(&mut self, v: u32, x: u32, s: &Cx) -> bool {
+        let net = s.net();
+        let w = self.w;
+        let dom = &s.dom(v).words[..w];
+        // Bit i: v has an input on the tail (or a consumer on the head)
+        // of fresh arc i; a new arc past the 64th counts as met.
+        let (mut tails, mut heads) = (0u64, 0u64);
+        for (set, input) in [(&net.pred[v as usize], true), (&net.succ[v as usize], false)] {
+            for &u in set {
+                let Some(c) = s.value(u) else { continue };
+                if u == x || s.cell(self.counted[u as usize]) == 0 {
+                    return true;
+                }
+                if self.lost(c, input).iter().zip(dom).any(|(l, d)| l & d != 0) {
+                    return true;
+                }
+                match input {
+                    true => tails |= self.verdicts.fresh_tail[c as usize],
+                    false => heads |= self.verdicts.fresh_head[c as usize],
+                }
+            }
+        }
+        let met = tails & heads;
+        met != 0
+            && self
+                .fresh_arcs
+                .iter()
+                .enumerate()
+                .any(|(i, &(a, b))| met >> i.min(63) & 1 == 1 && bits(dom).any(|c| c != a && c != b))
+    }
+
+    /// The chips chip c's row of `heads_ok` (`tails_ok` when not `heads`)
+    /// lost to the latest arcs: the old row minus the new one, or every
+    /// chip when the old row was not computed.
+    #[inline]
+    fn lost(&mut self, c: u32, heads: bool) -> &[u64] {
+        let w = self.w;
+        let i = 2 * c as usize + heads as usize;
+        if self.verdicts.stamp[i] != self.verdicts.now {
+            self.find_lost(c, heads);
+        }
+        &self.verdicts.lost[i * w..(i + 1) * w]
+    }
+
+    #[inline(never)]
+    fn find_lost(&mut self, c: u32, heads: bool) {
+        let w = self.w;
+        let i = 2 * c as usize + heads as usize;
+        let mut now = [0u64; MAX_WORDS];
+        self.ends_row(c, heads, &mut now[..w]);
+        let before = if heads { &self.heads_before } else { &self.tails_before };
+        let lost = &mut self.verdicts.lost[i * w..(i + 1) * w];
+        match before.row(c, w) {
+            Some(old) => {
+                for k in 0..w {
+                    lost[k] = old[k] & !now[k];
+                }
+            }
+            None => lost.iter_mut().for_each(|l| *l = !0),
+        }
+        self.verdicts.stamp[i] = self.verdicts.now;
+    }
+
+    /// Chip c's row of `heads_ok` (or `tails_ok`) under the current arcs, into `out`.
+    fn ends_row(&self, c: u32, heads: bool, out: &mut [u64]) {
+        out.iter_mut().for_each(|x| *x = !0);
+        match (self.w, heads) {
+            (0..=1, true) => self.and_heads::<1>(c, out),
+            (0..=1, false) => self.and_tails::<1>(c, out),
+            (2..=4, true) => self.and_heads::<4>(c, out),
+            (2..=4, false) => self.and_tails::<4>(c, out),
+            (5..=16, true) => self.and_heads::<16>(c, out),
+            (5..=16, false) => self.and_tails::<16>(c, out),
+            (_, true) => self.and_heads::<MAX_WORDS>(c, out),
+            (_, false) => self.and_tails::<MAX_WORDS>(c, out),
+        }
     }
 
     /// Intersects `allowed` with the chips c for which an arc a -> c is
@@ -668,6 +935,51 @@ impl Triangle {
     }
 }
 
+#[cfg(test)]
+impl Triangle {
+    /// Panics unless, recomputed from the counted nodes: a node is closed
+    /// on side 0 (1) exactly when it and all its ancestors (descendants)
+    /// are counted, and every node not closed on side 0 (1) has as
+    /// descendant (ancestor) chips those of its counted descendants
+    /// (ancestors).
+    fn audit(&self, s: &Cx) {
+        let (net, n, w) = (s.net(), s.n(), self.w);
+        let counted = |v: u32| s.cell(self.counted[v as usize]) != 0;
+        let beyond = |v: u32, next: &mcm_core::graph::Csr<u32>| {
+            let mut seen = vec![false; n];
+            let mut stack: Vec<u32> = next[v as usize].to_vec();
+            while let Some(u) = stack.pop() {
+                if !std::mem::replace(&mut seen[u as usize], true) {
+                    stack.extend(next[u as usize].iter().copied());
+                }
+            }
+            (0..n as u32).filter(move |&u| seen[u as usize])
+        };
+        for (side, back, ahead, sets) in [
+            (0, &net.pred, &net.succ, &self.desc),
+            (1, &net.succ, &net.pred, &self.anc),
+        ] {
+            for v in 0..n as u32 {
+                let closed = counted(v) && beyond(v, back).all(counted);
+                assert_eq!(
+                    s.cell(self.closed[2 * v as usize + side]) != 0,
+                    closed,
+                    "node {v}, side {side}"
+                );
+                if closed {
+                    continue;
+                }
+                let mut want = vec![0u64; w];
+                for u in beyond(v, ahead).filter(|&u| counted(u)) {
+                    set_bit(&mut want, s.value(u).expect("a counted node is fixed"));
+                }
+                let have: Vec<u64> = (0..w).map(|k| s.cell(sets[v as usize * w + k]) as u64).collect();
+                assert_eq!(have, want, "the chips beyond node {v} on side {side}");
+            }
+        }
+    }
+}
+
 impl Propagator for Triangle {
     fn watches(&self, n: usize) -> Vec<u32> {
         (0..n as u32).collect()
@@ -683,6 +995,8 @@ impl Propagator for Triangle {
             return Ok(());
         }
         s.set_cell(self.counted[x as usize], 1);
+        self.close(x, 0, s);
+        self.close(x, 1, s);
         let mut new_arc = false;
         let ends = net.succ[x as usize]
             .iter()
@@ -700,6 +1014,10 @@ impl Propagator for Triangle {
             }
         }
         self.pairs = pairs;
+        if new_arc && self.settled {
+            self.heads_before.copy_from(&self.heads_ok.borrow());
+            self.tails_before.copy_from(&self.tails_ok.borrow());
+        }
         if new_arc && !self.extend(&fresh_arcs) {
             self.fresh = false;
         }
@@ -708,6 +1026,10 @@ impl Propagator for Triangle {
         self.look.clear();
         self.spread(x, cx, true, s);
         self.spread(x, cx, false, s);
+        #[cfg(test)]
+        if AUDIT.with(|a| a.get()) {
+            self.audit(s);
+        }
         let mut look = std::mem::take(&mut self.look);
         if new_arc {
             // Every node between the ends of a new arc may be affected.
@@ -736,7 +1058,7 @@ impl Propagator for Triangle {
         if new_arc {
             self.check_all(s)?;
             // A new arc can rule out chips anywhere next to a fixed node.
-            self.prune_next_to_fixed(s)?;
+            self.prune_next_to_fixed(x, s)?;
         } else {
             self.refresh(s);
             for &v in net.succ[x as usize].iter().chain(&net.pred[x as usize]) {
@@ -772,9 +1094,16 @@ impl Propagator for Triangle {
             }
         }
         for x in 0..n as u32 {
-            let fixed = s.value(x);
-            s.set_cell(self.counted[x as usize], i64::from(fixed.is_some()));
-            if let Some(cx) = fixed {
+            s.set_cell(self.counted[x as usize], i64::from(s.is_fixed(x)));
+            s.set_cell(self.closed[2 * x as usize], 0);
+            s.set_cell(self.closed[2 * x as usize + 1], 0);
+        }
+        for x in 0..n as u32 {
+            self.close(x, 0, s);
+            self.close(x, 1, s);
+        }
+        for x in 0..n as u32 {
+            if let Some(cx) = s.value(x) {
                 self.spread(x, cx, true, s);
                 self.spread(x, cx, false, s);
             }
@@ -782,13 +1111,14 @@ impl Propagator for Triangle {
         self.look.clear();
         self.both.stale = true;
         self.front.stale = true;
+        self.settled = false;
         self.fresh = false;
         self.refresh(s);
         self.check_all(s)?;
         for v in 0..n as u32 {
             self.between(v, s)?;
         }
-        self.prune_next_to_fixed(s)?;
+        self.prune_next_to_fixed(NONE, s)?;
         match &mut self.shared {
             Some(t) => t.propagate_from_scratch(s),
             None => Ok(()),
@@ -797,6 +1127,7 @@ impl Propagator for Triangle {
 
     fn on_backtrack(&mut self) {
         self.fresh = false;
+        self.settled = false;
         self.both.stale = true;
         self.front.stale = true;
     }

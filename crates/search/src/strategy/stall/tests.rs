@@ -24,10 +24,16 @@ fn chain() -> Problem {
         g += &format!("    n{} -> n{i}\n", i - 1);
     }
     g += "}\n";
+    on_two_machines(&g)
+}
+
+/// `graph` (a `let g = graph { ... }` block) on two machines of two GPUs of
+/// 1 GiB under step time and memory_capacity.
+fn on_two_machines(graph: &str) -> Problem {
     let text = format!(
         "use std::placement::{{memory_capacity}}\nuse std::topologies::gpu_cluster\n\
          let c = gpu_cluster(machines = 2, gpus = 2, memory = 1 GiB, compute = 10 TFLOP/s, nvlink = 300 GB/s, network = 25 GB/s)\n\
-         {g}partition g onto c {{\n    require memory_capacity\n    minimize step_time\n}}\n"
+         {graph}partition g onto c {{\n    require memory_capacity\n    minimize step_time\n}}\n"
     );
     let c = mcm_lang::compile_str("t.mcm", &text, std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
     assert!(c.ok(), "{}", mcm_core::diag::render_text(&c.program.sources, &c.diags));
@@ -46,14 +52,7 @@ fn tight_chain() -> Problem {
         g += &format!("    n{} -> n{i}\n", i - 1);
     }
     g += "}\n";
-    let text = format!(
-        "use std::placement::{{memory_capacity}}\nuse std::topologies::gpu_cluster\n\
-         let c = gpu_cluster(machines = 2, gpus = 2, memory = 1 GiB, compute = 10 TFLOP/s, nvlink = 300 GB/s, network = 25 GB/s)\n\
-         {g}partition g onto c {{\n    require memory_capacity\n    minimize step_time\n}}\n"
-    );
-    let c = mcm_lang::compile_str("t.mcm", &text, std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
-    assert!(c.ok(), "{}", mcm_core::diag::render_text(&c.program.sources, &c.diags));
-    c.problem(None).expect("one problem").clone()
+    on_two_machines(&g)
 }
 
 /// Two nodes a chip, in chain order: a pipeline, four boundaries.

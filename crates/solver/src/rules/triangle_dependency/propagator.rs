@@ -479,16 +479,27 @@ impl Triangle {
             return Ok(());
         }
         let mut allowed = [!0u64; N];
+        if self.and_arc_pairs::<N>(&a_set[..w], &d_set[..w], &mut allowed[..w]) {
+            s.restrict(v, &allowed[..w])?;
+        }
+        Ok(())
+    }
+
+    /// Narrows `allowed` to {a, b} for every chip a of `tails` and b of
+    /// `heads` joined by an arc a -> b, or equal; true when there was one.
+    #[inline]
+    fn and_arc_pairs<const N: usize>(&self, tails: &[u64], heads: &[u64], allowed: &mut [u64]) -> bool {
+        let w = allowed.len();
         let mut any = false;
-        for a in bits(&a_set[..w]) {
-            // Heads b in D(v) of arcs a -> b, and a itself when a is in D(v).
+        for a in bits(tails) {
+            // Heads b of arcs a -> b, and a itself when it is a head.
             let row = &self.rows[a as usize * self.w..a as usize * self.w + w];
-            let mut heads = [0u64; N];
+            let mut to = [0u64; N];
             for k in 0..w {
-                heads[k] = row[k] & d_set[k];
+                to[k] = row[k] & heads[k];
             }
-            heads[(a / 64) as usize] |= d_set[(a / 64) as usize] & (1 << (a % 64));
-            for b in bits(&heads[..w]) {
+            to[(a / 64) as usize] |= heads[(a / 64) as usize] & (1 << (a % 64));
+            for b in bits(&to[..w]) {
                 let mut pair = [0u64; N];
                 pair[(a / 64) as usize] |= 1 << (a % 64);
                 pair[(b / 64) as usize] |= 1 << (b % 64);
@@ -498,10 +509,7 @@ impl Triangle {
                 any = true;
             }
         }
-        if any {
-            s.restrict(v, &allowed[..w])?;
-        }
-        Ok(())
+        any
     }
 
     /// Counts edge (p, q), both ends fixed, into the arcs; true when its arc is new.
@@ -726,24 +734,8 @@ impl Triangle {
         // a -> c -> b is a path of two: only c = a or c = b when the arc
         // a -> b exists (or a == b, a cycle). Another long path a ~> b is no
         // reason: two paths of two or more may coexist when no arc shortcuts them.
-        for a in bits(&pc[..w]) {
-            // Heads b in sc of arcs a -> b (`rows` holds the arcs: the
-            // table is fresh whenever a node is pruned), and a itself.
-            let row = &self.rows[a as usize * self.w..a as usize * self.w + w];
-            let mut heads = [0u64; N];
-            for k in 0..w {
-                heads[k] = row[k] & sc[k];
-            }
-            heads[(a / 64) as usize] |= sc[(a / 64) as usize] & (1 << (a % 64));
-            for b in bits(&heads[..w]) {
-                let mut pair = [0u64; N];
-                pair[(a / 64) as usize] |= 1 << (a % 64);
-                pair[(b / 64) as usize] |= 1 << (b % 64);
-                for k in 0..w {
-                    allowed[k] &= pair[k];
-                }
-            }
-        }
+        // (`rows` holds the arcs: the table is fresh whenever a node is pruned.)
+        self.and_arc_pairs::<N>(&pc[..w], &sc[..w], &mut allowed[..w]);
         s.restrict(v, &allowed[..w])?;
         Ok(())
     }

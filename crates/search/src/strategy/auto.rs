@@ -22,7 +22,10 @@
 //! unfinished one is abandoned), and a third joins them: the learned
 //! policy fine-tuned in rounds as `rl` is ([`super::rl::Tuner`]), its
 //! rollouts drawn around the shared incumbent and offered to it, on the
-//! search's own thread while the SAT workers think. Under a sample budget
+//! search's own thread while the SAT workers think; with a stricter twin,
+//! every other round's rollouts are made valid under the twin's rules
+//! (under the problem's alone, FIX keeps what the pipeline rules would
+//! have spread apart). Under a sample budget
 //! the SAT workers take turns (the policy's part is its zero-shot
 //! proposals before them), so
 //! a seed gives the same run: `lns` until it finds nothing in a few sweeps,
@@ -76,7 +79,7 @@ pub fn whole_portfolio(placed: usize) -> bool {
 const POLICY_DRAWS: usize = 8;
 
 /// The shared incumbent and bound, and what each worker was asked.
-struct Portfolio {
+struct Portfolio<'p> {
     model: Arc<LatencyModel>,
     best: Incumbent,
     /// The proven bound: no valid partition is faster.
@@ -94,6 +97,9 @@ struct Portfolio {
     exact_on: bool,
     /// `exact` on the problem's stricter twin, under a time budget.
     twin: Option<Twin>,
+    /// The stricter twin itself: every other round of the learned policy
+    /// is made valid under its rules.
+    twin_problem: Option<&'p mcm_core::problem::Problem>,
 }
 
 /// Bisection on the problem's stricter twin ([`Problem::stricter`]): the
@@ -121,7 +127,7 @@ fn bisect(lb: f64, ub: f64) -> f64 {
     }
 }
 
-impl Portfolio {
+impl<'p> Portfolio<'p> {
     fn optimal(&self) -> bool {
         self.best.found() && self.lb >= self.best.latency
     }
@@ -250,7 +256,8 @@ impl Portfolio {
     /// Every worker at once, until the deadline (time budgets): the
     /// SAT workers on their threads, the learned policy's rounds on this
     /// one, in the time it would otherwise wait for their answers.
-    fn race(&mut self, search: &mut Search, mut tuner: Option<Tuner>) {
+    fn race(&mut self, search: &mut Search<'p>, mut tuner: Option<Tuner>) {
+        let mut rounds = 0usize;
         while !search.done() && !self.optimal() {
             self.ask_lns(search);
             self.ask_exact();
@@ -262,7 +269,22 @@ impl Portfolio {
                 self.exact_answered(search, a);
                 continue;
             }
-            let tuned = match tuner.as_mut().map(|t| t.round(search, &self.model, &mut self.best)) {
+            rounds += 1;
+            let on_twin = self.twin_problem.filter(|_| rounds.is_multiple_of(2));
+            let (model, best) = (&self.model, &mut self.best);
+            let mut twin_gone = false;
+            let tuned = match tuner.as_mut().map(|t| match on_twin {
+                Some(tp) => match search.on_twin(tp, |s| t.round(s, model, best)) {
+                    Ok(r) => r,
+                    // No solver for the twin (no valid partition): its
+                    // rounds end, the problem's go on.
+                    Err(_) => {
+                        twin_gone = true;
+                        Ok(true)
+                    }
+                },
+                None => t.round(search, model, best),
+            }) {
                 Some(Ok(true)) => true,
                 // A tensor error, or a pass cut short at the deadline: the
                 // SAT workers go on without it.
@@ -272,6 +294,9 @@ impl Portfolio {
                 }
                 None => false,
             };
+            if twin_gone {
+                self.twin_problem = None;
+            }
             let wait = if self.lns_asked.is_some() && !tuned {
                 Duration::from_millis(20)
             } else {
@@ -453,6 +478,7 @@ impl Strategy for Auto {
             exact_on: search.timed()
                 || problem.graph.num_placed() * problem.package.num_chips().saturating_sub(1) <= FREE_CAP,
             twin,
+            twin_problem: problem.stricter(),
         };
         if search.timed() {
             let tuner = Tuner::new(search, &p.best);
@@ -480,5 +506,50 @@ mod tests {
         assert!(whole_portfolio(1) && whole_portfolio(PORTFOLIO_NODES));
         assert!(!whole_portfolio(PORTFOLIO_NODES + 1));
         assert!(!whole_portfolio(1_000_000));
+    }
+
+    /// A chain of twelve nodes on a ring of four chips under `rules`.
+    fn chain(rules: &str) -> mcm_core::problem::Problem {
+        let dir = mcm_testkit::scratch("auto-twin-rounds");
+        std::fs::write(dir.join("chain.json"), mcm_testkit::chain_graph("chain", 12, 0)).unwrap();
+        let text = format!(
+            "{}let package = ring(n = 4, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s)\n\
+             let g = graph(\"chain.json\")\n\
+             partition g onto package {{\n    require {rules}\n    maximize throughput\n}}\n",
+            mcm_testkit::HEADER
+        );
+        let c = mcm_testkit::compile_in(&dir, &text);
+        c.problem(None).expect("a problem").clone()
+    }
+
+    #[test]
+    fn the_policys_rounds_on_the_twin_keep_its_rules() {
+        use crate::cost::{Judge, JudgeOptions};
+        let p = chain("memory_capacity");
+        let twin = p.stricter().expect("memory_capacity alone has a twin");
+        // A judge that holds the twin's rules: a rollout breaking them is invalid.
+        let judge = Judge::new(twin, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let invalid = |on_twin: bool| {
+            let mut search = Search::new(&p, &judge, super::super::Budget::Samples(400), 1).unwrap();
+            let Start { model, mut best, .. } = incumbent::start(&mut search, DP_CUTS).unwrap().unwrap();
+            let mut tuner = Tuner::new(&mut search, &best).expect("the shipped policy");
+            let before = search.records.len();
+            for _ in 0..4 {
+                let r = match on_twin {
+                    true => search
+                        .on_twin(twin, |s| tuner.round(s, &model, &mut best))
+                        .and_then(|r| r),
+                    false => tuner.round(&mut search, &model, &mut best),
+                };
+                assert!(r.expect("feasible"), "the policy failed");
+            }
+            let judged = &search.records[before..];
+            assert!(!judged.is_empty());
+            judged.iter().filter(|r| r.throughput.is_none()).count()
+        };
+        // Made valid under the problem's rule alone, some rollouts break the
+        // pipeline rules; under the twin's, none does.
+        assert!(invalid(false) > 0);
+        assert_eq!(invalid(true), 0);
     }
 }

@@ -155,8 +155,8 @@ pub fn draw_near(solver: &Solver, u: u32, y: u32, probs: Probs, rng: &mut impl R
 /// uniformly, weights took the chips the chain skipped (below their
 /// consumers) at random, each such chip then feeding only its first
 /// weight's consumer, and the weights that had to fill the last skipped
-/// chips or find room beside a full chip had none left: under a per-chip
-/// count at 1.5x the average, 771 failures a SAMPLE partition. Following,
+/// chips or find room beside a full chip had none left under a tight
+/// per-chip count. Following,
 /// the weights stay with their consumers, and the chips the chain skipped
 /// are filled by the weights `no_skip`'s Hall step ([`crate::rules`]) forces
 /// there once as many are left as chips to fill.

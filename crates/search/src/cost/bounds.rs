@@ -300,6 +300,8 @@ fn edge_span(g: &Graph, chips: &Chips, flops: &[f64], between: bool) -> Option<B
 /// Descendants and ancestors of every placed node as bit rows, for the
 /// nodes between two in O(n / 64).
 pub(super) struct Reach {
+    /// The placed nodes (decision indices) in topological order.
+    pub order: Vec<usize>,
     words: usize,
     desc: Vec<u64>,
     anc: Vec<u64>,
@@ -333,7 +335,12 @@ impl Reach {
         };
         fill(&mut desc, &succ, &mut order.iter().rev().copied());
         fill(&mut anc, &pred, &mut order.iter().copied());
-        Reach { words, desc, anc }
+        Reach {
+            order,
+            words,
+            desc,
+            anc,
+        }
     }
 
     /// Marks the nodes strictly between `u` and `v` in `set`.

@@ -74,11 +74,6 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool) -> Opti
 /// most flops per node.
 fn best_chain(g: &Graph, reach: &Reach, flops: &[f64]) -> Vec<usize> {
     let n = flops.len();
-    let order: Vec<usize> = g
-        .topological_order()
-        .iter()
-        .filter_map(|&v| g.decision_of(v).map(|d| d as usize))
-        .collect();
     // Per node, its producers with what the edge adds to W: the nodes
     // strictly between and the node itself.
     let mut preds: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
@@ -90,7 +85,7 @@ fn best_chain(g: &Graph, reach: &Reach, flops: &[f64]) -> Vec<usize> {
     let longest = |lambda: f64| -> (Vec<usize>, f64) {
         let mut value = vec![0.0; n];
         let mut from = vec![usize::MAX; n];
-        for &v in &order {
+        for &v in &reach.order {
             value[v] = flops[v] - lambda;
             for &(u, gain) in &preds[v] {
                 let through = value[u] + gain - lambda;

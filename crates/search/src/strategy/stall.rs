@@ -108,29 +108,24 @@ impl Stall {
         let chips = search.problem.package.num_chips() as u32;
         for _ in 0..TRIES {
             let mut at = self.best.0.clone();
-            let groups = match search.rng.random_range(0..3) {
-                0 => self.nb.merge(&at, chips, &mut search.rng).into_iter().collect(),
-                1 => match self.model.as_ref().and_then(|m| m.stage_times(&at).ok()) {
-                    Some(stages) => self.nb.relieve(&at, stages, &mut search.rng),
-                    None => Vec::new(),
-                },
+            match search.rng.random_range(0..3) {
+                0 => {
+                    let merge = self.nb.merge(&at, chips, &mut search.rng);
+                    apply_moves(&mut at, merge);
+                }
+                1 => {
+                    if let Some(stages) = self.model.as_ref().and_then(|m| m.stage_times(&at).ok()) {
+                        let groups = self.nb.relieve(&at, stages, &mut search.rng);
+                        apply_moves(&mut at, groups);
+                    }
+                }
                 _ => {
-                    let mut slides = Vec::new();
                     for _ in 0..search.rng.random_range(1..=3) {
-                        let Some((group, to)) = self.nb.boundary_move(&at, chips, SLIDE_TRIES, &mut search.rng) else {
+                        let Some(slide) = self.nb.boundary_move(&at, chips, SLIDE_TRIES, &mut search.rng) else {
                             break;
                         };
-                        for &u in &group {
-                            at[u as usize] = to;
-                        }
-                        slides.push((group, to));
+                        apply_moves(&mut at, Some(slide));
                     }
-                    slides
-                }
-            };
-            for (group, to) in groups {
-                for u in group {
-                    at[u as usize] = to;
                 }
             }
             if at == self.best.0 {
@@ -142,6 +137,15 @@ impl Stall {
             }
         }
         Ok(None)
+    }
+}
+
+/// `at` with each group of nodes moved to its chip.
+fn apply_moves(at: &mut [u32], groups: impl IntoIterator<Item = (Vec<u32>, u32)>) {
+    for (group, to) in groups {
+        for u in group {
+            at[u as usize] = to;
+        }
     }
 }
 

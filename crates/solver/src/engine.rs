@@ -104,6 +104,9 @@ pub struct Solver<'p> {
     /// need: the question walks every rule's instances, which on a large
     /// graph costs more than the pass that asks it.
     reducible: std::cell::OnceCell<bool>,
+    /// Whether a rule outside the standard library bounds a sum or count
+    /// per chip ([`families::bounds_per_chip`]), asked on first need.
+    per_chip: std::cell::OnceCell<bool>,
     use_sat: bool,
     backjump_on: bool,
     native: bool,
@@ -199,6 +202,7 @@ impl<'p> Solver<'p> {
             sat: None,
             small: None,
             reducible: std::cell::OnceCell::new(),
+            per_chip: std::cell::OnceCell::new(),
             use_sat: options.sat,
             backjump_on: options.sat,
             native: options.native,
@@ -269,6 +273,13 @@ impl<'p> Solver<'p> {
     /// ([`super::reduce::applies`]).
     pub(crate) fn reducible(&self) -> bool {
         *self.reducible.get_or_init(|| super::reduce::applies(self.problem))
+    }
+
+    /// Whether a user rule bounds a sum or count per chip (an op count, a
+    /// compute budget): SAMPLE's first pass then lets weights follow their
+    /// consumers ([`super::modes`]).
+    pub(crate) fn bounds_per_chip(&self) -> bool {
+        *self.per_chip.get_or_init(|| families::bounds_per_chip(self.problem))
     }
 
     pub fn num_decisions(&self) -> usize {

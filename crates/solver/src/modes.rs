@@ -148,10 +148,12 @@ pub fn draw_near(solver: &Solver, u: u32, y: u32, probs: Probs, rng: &mut impl R
 /// stopping ([`Solver::set_stop`]): the pass gave up.
 /// With `near` (FIX's second pass), a node with a proposal draws among the
 /// chips of its domain nearest to it (see [`draw_near`]).
-/// With `follow` (every pass of uniform SAMPLE after its first, and the
-/// projections), a node without inputs whose consumer is placed draws
-/// nearest to its consumer's chip instead ([`consumer_chip`]): its own chip
-/// when the rules let it, else the nearest that may feed it. Drawn
+/// `weights` says how a node without inputs whose consumer is placed is
+/// drawn: from its domain, or nearest to its consumer's chip
+/// ([`consumer_chip`]: its own chip when the rules let it, else the nearest
+/// that may feed it), always (every pass of uniform SAMPLE after its first,
+/// and the projections) or but for a stray few (uniform SAMPLE's first pass
+/// under a per-chip user rule, [`Weights::Mostly`]). Drawn
 /// uniformly, weights took the chips the chain skipped (below their
 /// consumers) at random, each such chip then feeding only its first
 /// weight's consumer, and the weights that had to fill the last skipped
@@ -165,7 +167,7 @@ fn sample_rest(
     order: &[u32],
     probs: Probs,
     near: Option<&[Option<u32>]>,
-    follow: bool,
+    weights: Weights,
     rng: &mut impl Rng,
     budget: Option<u64>,
 ) -> Result<bool, Infeasible> {
@@ -184,7 +186,12 @@ fn sample_rest(
                 pos += 1;
                 continue;
             }
-            let c = match follow.then(|| consumer_chip(solver, u)).flatten() {
+            let follow = match weights {
+                Weights::Drawn => None,
+                Weights::Follow => consumer_chip(solver, u),
+                Weights::Mostly(stray) => consumer_chip(solver, u).filter(|_| !rng.random_bool(stray)),
+            };
+            let c = match follow {
                 Some(y) if solver.dom(u).contains(y) => y,
                 Some(y) => draw_near(solver, u, y, probs, rng),
                 None => match near.and_then(|p| p.get(u as usize).copied().flatten()) {
@@ -213,9 +220,40 @@ fn sample_rest(
     }
 }
 
+/// How [`sample_rest`] draws a node without inputs whose consumer is placed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Weights {
+    /// From its domain, as every other node.
+    Drawn,
+    /// Nearest to its consumer's chip.
+    Follow,
+    /// Nearest to its consumer's chip, except with the given odds, when it
+    /// is drawn from its domain: every valid partition stays reachable.
+    ///
+    /// Uniform SAMPLE's first pass under a per-chip user rule strays so
+    /// about once a pass ([`stray_odds`]). Drawn from their domains every
+    /// time, weights took the chips the chain skipped at random, and under
+    /// a binding op count the pass spent its whole failure budget on the
+    /// weights left without room; each weight that strays may still do so.
+    /// Following every time, a weight could never sit off its consumer's
+    /// chip where that chip is allowed, and SAMPLE would miss those
+    /// partitions.
+    Mostly(f64),
+}
+
+/// One over the nodes without inputs in `order`: the odds that each strays
+/// from its consumer ([`Weights::Mostly`]), about one a pass.
+fn stray_odds(solver: &Solver, order: &[u32]) -> f64 {
+    let sources = order
+        .iter()
+        .filter(|&&u| solver.net.pred[u as usize].is_empty())
+        .count();
+    1.0 / sources.max(1) as f64
+}
+
 /// The lowest chip of a fixed output of `u` when `u` has no inputs (a
 /// weight whose consumer is placed): where a pass that lets weights follow
-/// their consumers ([`sample_rest`]'s `follow`) draws it nearest to.
+/// their consumers ([`sample_rest`]'s `weights`) draws it nearest to.
 fn consumer_chip(solver: &Solver, u: u32) -> Option<u32> {
     let net = &solver.net;
     if !net.pred[u as usize].is_empty() {
@@ -335,8 +373,19 @@ pub fn sample_or(
     };
     // The first pass draws every node from its domain, weights too, so that
     // uniform SAMPLE reaches every valid partition; the passes after it, and
-    // the projections, let weights follow their consumers.
-    let mut done = sample_rest(solver, &first, probs, None, false, rng, budget);
+    // the projections, let weights follow their consumers. Under a per-chip
+    // user rule the first pass lets them follow too, but for a stray few;
+    // such a pass completes with few failures, as a projection does, and
+    // one that does not is left after a projection's share of the budget
+    // (on an encoder under an op count, a few passes backtracked through
+    // their whole budget where the projection after them completes).
+    let (first_weights, first_budget) = if uniform && solver.bounds_per_chip() {
+        let share = budget.map(|b| (b / PROJECT_SHARE).max(64));
+        (Weights::Mostly(stray_odds(solver, &first)), share)
+    } else {
+        (Weights::Drawn, budget)
+    };
+    let mut done = sample_rest(solver, &first, probs, None, first_weights, rng, first_budget);
     // A pass that gave up meets the same dead ends in other orders when a
     // rule binds along the pipeline (the draws climb the chips too fast for
     // a per-chip count); the in-order projection of a proposal drawn from
@@ -360,7 +409,8 @@ pub fn sample_or(
         if uniform {
             again = sources_last(solver, &again);
         }
-        done = sample_rest(solver, &again, probs, None, uniform, rng, budget);
+        let weights = if uniform { Weights::Follow } else { Weights::Drawn };
+        done = sample_rest(solver, &again, probs, None, weights, rng, budget);
         if matches!(done, Ok(false)) && !solver.stopping() {
             proposal = draw_proposal(solver, probs, rng);
             done = project_pass(solver, &again, &proposal, probs, rng, budget);
@@ -723,7 +773,7 @@ fn project_pass(
     solver.reset();
     let order = sources_last(solver, order);
     let budget = budget.map(|b| (b / PROJECT_SHARE).max(64));
-    sample_rest(solver, &order, probs, Some(proposal), true, rng, budget)
+    sample_rest(solver, &order, probs, Some(proposal), Weights::Follow, rng, budget)
 }
 
 fn fix_pass(
@@ -754,7 +804,7 @@ fn fix_pass(
         }
     }
     let left = limit.map(|l| l.saturating_sub(solver.stats.failures));
-    sample_rest(solver, order, probs, Some(proposal), false, rng, left)
+    sample_rest(solver, order, probs, Some(proposal), Weights::Drawn, rng, left)
 }
 
 fn finish(solver: &Solver) -> Result<Placement, Infeasible> {

@@ -254,6 +254,45 @@ fn sample_reaches_every_valid_partition() {
     assert!(checked >= 20, "only {checked} feasible cases");
 }
 
+/// Under a per-chip count, uniform SAMPLE's first pass lets weights follow
+/// their consumers but for about one a pass (`modes.rs`, `Weights::Mostly`),
+/// drawn from its whole domain: every valid partition stays reachable.
+#[test]
+fn sample_under_a_per_chip_count_reaches_every_valid_partition() {
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let mut checked = 0;
+    for case in 0..60 {
+        let text = instance(&mut rng, 4, 3).replace("partition g onto t { ", "partition g onto t { require balanced\n");
+        let p = problem(&text);
+        let mut all = BTreeSet::new();
+        exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
+            all.insert(pl.chips.clone());
+            true
+        })
+        .expect("small");
+        // Only cases with a weight whose chip is not forced test the strays.
+        let edges: Vec<(u32, u32)> = p.graph.placed_edges().iter().map(|e| (e.src, e.dst)).collect();
+        let weights = edges.iter().any(|&(u, _)| edges.iter().all(|&(_, v)| v != u));
+        if all.len() < 2 || !weights {
+            continue;
+        }
+        let mut s = Solver::new(&p, Options::default()).expect("feasible");
+        let mut seen = BTreeSet::new();
+        for _ in 0..1500 {
+            let order = node_order(&s, Order::Random, &mut rng);
+            let pl = sample(&mut s, &order, None, &mut rng).expect("feasible");
+            assert!(
+                all.contains(&pl.chips),
+                "case {case}: sampled an invalid {pl:?}\n{text}"
+            );
+            seen.insert(pl.chips);
+        }
+        assert_eq!(seen, all, "case {case} missed some:\n{text}");
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} cases with weights");
+}
+
 #[test]
 fn fix_keeps_valid_proposals_and_repairs_invalid_ones() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
@@ -540,4 +579,24 @@ fn under_a_binding_count_weights_follow_their_consumers() {
     }
     assert_eq!(s.stats.sat_calls, 0, "{:?}", s.stats);
     assert!(s.stats.failures < 200, "FIX: {:?}", s.stats);
+}
+
+/// Under a per-chip count at 1.5x the average, uniform SAMPLE's first pass
+/// lets weights follow their consumers but for about one a pass, and
+/// completes where drawing every weight from its domain spent its whole
+/// failure budget (about 435 failures a partition, most of them in that
+/// first pass; about 5 now).
+#[test]
+fn under_a_binding_count_samples_let_weights_follow() {
+    let c = mcm_lang::compile_file(&common::root().join("examples/rules/tight_count.mcm"));
+    let p = c.problem(None).unwrap();
+    let mut s = Solver::new(p, Options::default()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    for _ in 0..4 {
+        let order = node_order(&s, Order::Random, &mut rng);
+        let pl = sample(&mut s, &order, None, &mut rng).unwrap();
+        assert!(valid(p, &pl));
+    }
+    assert_eq!(s.stats.sat_calls, 0, "{:?}", s.stats);
+    assert!(s.stats.failures < 200, "SAMPLE: {:?}", s.stats);
 }

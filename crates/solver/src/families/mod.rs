@@ -36,7 +36,7 @@ use crate::propagator::{Cx, Propagator};
 use crate::store::Fail;
 use binary::Binary;
 use link_load::LinkLoad;
-use mcm_core::problem::GroundConstraint;
+use mcm_core::problem::{GroundConstraint, Problem};
 use resource::Resource;
 use std::collections::HashMap;
 
@@ -104,6 +104,20 @@ pub fn build<'p>(cx: &mut Cx, rule: &'p GroundConstraint) -> Result<Box<dyn Prop
     };
     p.propagate_from_scratch(cx)?;
     Ok(Box::new(p))
+}
+
+/// Whether a rule without a native propagator has an instance of the
+/// resource shape over several nodes: a sum or count bounded per chip,
+/// such as a user's op count or compute budget (`memory_capacity`, native,
+/// is not one).
+pub(crate) fn bounds_per_chip(problem: &Problem) -> bool {
+    let chips = problem.package.num_chips();
+    problem.constraints.iter().any(|c| {
+        c.native.as_deref().and_then(crate::rules::lookup).is_none()
+            && c.instances
+                .iter()
+                .any(|i| resource::recognise(&i.formula, chips).is_some_and(|s| s.items.len() > 1))
+    })
 }
 
 impl Propagator for Family<'_> {

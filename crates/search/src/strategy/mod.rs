@@ -614,13 +614,19 @@ impl<'p> Search<'p> {
     /// Like [`Search::submit`], but a partition with a reason in `refused`
     /// is an invalid sample with that reason, and is not evaluated.
     ///
-    /// The batch is judged a chunk of the judge's parallelism at a time,
-    /// the budget checked before each chunk and each chunk recorded when it
-    /// is judged: under a time budget a partition whose turn comes after
+    /// Under a time budget the batch is judged a chunk of the judge's
+    /// parallelism at a time, the clock checked before each chunk and each
+    /// chunk recorded when it is judged: a partition whose turn comes after
     /// the limit is not judged, so only the last chunk can end past it.
+    /// Under a sample budget what is left is known up front, and the batch
+    /// is judged at once.
     pub fn submit_except(&mut self, batch: Vec<Vec<u32>>, refused: Vec<Option<String>>) -> Vec<Option<Verdict>> {
         let n = batch.len();
-        let chunk = self.judge.jobs().max(1);
+        let chunk = if self.timed() {
+            self.judge.jobs().max(1)
+        } else {
+            n.max(1)
+        };
         let mut out = Vec::with_capacity(n);
         let mut todo = batch.into_iter().zip(refused);
         loop {

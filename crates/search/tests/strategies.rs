@@ -351,6 +351,74 @@ fn a_time_budget_stops_in_time() {
     assert!(o.records.is_empty() && o.best.is_none());
 }
 
+/// A judge that takes `pause` over every partition.
+struct Slow {
+    pause: std::time::Duration,
+}
+
+impl Evaluate for Slow {
+    fn evaluate(&self, _: &[u32]) -> Verdict {
+        std::thread::sleep(self.pause);
+        Verdict::Valid { throughput: 1.0 }
+    }
+}
+
+/// Submits one batch of `n` different partitions, then stops.
+struct OneBatch {
+    n: usize,
+}
+
+impl strategy::Strategy for OneBatch {
+    fn name(&self) -> &str {
+        "one-batch"
+    }
+
+    fn run(&mut self, search: &mut strategy::Search) -> Result<(), mcm_solver::Infeasible> {
+        let chips = search.problem.package.num_chips() as u32;
+        let nodes = search.problem.graph.num_placed();
+        let batch = (0..self.n)
+            .map(|i| (0..nodes).map(|d| ((i >> d) as u32) % chips).collect())
+            .collect();
+        search.submit(batch);
+        Ok(())
+    }
+}
+
+/// A batch handed in before the limit is judged only while there is time:
+/// a partition whose turn comes after the limit is not a sample (the
+/// learned placers hand in their rollouts as one batch).
+#[test]
+fn a_batch_straddling_the_time_limit_stops_at_it() {
+    let c = Case {
+        topo: Topo::Ring(4),
+        memory_kib: 64,
+        nodes: (0..8).map(|i| (10 + i, 4, 4)).collect(),
+        edges: (0..7).map(|i| (i, i + 1)).collect(),
+        rules: [false; 4],
+    };
+    let p = compile(&c);
+    let pause = std::time::Duration::from_millis(40);
+    for jobs in [1, 2] {
+        let j = Judge::with(Box::new(Slow { pause }), "slow".into(), jobs);
+        let limit = 0.1;
+        let o = strategy::run(&p, &j, &mut OneBatch { n: 12 }, Budget::Seconds(limit), 0, None).unwrap();
+        // Each chunk of `jobs` starts before the limit and takes the pause:
+        // at most ceil(limit / pause) chunks are judged.
+        assert!(
+            !o.records.is_empty() && o.records.len() <= 3 * jobs,
+            "{jobs}: {}",
+            o.records.len()
+        );
+        // Only the last chunk may end past the limit.
+        let early = o.records.len().saturating_sub(jobs);
+        assert!(
+            o.records[..early].iter().all(|r| r.elapsed_s < limit),
+            "{jobs}: {:?}",
+            o.records
+        );
+    }
+}
+
 /// A graph of `data/graphs` on `ring(RING)` under the four stdlib rules.
 fn shipped_graph_problem(graph: &str, ring: &str) -> Problem {
     let text = format!(

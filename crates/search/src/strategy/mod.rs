@@ -613,27 +613,50 @@ impl<'p> Search<'p> {
 
     /// Like [`Search::submit`], but a partition with a reason in `refused`
     /// is an invalid sample with that reason, and is not evaluated.
+    ///
+    /// Under a time budget the batch is judged a chunk of the judge's
+    /// parallelism at a time, the clock checked before each chunk and each
+    /// chunk recorded when it is judged: a partition whose turn comes after
+    /// the limit is not judged, so only the last chunk can end past it.
+    /// Under a sample budget what is left is known up front, and the batch
+    /// is judged at once.
     pub fn submit_except(&mut self, batch: Vec<Vec<u32>>, refused: Vec<Option<String>>) -> Vec<Option<Verdict>> {
-        let take = batch.len().min(self.remaining());
-        let judge: Vec<Vec<u32>> = batch
-            .iter()
-            .zip(&refused)
-            .take(take)
-            .filter(|(_, r)| r.is_none())
-            .map(|(c, _)| c.clone())
-            .collect();
-        let mut verdicts = self.judge.evaluate_all(&judge).into_iter();
-        let judged: Vec<Verdict> = refused
-            .into_iter()
-            .take(take)
-            .map(|r| match r {
-                Some(reason) => Verdict::Invalid { reason },
-                None => verdicts.next().unwrap_or(Verdict::Invalid {
-                    reason: "not evaluated".into(),
-                }),
-            })
-            .collect();
-        self.record(batch, judged)
+        let n = batch.len();
+        let chunk = if self.timed() {
+            self.judge.jobs().max(1)
+        } else {
+            n.max(1)
+        };
+        let mut out = Vec::with_capacity(n);
+        let mut todo = batch.into_iter().zip(refused);
+        loop {
+            let take = chunk.min(self.remaining());
+            let part: Vec<(Vec<u32>, Option<String>)> = todo.by_ref().take(take).collect();
+            if part.is_empty() {
+                break;
+            }
+            let judge: Vec<Vec<u32>> = part
+                .iter()
+                .filter(|(_, r)| r.is_none())
+                .map(|(c, _)| c.clone())
+                .collect();
+            let mut verdicts = self.judge.evaluate_all(&judge).into_iter();
+            let (chips, judged): (Vec<Vec<u32>>, Vec<Verdict>) = part
+                .into_iter()
+                .map(|(c, r)| {
+                    let v = match r {
+                        Some(reason) => Verdict::Invalid { reason },
+                        None => verdicts.next().unwrap_or(Verdict::Invalid {
+                            reason: "not evaluated".into(),
+                        }),
+                    };
+                    (c, v)
+                })
+                .unzip();
+            out.extend(self.record(chips, judged));
+        }
+        out.resize(n, None);
+        out
     }
 
     /// A partition judged outside the budget: the reference a strategy

@@ -337,7 +337,7 @@ pub struct Search<'p> {
     /// The best lower bound on latency the strategy proved.
     proven: Option<f64>,
     /// The stricter twin's solver and root domains, kept between
-    /// [`Search::on_twin`] calls (rounds alternate between the problem and
+    /// [`Search::on_twin`] calls (auto's rounds move between the problem and
     /// its twin, and grounding the twin's solver each time is repeated work).
     twin: Option<TwinState<'p>>,
 }

@@ -17,7 +17,8 @@
 //! twin's rules (under a sample budget only when nothing valid was found
 //! otherwise), and under a time budget what `auto` does on a problem with
 //! every rule, around the best partition those rules allow: `lns`'s
-//! windows on one more SAT worker, and half the learned policy's rounds.
+//! windows on one more SAT worker, and a share of the learned policy's
+//! rounds ([`Split`]).
 //!
 //! Under a time budget both workers run at once and the search waits for
 //! them only until the deadline (a SAT call cannot be interrupted; an
@@ -25,10 +26,10 @@
 //! policy fine-tuned in rounds as `rl` is ([`super::rl::Tuner`]), its
 //! rollouts drawn around the shared incumbent and offered to it, on the
 //! search's own thread while the SAT workers think; with a stricter twin,
-//! every other round is the twin's, its rollouts drawn around the twin's
-//! best and made valid under the twin's rules (under the problem's alone,
-//! FIX keeps what the pipeline rules would have spread apart). Under a
-//! sample budget
+//! rounds go to the twin too (to the side that last climbed, [`Split`]),
+//! their rollouts drawn around the twin's best and made valid under the
+//! twin's rules (under the problem's alone, FIX keeps what the pipeline
+//! rules would have spread apart). Under a sample budget
 //! the SAT workers take turns (the policy's part is its zero-shot
 //! proposals before them), so
 //! a seed gives the same run: `lns` until it finds nothing in a few sweeps,

@@ -15,7 +15,10 @@
 //! library's pipeline rules, its stricter twin (the same problem with them
 //! added, [`Twin`]) is searched too: the first proposals settled under the
 //! twin's rules (under a sample budget only when nothing valid was found
-//! otherwise), and under a time budget one more SAT worker bisecting it.
+//! otherwise), and under a time budget what `auto` does on a problem with
+//! every rule, around the best partition those rules allow: `lns`'s
+//! windows on one more SAT worker, and a share of the learned policy's
+//! rounds ([`Split`]).
 //!
 //! Under a time budget both workers run at once and the search waits for
 //! them only until the deadline (a SAT call cannot be interrupted; an
@@ -23,9 +26,10 @@
 //! policy fine-tuned in rounds as `rl` is ([`super::rl::Tuner`]), its
 //! rollouts drawn around the shared incumbent and offered to it, on the
 //! search's own thread while the SAT workers think; with a stricter twin,
-//! every other round's rollouts are made valid under the twin's rules
-//! (under the problem's alone, FIX keeps what the pipeline rules would
-//! have spread apart). Under a sample budget
+//! rounds go to the twin too (to the side that last climbed, [`Split`]),
+//! their rollouts drawn around the twin's best and made valid under the
+//! twin's rules (under the problem's alone, FIX keeps what the pipeline
+//! rules would have spread apart). Under a sample budget
 //! the SAT workers take turns (the policy's part is its zero-shot
 //! proposals before them), so
 //! a seed gives the same run: `lns` until it finds nothing in a few sweeps,
@@ -52,6 +56,9 @@ use mcm_core::latency::LatencyModel;
 use mcm_solver::{Infeasible, Order};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use twin::Twin;
+
+mod twin;
 
 /// Bisect while the incumbent is more than this factor above the bound
 /// (as `exact` does); past it, ask for any improvement.
@@ -95,26 +102,39 @@ struct Portfolio<'p> {
     lns_over: bool,
     /// `exact` may ask of the whole problem (see the module's comment).
     exact_on: bool,
-    /// `exact` on the problem's stricter twin, under a time budget.
-    twin: Option<Twin>,
-    /// The stricter twin itself: every other round of the learned policy
-    /// is made valid under its rules.
-    twin_problem: Option<&'p mcm_core::problem::Problem>,
+    /// The search on the problem's stricter twin, under a time budget.
+    twin: Option<Twin<'p>>,
 }
 
-/// Bisection on the problem's stricter twin ([`Problem::stricter`]): the
-/// pipeline rules the problem does not require make good partitions easy to
-/// find and prove there, and each is valid here, so that a problem with
-/// fewer rules is never searched worse than one with more. Its refusals
-/// bound only the twin, never the problem.
-struct Twin {
-    worker: Worker,
-    /// No partition of the twin is faster.
-    lb: f64,
-    /// The target asked, and the incumbent's latency then.
-    asked: Option<(f64, f64)>,
-    /// The twin has nothing faster than the incumbent.
-    over: bool,
+/// How the learned policy's rounds are shared between the problem and its
+/// stricter twin: each side's rounds since one last improved its own
+/// incumbent (the shared one, the twin's), and the next round goes to the
+/// side with fewer, alternating on a tie. A side that is climbing keeps the
+/// rounds (the twin's, when the pipeline rules lead to the better
+/// partitions, as the rounds of a run under all four rules would; the
+/// problem's, where the freedom pays) until it stalls as long as the other.
+#[derive(Default)]
+struct Split {
+    twin_stale: usize,
+    own_stale: usize,
+}
+
+impl Split {
+    /// Whether round `round` goes to the twin (`own`: the problem's rounds
+    /// may still run).
+    fn twins_turn(&self, round: usize, own: bool) -> bool {
+        !own || self.twin_stale < self.own_stale || (self.twin_stale == self.own_stale && round.is_multiple_of(2))
+    }
+
+    /// A round on the twin (`twin`) or on the problem ended, `gained` or not.
+    fn learn(&mut self, twin: bool, gained: bool) {
+        let stale = if twin {
+            &mut self.twin_stale
+        } else {
+            &mut self.own_stale
+        };
+        *stale = if gained { 0 } else { *stale + 1 };
+    }
 }
 
 /// Exact's next target: the midpoint while the gap is wide, else just below
@@ -174,54 +194,6 @@ impl<'p> Portfolio<'p> {
         self.exact_asked = Some((t, ub));
     }
 
-    fn ask_twin(&mut self) {
-        let ub = self.best.latency;
-        let Some(t) = self.twin.as_mut().filter(|t| !t.over && t.asked.is_none()) else {
-            return;
-        };
-        if t.lb >= ub {
-            t.over = true;
-            return;
-        }
-        let target = bisect(t.lb, ub);
-        t.worker.ask(Ask::Solve {
-            target,
-            decisions: Vec::new(),
-        });
-        t.asked = Some((target, ub));
-    }
-
-    /// Takes the twin's answer if there is one, without waiting.
-    fn poll_twin(&mut self, search: &mut Search) -> bool {
-        let Some(t) = self.twin.as_mut() else { return false };
-        let Some((target, ub)) = t.asked else { return false };
-        let answer = match t.worker.poll(Duration::ZERO) {
-            Poll::Ready(a) => a,
-            Poll::Waiting => return false,
-            Poll::Gone => {
-                t.over = true;
-                return false;
-            }
-        };
-        t.asked = None;
-        match answer {
-            Some(chips) => {
-                if !self.best.offer(search, &self.model, chips.clone()) {
-                    if let Some(t) = self.twin.as_mut() {
-                        t.worker.ask(Ask::Exclude(chips));
-                    }
-                }
-            }
-            None => {
-                t.lb = t.lb.max(target);
-                // Nothing in the twin just below the incumbent: it has
-                // nothing more to offer.
-                t.over = target == below(ub);
-            }
-        }
-        true
-    }
-
     fn lns_answered(&mut self, search: &mut Search, answer: Option<Vec<u32>>) {
         let Some((q, asked)) = self.lns_asked.take() else {
             return;
@@ -258,45 +230,48 @@ impl<'p> Portfolio<'p> {
     /// one, in the time it would otherwise wait for their answers.
     fn race(&mut self, search: &mut Search<'p>, mut tuner: Option<Tuner>) {
         let mut rounds = 0usize;
+        let mut split = Split::default();
         while !search.done() && !self.optimal() {
             self.ask_lns(search);
             self.ask_exact();
-            self.ask_twin();
-            if self.poll_twin(search) {
-                continue;
+            if let Some(t) = self.twin.as_mut() {
+                t.consider(&self.best);
+                t.ask(&self.best, &mut search.rng);
+                if t.poll(search, &self.model, &mut self.best, Duration::ZERO) {
+                    continue;
+                }
             }
             if let Poll::Ready(a) = self.exact.poll(Duration::ZERO) {
                 self.exact_answered(search, a);
                 continue;
             }
             rounds += 1;
-            let on_twin = self.twin_problem.filter(|_| rounds.is_multiple_of(2));
-            let (model, best) = (&self.model, &mut self.best);
-            let mut twin_gone = false;
-            let tuned = match tuner.as_mut().map(|t| match on_twin {
-                Some(tp) => match search.on_twin(tp, |s| t.round(s, model, best)) {
-                    Ok(r) => r,
-                    // No solver for the twin (no valid partition): its
-                    // rounds end, the problem's go on.
-                    Err(_) => {
-                        twin_gone = true;
-                        Ok(true)
-                    }
-                },
-                None => t.round(search, model, best),
-            }) {
-                Some(Ok(true)) => true,
-                // A tensor error, or a pass cut short at the deadline: the
-                // SAT workers go on without it.
-                Some(Ok(false) | Err(_)) => {
-                    tuner = None;
-                    false
+            let on_twin = self.twin.as_ref().is_some_and(|t| t.tunes()) && split.twins_turn(rounds, tuner.is_some());
+            let twin = self.twin.as_mut().filter(|_| on_twin);
+            let tuned = match (twin, tuner.as_mut()) {
+                (Some(t), _) => {
+                    let from = t.best.latency;
+                    let ran = t.round(search, &self.model, &mut self.best);
+                    split.learn(true, t.best.latency < from);
+                    ran
                 }
-                None => false,
+                (None, Some(t)) => {
+                    let from = self.best.latency;
+                    match t.round(search, &self.model, &mut self.best) {
+                        Ok(true) => {
+                            split.learn(false, self.best.latency < from);
+                            true
+                        }
+                        // A tensor error, or a pass cut short at the deadline: the
+                        // SAT workers go on without it.
+                        Ok(false) | Err(_) => {
+                            tuner = None;
+                            false
+                        }
+                    }
+                }
+                (None, None) => false,
             };
-            if twin_gone {
-                self.twin_problem = None;
-            }
             let wait = if self.lns_asked.is_some() && !tuned {
                 Duration::from_millis(20)
             } else {
@@ -415,10 +390,14 @@ impl Strategy for Auto {
         // nothing valid was found, so that a seed's run stays as it was;
         // under a proxy target too, whose searches do not go on there.
         let twin = problem.stricter();
+        // The best of them is where the twin's own search starts, even when
+        // the problem's proposals gave a faster one its rules refuse.
+        let mut twin_first = Incumbent::none(proxy);
         if let Some(t) = twin.filter(|_| (search.timed() && !proxy) || !best.found()) {
             // A twin with no valid partition offers none; the problem may
             // still have some.
-            let _ = search.on_twin(t, |s| incumbent::first(s, &model, &mut best, cuts));
+            let _ = search.on_twin(t, |s| incumbent::first(s, &model, &mut twin_first, cuts));
+            best.adopt(&twin_first);
         }
         if !whole {
             search.prove(lb);
@@ -434,15 +413,15 @@ impl Strategy for Auto {
             return refine(search, &model, &mut best);
         }
         search.prove(lb);
-        // Under a time budget the stricter twin is bisected too (see
+        // Under a time budget the stricter twin is searched too (see
         // [`Twin`]), and asked first when nothing valid is found yet. Not
         // under a sample budget, whose SAT calls are waited for to their end:
         // a question below a refused answer can take long.
         let twin = match search.timed() {
-            true => twin.map(|t| Worker::start(t, model.clone())),
+            true => twin.map(|t| (t, Worker::start(t, model.clone()))),
             false => None,
         };
-        if let (false, Some(w)) = (best.found(), &twin) {
+        if let (false, Some((_, w))) = (best.found(), &twin) {
             seek_balanced(search, w, &model, &mut best, lb);
         }
         let exact = Worker::start(problem, model.clone());
@@ -453,16 +432,12 @@ impl Strategy for Auto {
             return Ok(());
         }
         let lns = Worker::start(problem, model.clone());
-        let twin = twin.map(|worker| Twin {
-            worker,
-            lb,
-            asked: None,
-            over: false,
+        let twin = twin.map(|(t, worker)| {
+            let mut twin = Twin::new(t, worker, model.clone(), lb, twin_first);
+            twin.consider(&best);
+            twin
         });
-        for w in [Some(&lns), Some(&exact), twin.as_ref().map(|t| &t.worker)]
-            .into_iter()
-            .flatten()
-        {
+        for w in [&lns, &exact] {
             w.ask(Ask::Hint(best.chips.clone()));
         }
         let mut p = Portfolio {
@@ -478,7 +453,6 @@ impl Strategy for Auto {
             exact_on: search.timed()
                 || problem.graph.num_placed() * problem.package.num_chips().saturating_sub(1) <= FREE_CAP,
             twin,
-            twin_problem: problem.stricter(),
         };
         if search.timed() {
             let tuner = Tuner::new(search, &p.best);
@@ -508,9 +482,31 @@ mod tests {
         assert!(!whole_portfolio(1_000_000));
     }
 
-    /// A chain of twelve nodes on a ring of four chips under `rules`.
-    fn chain(rules: &str) -> mcm_core::problem::Problem {
-        let dir = mcm_testkit::scratch("auto-twin-rounds");
+    #[test]
+    fn the_rounds_go_to_the_side_that_climbs() {
+        let mut s = Split::default();
+        // Alternate while neither has gained.
+        assert!(!s.twins_turn(1, true) && s.twins_turn(2, true));
+        // The twin's rounds gain, the problem's do not: the twin keeps them.
+        s.learn(false, false);
+        s.learn(true, true);
+        for r in 3..9 {
+            assert!(s.twins_turn(r, true));
+            s.learn(true, true);
+        }
+        // Once it stalls as long as the problem did, they alternate again.
+        s.learn(true, false);
+        assert!(!s.twins_turn(11, true) && s.twins_turn(12, true));
+        s.learn(false, true);
+        assert!(!s.twins_turn(12, true), "the problem gained: its turn");
+        // Without the problem's own rounds, every round is the twin's.
+        assert!(s.twins_turn(13, false));
+    }
+
+    /// A chain of twelve nodes on a ring of four chips under `rules`, its
+    /// files in the scratch folder `dir` (one per test: they run at once).
+    pub(super) fn chain(dir: &str, rules: &str) -> mcm_core::problem::Problem {
+        let dir = mcm_testkit::scratch(dir);
         std::fs::write(dir.join("chain.json"), mcm_testkit::chain_graph("chain", 12, 0)).unwrap();
         let text = format!(
             "{}let package = ring(n = 4, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 10 GB/s)\n\
@@ -525,7 +521,7 @@ mod tests {
     #[test]
     fn the_policys_rounds_on_the_twin_keep_its_rules() {
         use crate::cost::{Judge, JudgeOptions};
-        let p = chain("memory_capacity");
+        let p = chain("auto-twin-rounds", "memory_capacity");
         let twin = p.stricter().expect("memory_capacity alone has a twin");
         // A judge that holds the twin's rules: a rollout breaking them is invalid.
         let judge = Judge::new(twin, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));

@@ -85,6 +85,19 @@ impl Incumbent {
         }
         (verdict, score.is_some() && (kept || !self.proxy))
     }
+
+    /// Takes `other` (already judged valid) when it ranks better: a search
+    /// that keeps a second incumbent (the stricter twin's) shares its gains
+    /// without judging them twice. Says whether it did.
+    pub fn adopt(&mut self, other: &Incumbent) -> bool {
+        let better = other.found() && other.rank < self.rank;
+        if better {
+            self.chips.clone_from(&other.chips);
+            self.latency = other.latency;
+            self.rank = other.rank;
+        }
+        better
+    }
 }
 
 /// What the target-driven searches start from: the analytical model, after

@@ -336,6 +336,17 @@ pub struct Search<'p> {
     relief: Option<std::sync::Arc<start::Relief>>,
     /// The best lower bound on latency the strategy proved.
     proven: Option<f64>,
+    /// The stricter twin's solver and root domains, kept between
+    /// [`Search::on_twin`] calls (auto's rounds move between the problem and
+    /// its twin, and grounding the twin's solver each time is repeated work).
+    twin: Option<TwinState<'p>>,
+}
+
+/// A twin's solver and root domains (see [`Search::on_twin`]).
+struct TwinState<'p> {
+    problem: &'p Problem,
+    solver: Solver<'p>,
+    allowed: Option<Allowed>,
 }
 
 /// When a time budget started at `start` runs out; `None` under a sample
@@ -378,6 +389,7 @@ impl<'p> Search<'p> {
             allowed: None,
             relief: None,
             proven: None,
+            twin: None,
         })
     }
 
@@ -396,15 +408,27 @@ impl<'p> Search<'p> {
     /// `f` makes is valid here too. `Err` when the twin has no valid
     /// partition at its root.
     pub fn on_twin<R>(&mut self, twin: &'p Problem, f: impl FnOnce(&mut Search<'p>) -> R) -> Result<R, Infeasible> {
-        let mut solver = Solver::new(twin, self.solver.options())?;
-        solver.set_stop(self.solver.stop());
+        let kept = self.twin.take().filter(|t| std::ptr::eq(t.problem, twin));
+        let (solver, allowed) = match kept {
+            Some(t) => (t.solver, t.allowed),
+            None => {
+                let mut solver = Solver::new(twin, self.solver.options())?;
+                solver.set_stop(self.solver.stop());
+                (solver, None)
+            }
+        };
         let solver = std::mem::replace(&mut self.solver, solver);
         let problem = std::mem::replace(&mut self.problem, twin);
-        let allowed = self.allowed.take();
+        let allowed = std::mem::replace(&mut self.allowed, allowed);
         let r = f(self);
-        self.solver = solver;
+        let twin_solver = std::mem::replace(&mut self.solver, solver);
         self.problem = problem;
-        self.allowed = allowed;
+        let twin_allowed = std::mem::replace(&mut self.allowed, allowed);
+        self.twin = Some(TwinState {
+            problem: twin,
+            solver: twin_solver,
+            allowed: twin_allowed,
+        });
         Ok(r)
     }
 

@@ -1,0 +1,245 @@
+//! The stricter twin's side of `auto`'s race under a time budget (see
+//! [`Twin`]).
+
+use super::super::incumbent::Incumbent;
+use super::super::lns::{Learned, Neighbourhood, Question};
+use super::super::rl::Tuner;
+use super::super::sat_worker::{Ask, Poll, Worker};
+use super::super::{settle_full, Search};
+use mcm_core::latency::LatencyModel;
+use mcm_core::problem::{Placement, Problem};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The search on the problem's stricter twin ([`Problem::stricter`]) beside
+/// the problem's own: what `auto` does on a problem that requires every
+/// pipeline rule (`lns`'s windows on a SAT worker, the learned policy's
+/// rounds made valid under those rules), from the best partition those
+/// rules allow, so that a problem with fewer rules is never searched worse
+/// than one with more. The twin keeps its own incumbent: the problem's may
+/// break the twin's rules, and a window or a rollout around it would then
+/// start where the twin's search never is (FIX repairs it into a partition
+/// far from both). Each partition the twin finds is valid under the
+/// problem too and is offered to the shared incumbent; a window's refusal
+/// bounds only the twin.
+pub(super) struct Twin<'p> {
+    pub problem: &'p Problem,
+    worker: Worker,
+    hood: Neighbourhood,
+    /// The window the worker is working on, and since when.
+    asked: Option<(Question, Instant)>,
+    /// No partition of the twin is faster (a window covering all of it
+    /// was refused).
+    lb: f64,
+    /// The best judged partition valid under the twin's rules.
+    pub best: Incumbent,
+    /// The shared incumbent's latency when it was last considered.
+    seen: f64,
+    /// The learned policy's rounds on the twin, made on the first one.
+    tuner: Option<Tuner>,
+    /// The policy failed on the twin (or found no start there): no more rounds.
+    untunable: bool,
+    /// The twin can offer nothing faster than the shared incumbent.
+    over: bool,
+}
+
+impl<'p> Twin<'p> {
+    /// The twin's side from `best`, the best partition judged valid under
+    /// the twin's rules so far (none: see [`Twin::round`]); `lb` a bound
+    /// on the problem, so on the twin too.
+    pub fn new(problem: &'p Problem, worker: Worker, model: Arc<LatencyModel>, lb: f64, best: Incumbent) -> Twin<'p> {
+        if best.found() {
+            worker.ask(Ask::Hint(best.chips.clone()));
+        }
+        Twin {
+            problem,
+            worker,
+            hood: Neighbourhood::new(model, true),
+            asked: None,
+            lb,
+            best,
+            seen: f64::NAN,
+            tuner: None,
+            untunable: false,
+            over: false,
+        }
+    }
+
+    /// Takes the shared incumbent as the twin's best when it is faster and
+    /// the twin's rules allow it (checked once per new incumbent).
+    pub fn consider(&mut self, shared: &Incumbent) {
+        if shared.latency == self.seen || shared.latency >= self.best.latency {
+            return;
+        }
+        self.seen = shared.latency;
+        let p = self.problem;
+        let allowed = mcm_solver::check(
+            &p.graph,
+            &p.package,
+            &p.constraints,
+            &Placement::new(shared.chips.clone()),
+        )
+        .is_empty();
+        if allowed && self.best.adopt(shared) {
+            self.worker.ask(Ask::Hint(self.best.chips.clone()));
+        }
+    }
+
+    /// Asks the worker its next window around the twin's best, when it has
+    /// none pending and the twin may still beat `shared`.
+    pub fn ask(&mut self, shared: &Incumbent, rng: &mut impl rand::Rng) {
+        if self.over || self.asked.is_some() || !self.best.found() {
+            return;
+        }
+        if self.lb >= shared.latency {
+            self.over = true;
+            return;
+        }
+        match self.hood.question(&self.best, self.lb, rng) {
+            Some(q) => {
+                self.worker.ask(Ask::Solve {
+                    target: q.target,
+                    decisions: q.decisions.clone(),
+                });
+                self.asked = Some((q, Instant::now()));
+            }
+            // The twin's best is optimal there.
+            None => self.over = true,
+        }
+    }
+
+    /// Takes the worker's answer if it comes within `wait`: judged (one
+    /// sample), kept as the twin's best when valid, and offered to
+    /// `shared`. Says whether there was one.
+    pub fn poll(&mut self, search: &mut Search, model: &LatencyModel, shared: &mut Incumbent, wait: Duration) -> bool {
+        if self.asked.is_none() {
+            return false;
+        }
+        let answer = match self.worker.poll(wait) {
+            Poll::Ready(a) => a,
+            Poll::Waiting => return false,
+            Poll::Gone => {
+                self.asked = None;
+                self.over = true;
+                return false;
+            }
+        };
+        let Some((q, asked)) = self.asked.take() else {
+            return false;
+        };
+        if let Learned::Proved(t) = self.hood.learn(&q, answer.is_some(), asked.elapsed()) {
+            self.lb = self.lb.max(t);
+            if q.least {
+                self.lb = self.lb.max(self.best.latency);
+            }
+        }
+        if let Some(chips) = answer {
+            // Refused at evaluation (activations the rules do not see).
+            if !self.best.offer(search, model, chips.clone()) {
+                self.worker.ask(Ask::Exclude(chips));
+            }
+            shared.adopt(&self.best);
+        }
+        true
+    }
+
+    /// Whether the learned policy's rounds may go on on the twin.
+    pub fn tunes(&self) -> bool {
+        !self.untunable
+    }
+
+    /// One round of the learned policy on the twin, its rollouts made valid
+    /// under the twin's rules around the twin's best (the first round starts
+    /// from `shared` settled under them when the twin has none), the twin's
+    /// best then offered to `shared`. Says whether a round ran.
+    pub fn round(&mut self, search: &mut Search<'p>, model: &LatencyModel, shared: &mut Incumbent) -> bool {
+        let (best, tuner) = (&mut self.best, &mut self.tuner);
+        let ran = search.on_twin(self.problem, |s| {
+            if !best.found() && shared.found() {
+                let chips = settle_full(s, &shared.chips).ok()?;
+                best.offer(s, model, chips);
+            }
+            if !best.found() {
+                return None;
+            }
+            if tuner.is_none() {
+                *tuner = Some(Tuner::new(s, best)?);
+            }
+            // A tensor error, or a pass cut short at the deadline.
+            tuner.as_mut()?.round(s, model, best).ok().filter(|&r| r)
+        });
+        let ran = matches!(ran, Ok(Some(true)));
+        if !ran {
+            self.untunable = true;
+            self.tuner = None;
+        }
+        shared.adopt(&self.best);
+        ran
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::{Judge, JudgeOptions};
+    use crate::strategy::Budget;
+
+    /// On a chain under `memory_capacity` alone, the twin keeps as its best
+    /// only a partition its pipeline rules allow, asks its windows around
+    /// that one (not around a faster shared incumbent its rules refuse),
+    /// and what a window finds is valid under both and never slower than
+    /// where it started.
+    #[test]
+    fn the_twins_windows_start_from_its_own_best_and_never_lose_it() {
+        let p = super::super::tests::chain("auto-twin-windows", "memory_capacity");
+        let twin = p.stricter().expect("memory_capacity alone has a twin");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let mut search = Search::new(&p, &judge, Budget::Samples(1_000), 1).unwrap();
+        let model = Arc::new(LatencyModel::new(p.graph.clone(), p.package.clone()).unwrap());
+        let valid_under = |q: &Problem, chips: &[u32]| {
+            mcm_solver::check(&q.graph, &q.package, &q.constraints, &Placement::new(chips.to_vec())).is_empty()
+        };
+        // Valid under the problem's rule, not under the twin's: the chain
+        // skips chip 1.
+        let back: Vec<u32> = vec![0, 0, 0, 0, 0, 2, 2, 2, 2, 3, 3, 3, 3];
+        // The twin allows this one.
+        let ahead: Vec<u32> = vec![0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3];
+        assert!(valid_under(&p, &back) && !valid_under(twin, &back));
+        assert!(valid_under(twin, &ahead));
+        let mut shared = Incumbent::none(false);
+        assert!(shared.offer(&mut search, &model, back.clone()));
+        let mut t = Twin::new(
+            twin,
+            Worker::start(twin, model.clone()),
+            model.clone(),
+            0.0,
+            Incumbent::none(false),
+        );
+        t.consider(&shared);
+        assert!(!t.best.found(), "the twin's rules refuse the shared incumbent");
+        let mut start = Incumbent::none(false);
+        assert!(start.offer(&mut search, &model, ahead.clone()));
+        let from = start.latency;
+        let mut t = Twin::new(twin, Worker::start(twin, model.clone()), model.clone(), 0.0, start);
+        t.consider(&shared);
+        assert_eq!(
+            t.best.chips, ahead,
+            "a slower or refused incumbent is not the twin's best"
+        );
+        let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(3);
+        for _ in 0..6 {
+            t.ask(&shared, &mut rng);
+            let Some((q, _)) = t.asked.as_ref() else { break };
+            // Every node a window fixes stays where the twin's best has it.
+            let best = t.best.chips.clone();
+            for (u, dom) in &q.decisions {
+                assert!(dom.contains(&best[*u as usize]));
+            }
+            assert!(t.poll(&mut search, &model, &mut shared, Duration::from_secs(60)));
+            assert!(t.best.latency <= from);
+            assert!(valid_under(twin, &t.best.chips));
+            assert!(valid_under(&p, &shared.chips));
+            assert!(shared.latency <= t.best.latency);
+        }
+    }
+}

@@ -124,6 +124,14 @@ impl<'a> Cx<'a> {
         self.store.all_fixed()
     }
 
+    /// The variables whose changes wait to be propagated: a propagator
+    /// that watches every variable has seen the latest change of none of
+    /// them (a node fixed there is not yet counted by such a propagator).
+    #[inline]
+    pub fn queued(&self) -> &[u32] {
+        &self.store.queue
+    }
+
     // ------------------------------------------------------------ trailed state
 
     /// A new trailed integer (undone with the decisions), for state a

@@ -36,6 +36,11 @@ pub struct NoSkip {
     short: Vec<u64>,
     /// Set by a backtrack: short chips may have gained nodes.
     stale: bool,
+    /// Per node, the chips it watches (W words, without the trail, like
+    /// the watchers): a change reads only the chips the node lost that it
+    /// watches, where a node losing most of a wide domain at once (a lower
+    /// bound on a 256-chip ring) looked up each lost chip's watchers.
+    watching: Vec<u64>,
     /// Each variable's domain as last seen, W cells per variable.
     seen: Vec<u32>,
     /// The highest lower bound of any domain.
@@ -73,6 +78,7 @@ impl NoSkip {
             next: vec![0; chips],
             short,
             stale: true,
+            watching: vec![0; cx.n() * w],
             seen,
             need: cx.new_cell(0),
             capped: cx.new_cell(chips as i64),
@@ -92,6 +98,21 @@ impl NoSkip {
             .unwrap_or(NONE)
     }
 
+    /// Sets watcher `slot` (0: `one`, 1: `two`) of chip `c` to `y`, and
+    /// the chips the old and new watchers watch.
+    fn set_watcher(&mut self, c: u32, slot: usize, y: u32) {
+        let k = c as usize;
+        let at = if slot == 0 { &mut self.one[k] } else { &mut self.two[k] };
+        let old = std::mem::replace(at, y);
+        let (word, bit) = ((c / 64) as usize, 1u64 << (c % 64));
+        if old != NONE {
+            self.watching[old as usize * self.w + word] &= !bit;
+        }
+        if y != NONE {
+            self.watching[y as usize * self.w + word] |= bit;
+        }
+    }
+
     /// `x` no longer holds `c`: another node watches it in `x`'s place.
     fn unwatch(&mut self, x: u32, c: u32, cx: &Cx) {
         let k = c as usize;
@@ -109,7 +130,14 @@ impl NoSkip {
         if found != NONE {
             self.next[k] = found + 1;
         }
-        (self.one[k], self.two[k]) = if other == NONE { (found, NONE) } else { (other, found) };
+        // x leaves; `other` stays, first; `found` joins after it.
+        let (w0, w1) = if other == NONE { (found, NONE) } else { (other, found) };
+        let (word, bit) = ((c / 64) as usize, 1u64 << (c % 64));
+        self.watching[x as usize * self.w + word] &= !bit;
+        if found != NONE {
+            self.watching[found as usize * self.w + word] |= bit;
+        }
+        (self.one[k], self.two[k]) = (w0, w1);
         if found == NONE {
             set_bit(&mut self.short, c);
         }
@@ -125,10 +153,23 @@ impl NoSkip {
             return;
         }
         if !cx.is_fixed(one) {
-            self.one[k] = x;
+            self.set_watcher(c, 0, x);
         } else if !cx.is_fixed(two) {
-            self.two[k] = x;
+            self.set_watcher(c, 1, x);
         }
+    }
+
+    /// Panics unless `watching` holds exactly the chips each node is a
+    /// watcher of (the tests run it after every change).
+    #[cfg(test)]
+    fn audit_watching(&self) {
+        let mut want = vec![0u64; self.watching.len()];
+        for (c, (&a, &b)) in self.one.iter().zip(&self.two).enumerate() {
+            for y in [a, b].into_iter().filter(|&y| y != NONE) {
+                want[y as usize * self.w + c / 64] |= 1 << (c % 64);
+            }
+        }
+        assert_eq!(want, self.watching, "the chips each node watches");
     }
 
     /// Watchers for the short chips, after a backtrack (or at the start).
@@ -144,10 +185,10 @@ impl NoSkip {
                 word &= word - 1;
                 let k = c as usize;
                 if self.one[k] == NONE {
-                    self.one[k] = Self::watcher(c, NONE, 0, cx);
+                    self.set_watcher(c, 0, Self::watcher(c, NONE, 0, cx));
                 }
                 if self.one[k] != NONE && self.two[k] == NONE {
-                    self.two[k] = Self::watcher(c, self.one[k], self.one[k] + 1, cx);
+                    self.set_watcher(c, 1, Self::watcher(c, self.one[k], self.one[k] + 1, cx));
                 }
                 if self.two[k] != NONE {
                     self.next[k] = self.two[k] + 1;
@@ -174,11 +215,13 @@ impl Propagator for NoSkip {
             let cell = self.seen[x as usize * self.w + k];
             let old = cx.cell(cell) as u64;
             let new = cx.dom(x).words[k];
-            let mut gone = old & !new;
+            let gone = old & !new;
             if gone == 0 {
                 continue;
             }
             cx.set_cell(cell, new as i64);
+            // Only a watcher has anything to do for a chip it lost.
+            let mut gone = gone & self.watching[x as usize * self.w + k];
             while gone != 0 {
                 let c = k as u32 * 64 + gone.trailing_zeros();
                 gone &= gone - 1;
@@ -191,6 +234,8 @@ impl Propagator for NoSkip {
         if i64::from(cx.min(x)) > cx.cell(self.need) {
             cx.set_cell(self.need, cx.min(x) as i64);
         }
+        #[cfg(test)]
+        self.audit_watching();
         self.dirty = true;
         Ok(())
     }
@@ -274,6 +319,7 @@ impl Propagator for NoSkip {
         }
         self.one.fill(NONE);
         self.two.fill(NONE);
+        self.watching.fill(0);
         self.next.fill(0);
         (0..cx.chips() as u32).for_each(|c| set_bit(&mut self.short, c));
         self.stale = true;

@@ -99,6 +99,18 @@ impl<'a> Cx<'a> {
         self.store.dom(x)
     }
 
+    /// Word `k` of `x`'s domain alone (see [`Store::word`]).
+    #[inline]
+    pub fn word(&self, x: u32, k: usize) -> u64 {
+        self.store.word(x, k)
+    }
+
+    /// Whether `x`'s domain holds chip `c`, reading one word.
+    #[inline]
+    pub fn holds(&self, x: u32, c: u32) -> bool {
+        self.word(x, (c / 64) as usize) >> (c % 64) & 1 == 1
+    }
+
     #[inline]
     pub fn is_fixed(&self, x: u32) -> bool {
         self.store.is_fixed(x)

@@ -113,6 +113,13 @@ impl Store {
         }
     }
 
+    /// Word `k` of `x`'s domain, without its bounds and size (which
+    /// [`Store::dom`] reads too): for scans over many nodes.
+    #[inline]
+    pub fn word(&self, x: u32, k: usize) -> u64 {
+        self.words[x as usize * self.w + k]
+    }
+
     #[inline]
     pub fn is_fixed(&self, x: u32) -> bool {
         self.size[x as usize] == 1

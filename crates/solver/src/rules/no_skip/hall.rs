@@ -237,6 +237,11 @@ impl Hall {
                 continue;
             }
             i += 1;
+            // A node whose domain misses the chips not reached yet reaches
+            // none of them, free or not.
+            if (0..open.len()).all(|k| cx.word(y, k) & open[k] == 0) {
+                continue;
+            }
             let o = self.owner[y as usize];
             if o != NONE && self.matched(o as usize, y, need, cx) {
                 continue;
@@ -244,7 +249,7 @@ impl Hall {
             stack.push(y);
             while let Some(v) = stack.pop() {
                 for (k, open) in open.iter_mut().enumerate() {
-                    let mut m = cx.dom(v).words[k] & *open;
+                    let mut m = cx.word(v, k) & *open;
                     *open &= !m;
                     while m != 0 {
                         let c = k * 64 + m.trailing_zeros() as usize;

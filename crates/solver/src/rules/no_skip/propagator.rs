@@ -94,7 +94,7 @@ impl NoSkip {
         let n = cx.n() as u32;
         (from..n)
             .chain(0..from.min(n))
-            .find(|&y| y != other && cx.dom(y).contains(c))
+            .find(|&y| y != other && cx.holds(y, c))
             .unwrap_or(NONE)
     }
 

@@ -388,26 +388,32 @@ impl Triangle {
         let row = &arcs[c as usize * w..(c as usize + 1) * w];
         // Only nodes that lack c and are not closed go on the stack (one
         // that has c was reached before, and so was everything past it;
-        // past a closed one every node is closed); a node pushed twice is
-        // still skipped when popped. The open nodes visited, and their
-        // order, are those of pushing every neighbour.
+        // past a closed one every node is closed), and each gets c as it
+        // goes on, so none goes on twice (a node below several reached
+        // ones was pushed by each). The nodes visited are those of pushing
+        // every neighbour; only their order differs, and nothing below
+        // depends on it (`look` is confined node by node, from the sets
+        // alone; `both` is a set).
         let side = usize::from(forward);
         let closed = &self.closed;
         let lacks = |v: u32, s: &Cx| {
             s.cell(mine[v as usize * w + word]) as u64 & bit == 0 && s.cell(closed[2 * v as usize + side]) == 0
         };
-        self.stack.clear();
-        self.stack
-            .extend(next[x as usize].iter().copied().filter(|&v| lacks(v, s)));
-        while let Some(v) = self.stack.pop() {
+        let gain = |v: u32, s: &mut Cx| {
             let cell = mine[v as usize * w + word];
-            let cur = s.cell(cell) as u64;
-            if cur & bit != 0 {
-                continue;
+            s.set_cell(cell, (s.cell(cell) as u64 | bit) as i64);
+        };
+        self.stack.clear();
+        for &v in &next[x as usize] {
+            if lacks(v, s) {
+                gain(v, s);
+                self.stack.push(v);
             }
-            s.set_cell(cell, (cur | bit) as i64);
+        }
+        while let Some(v) = self.stack.pop() {
             for &u in &next[v as usize] {
                 if lacks(u, s) {
+                    gain(u, s);
                     self.stack.push(u);
                 }
             }

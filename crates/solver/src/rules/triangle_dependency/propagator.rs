@@ -517,20 +517,15 @@ impl Triangle {
                 to[k] = row[k] & heads[k];
             }
             to[(a / 64) as usize] |= heads[(a / 64) as usize] & (1 << (a % 64));
-            // The pairs {a, b} over every b of `to` meet in {a} when there
-            // are two b or more, in {a, b} when b is alone.
-            let ends: u32 = to[..w].iter().map(|t| t.count_ones()).sum();
-            if ends == 0 {
-                continue;
+            for b in bits(&to[..w]) {
+                let mut pair = [0u64; N];
+                pair[(a / 64) as usize] |= 1 << (a % 64);
+                pair[(b / 64) as usize] |= 1 << (b % 64);
+                for k in 0..w {
+                    allowed[k] &= pair[k];
+                }
+                any = true;
             }
-            if ends > 1 {
-                to[..w].iter_mut().for_each(|t| *t = 0);
-            }
-            to[(a / 64) as usize] |= 1 << (a % 64);
-            for k in 0..w {
-                allowed[k] &= to[k];
-            }
-            any = true;
         }
         any
     }

@@ -505,18 +505,34 @@ impl Triangle {
 
     /// Narrows `allowed` to {a, b} for every chip a of `tails` and b of
     /// `heads` joined by an arc a -> b, or equal; true when there was one.
+    /// The pairs are found from the smaller side (a node late in a pass
+    /// has chips of many ancestors and few of descendants); meeting them
+    /// in another order leaves the same chips.
     #[inline]
     fn and_arc_pairs<const N: usize>(&self, tails: &[u64], heads: &[u64], allowed: &mut [u64]) -> bool {
+        let count = |set: &[u64]| set.iter().map(|x| x.count_ones()).sum::<u32>();
+        if count(heads) < count(tails) {
+            self.and_pairs_from::<N>(heads, tails, &self.cols, allowed)
+        } else {
+            self.and_pairs_from::<N>(tails, heads, &self.rows, allowed)
+        }
+    }
+
+    /// [`Triangle::and_arc_pairs`] from the chips a of `near`, with
+    /// `lines` the arcs' rows (the heads of arcs from a, when `near` holds
+    /// tails) or columns (the tails of arcs into a, when it holds heads).
+    #[inline]
+    fn and_pairs_from<const N: usize>(&self, near: &[u64], far: &[u64], lines: &[u64], allowed: &mut [u64]) -> bool {
         let w = allowed.len();
         let mut any = false;
-        for a in bits(tails) {
-            // Heads b of arcs a -> b, and a itself when it is a head.
-            let row = &self.rows[a as usize * self.w..a as usize * self.w + w];
+        for a in bits(near) {
+            // Ends b of arcs with a, and a itself when `far` holds it.
+            let line = &lines[a as usize * self.w..a as usize * self.w + w];
             let mut to = [0u64; N];
             for k in 0..w {
-                to[k] = row[k] & heads[k];
+                to[k] = line[k] & far[k];
             }
-            to[(a / 64) as usize] |= heads[(a / 64) as usize] & (1 << (a % 64));
+            to[(a / 64) as usize] |= far[(a / 64) as usize] & (1 << (a % 64));
             for b in bits(&to[..w]) {
                 let mut pair = [0u64; N];
                 pair[(a / 64) as usize] |= 1 << (a % 64);

@@ -122,19 +122,9 @@ impl SharedTails {
                 }
             }
         }
-        // Only the chips x is free of: a node that may still go to a was
-        // narrowed by each free member of a's list when it joined the list
-        // or the member did, and again at every change of a member; its
-        // own changes make those narrowings no weaker.
         let mut chips = std::mem::take(&mut self.chips);
         chips.clear();
-        let dom = cx.dom(x);
-        chips.extend(
-            net.pred[x as usize]
-                .iter()
-                .filter_map(|&p| cx.value(p))
-                .filter(|&a| !dom.contains(a)),
-        );
+        chips.extend(net.pred[x as usize].iter().filter_map(|&p| cx.value(p)));
         chips.sort_unstable();
         chips.dedup();
         let r = chips.iter().try_for_each(|&a| self.settle(x, a, cx));

@@ -41,8 +41,6 @@ pub struct NoSkip {
     /// watches, where a node losing most of a wide domain at once (a lower
     /// bound on a 256-chip ring) looked up each lost chip's watchers.
     watching: Vec<u64>,
-    /// Each variable's domain as last seen, W cells per variable.
-    seen: Vec<u32>,
     /// The highest lower bound of any domain.
     need: u32,
     /// Every domain lies below this chip (trailed): the cap of a chip
@@ -61,13 +59,6 @@ impl NoSkip {
 
     fn new(cx: &mut Cx) -> NoSkip {
         let w = cx.words();
-        let mut seen = Vec::with_capacity(cx.n() * w);
-        for x in 0..cx.n() as u32 {
-            for k in 0..w {
-                let word = cx.dom(x).words[k];
-                seen.push(cx.new_cell(word as i64));
-            }
-        }
         let chips = cx.chips();
         let mut short = vec![0; w];
         (0..chips as u32).for_each(|c| set_bit(&mut short, c));
@@ -79,7 +70,6 @@ impl NoSkip {
             short,
             stale: true,
             watching: vec![0; cx.n() * w],
-            seen,
             need: cx.new_cell(0),
             capped: cx.new_cell(chips as i64),
             settled: (0..chips).map(|_| cx.new_cell(0)).collect(),
@@ -205,23 +195,12 @@ impl Propagator for NoSkip {
     }
 
     fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
-        let seen = &self.seen[x as usize * self.w..(x as usize + 1) * self.w];
-        let was_fixed = seen.iter().map(|&c| (cx.cell(c) as u64).count_ones()).sum::<u32>() == 1;
-        if !was_fixed {
-            self.hall.fixed(x, cx);
-        }
+        self.hall.fixed(x, cx);
         self.rewatch(cx);
+        // Only a watcher has anything to do for a chip it lost, and a node
+        // watches only chips its domain held when it began to.
         for k in 0..self.w {
-            let cell = self.seen[x as usize * self.w + k];
-            let old = cx.cell(cell) as u64;
-            let new = cx.dom(x).words[k];
-            let gone = old & !new;
-            if gone == 0 {
-                continue;
-            }
-            cx.set_cell(cell, new as i64);
-            // Only a watcher has anything to do for a chip it lost.
-            let mut gone = gone & self.watching[x as usize * self.w + k];
+            let mut gone = self.watching[x as usize * self.w + k] & !cx.word(x, k);
             while gone != 0 {
                 let c = k as u32 * 64 + gone.trailing_zeros();
                 gone &= gone - 1;
@@ -311,7 +290,7 @@ impl Propagator for NoSkip {
         }
     }
 
-    /// Watchers, last-seen domains and the highest lower bound read off the
+    /// Watchers, the fixed nodes counted and the highest lower bound read off the
     /// domains; no chip counts as settled (settling again fixes nothing new).
     fn propagate_from_scratch(&mut self, cx: &mut Cx) -> Result<(), Fail> {
         for c in 0..cx.chips() {
@@ -326,9 +305,6 @@ impl Propagator for NoSkip {
         self.rewatch(cx);
         let mut need = 0;
         for x in 0..cx.n() as u32 {
-            for k in 0..self.w {
-                cx.set_cell(self.seen[x as usize * self.w + k], cx.dom(x).words[k] as i64);
-            }
             need = need.max(cx.min(x));
         }
         cx.set_cell(self.need, need as i64);

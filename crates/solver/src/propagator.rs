@@ -99,6 +99,18 @@ impl<'a> Cx<'a> {
         self.store.dom(x)
     }
 
+    /// Word `k` of `x`'s domain alone (see [`Store::word`]).
+    #[inline]
+    pub fn word(&self, x: u32, k: usize) -> u64 {
+        self.store.word(x, k)
+    }
+
+    /// Whether `x`'s domain holds chip `c`, reading one word.
+    #[inline]
+    pub fn holds(&self, x: u32, c: u32) -> bool {
+        self.word(x, (c / 64) as usize) >> (c % 64) & 1 == 1
+    }
+
     #[inline]
     pub fn is_fixed(&self, x: u32) -> bool {
         self.store.is_fixed(x)
@@ -122,6 +134,14 @@ impl<'a> Cx<'a> {
     #[inline]
     pub fn all_fixed(&self) -> bool {
         self.store.all_fixed()
+    }
+
+    /// The variables whose changes wait to be propagated: a propagator
+    /// that watches every variable has seen the latest change of none of
+    /// them (a node fixed there is not yet counted by such a propagator).
+    #[inline]
+    pub fn queued(&self) -> &[u32] {
+        &self.store.queue
     }
 
     // ------------------------------------------------------------ trailed state

@@ -27,6 +27,9 @@ const NONE: u32 = u32::MAX;
 pub(super) struct Hall {
     /// Fixed nodes on each chip (trailed).
     holds: Vec<u32>,
+    /// Per node, 1 once `holds` counts it (trailed): a node is counted
+    /// once however often its changes are seen.
+    counted: Vec<u32>,
     /// The chips `holds` counts a node on, as a bitset without the trail
     /// (`None` after a backtrack or a recount until the next use, which
     /// reads it off `holds`): the walks go over the empty chips only, not
@@ -53,6 +56,7 @@ impl Hall {
         let c = cx.chips();
         let mut h = Hall {
             holds: (0..c).map(|_| cx.new_cell(0)).collect(),
+            counted: (0..cx.n()).map(|_| cx.new_cell(0)).collect(),
             filled: None,
             mate: vec![NONE; c],
             owner: vec![NONE; cx.n()],
@@ -75,7 +79,7 @@ impl Hall {
 
     /// The counts, read off the domains.
     pub fn recount(&mut self, cx: &mut Cx) {
-        for &cell in &self.holds {
+        for &cell in self.holds.iter().chain(&self.counted) {
             cx.set_cell(cell, 0);
         }
         self.filled = None;
@@ -84,9 +88,13 @@ impl Hall {
         }
     }
 
-    /// `x` is fixed (and was not when last seen).
+    /// Counts `x` on its chip when it is fixed and not yet counted.
     pub fn fixed(&mut self, x: u32, cx: &mut Cx) {
         if let Some(c) = cx.value(x) {
+            if cx.cell(self.counted[x as usize]) != 0 {
+                return;
+            }
+            cx.set_cell(self.counted[x as usize], 1);
             let cell = self.holds[c as usize];
             cx.set_cell(cell, cx.cell(cell) + 1);
             if let Some(filled) = &mut self.filled {
@@ -237,6 +245,11 @@ impl Hall {
                 continue;
             }
             i += 1;
+            // A node whose domain misses the chips not reached yet reaches
+            // none of them, free or not.
+            if (0..open.len()).all(|k| cx.word(y, k) & open[k] == 0) {
+                continue;
+            }
             let o = self.owner[y as usize];
             if o != NONE && self.matched(o as usize, y, need, cx) {
                 continue;
@@ -244,7 +257,7 @@ impl Hall {
             stack.push(y);
             while let Some(v) = stack.pop() {
                 for (k, open) in open.iter_mut().enumerate() {
-                    let mut m = cx.dom(v).words[k] & *open;
+                    let mut m = cx.word(v, k) & *open;
                     *open &= !m;
                     while m != 0 {
                         let c = k * 64 + m.trailing_zeros() as usize;

@@ -36,8 +36,11 @@ pub struct NoSkip {
     short: Vec<u64>,
     /// Set by a backtrack: short chips may have gained nodes.
     stale: bool,
-    /// Each variable's domain as last seen, W cells per variable.
-    seen: Vec<u32>,
+    /// Per node, the chips it watches (W words, without the trail, like
+    /// the watchers): a change reads only the chips the node lost that it
+    /// watches, where a node losing most of a wide domain at once (a lower
+    /// bound on a 256-chip ring) looked up each lost chip's watchers.
+    watching: Vec<u64>,
     /// The highest lower bound of any domain.
     need: u32,
     /// Every domain lies below this chip (trailed): the cap of a chip
@@ -56,13 +59,6 @@ impl NoSkip {
 
     fn new(cx: &mut Cx) -> NoSkip {
         let w = cx.words();
-        let mut seen = Vec::with_capacity(cx.n() * w);
-        for x in 0..cx.n() as u32 {
-            for k in 0..w {
-                let word = cx.dom(x).words[k];
-                seen.push(cx.new_cell(word as i64));
-            }
-        }
         let chips = cx.chips();
         let mut short = vec![0; w];
         (0..chips as u32).for_each(|c| set_bit(&mut short, c));
@@ -73,7 +69,7 @@ impl NoSkip {
             next: vec![0; chips],
             short,
             stale: true,
-            seen,
+            watching: vec![0; cx.n() * w],
             need: cx.new_cell(0),
             capped: cx.new_cell(chips as i64),
             settled: (0..chips).map(|_| cx.new_cell(0)).collect(),
@@ -88,8 +84,23 @@ impl NoSkip {
         let n = cx.n() as u32;
         (from..n)
             .chain(0..from.min(n))
-            .find(|&y| y != other && cx.dom(y).contains(c))
+            .find(|&y| y != other && cx.holds(y, c))
             .unwrap_or(NONE)
+    }
+
+    /// Sets watcher `slot` (0: `one`, 1: `two`) of chip `c` to `y`, and
+    /// the chips the old and new watchers watch.
+    fn set_watcher(&mut self, c: u32, slot: usize, y: u32) {
+        let k = c as usize;
+        let at = if slot == 0 { &mut self.one[k] } else { &mut self.two[k] };
+        let old = std::mem::replace(at, y);
+        let (word, bit) = ((c / 64) as usize, 1u64 << (c % 64));
+        if old != NONE {
+            self.watching[old as usize * self.w + word] &= !bit;
+        }
+        if y != NONE {
+            self.watching[y as usize * self.w + word] |= bit;
+        }
     }
 
     /// `x` no longer holds `c`: another node watches it in `x`'s place.
@@ -109,7 +120,14 @@ impl NoSkip {
         if found != NONE {
             self.next[k] = found + 1;
         }
-        (self.one[k], self.two[k]) = if other == NONE { (found, NONE) } else { (other, found) };
+        // x leaves; `other` stays, first; `found` joins after it.
+        let (w0, w1) = if other == NONE { (found, NONE) } else { (other, found) };
+        let (word, bit) = ((c / 64) as usize, 1u64 << (c % 64));
+        self.watching[x as usize * self.w + word] &= !bit;
+        if found != NONE {
+            self.watching[found as usize * self.w + word] |= bit;
+        }
+        (self.one[k], self.two[k]) = (w0, w1);
         if found == NONE {
             set_bit(&mut self.short, c);
         }
@@ -125,10 +143,23 @@ impl NoSkip {
             return;
         }
         if !cx.is_fixed(one) {
-            self.one[k] = x;
+            self.set_watcher(c, 0, x);
         } else if !cx.is_fixed(two) {
-            self.two[k] = x;
+            self.set_watcher(c, 1, x);
         }
+    }
+
+    /// Panics unless `watching` holds exactly the chips each node is a
+    /// watcher of (the tests run it after every change).
+    #[cfg(test)]
+    fn audit_watching(&self) {
+        let mut want = vec![0u64; self.watching.len()];
+        for (c, (&a, &b)) in self.one.iter().zip(&self.two).enumerate() {
+            for y in [a, b].into_iter().filter(|&y| y != NONE) {
+                want[y as usize * self.w + c / 64] |= 1 << (c % 64);
+            }
+        }
+        assert_eq!(want, self.watching, "the chips each node watches");
     }
 
     /// Watchers for the short chips, after a backtrack (or at the start).
@@ -144,10 +175,10 @@ impl NoSkip {
                 word &= word - 1;
                 let k = c as usize;
                 if self.one[k] == NONE {
-                    self.one[k] = Self::watcher(c, NONE, 0, cx);
+                    self.set_watcher(c, 0, Self::watcher(c, NONE, 0, cx));
                 }
                 if self.one[k] != NONE && self.two[k] == NONE {
-                    self.two[k] = Self::watcher(c, self.one[k], self.one[k] + 1, cx);
+                    self.set_watcher(c, 1, Self::watcher(c, self.one[k], self.one[k] + 1, cx));
                 }
                 if self.two[k] != NONE {
                     self.next[k] = self.two[k] + 1;
@@ -164,21 +195,12 @@ impl Propagator for NoSkip {
     }
 
     fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
-        let seen = &self.seen[x as usize * self.w..(x as usize + 1) * self.w];
-        let was_fixed = seen.iter().map(|&c| (cx.cell(c) as u64).count_ones()).sum::<u32>() == 1;
-        if !was_fixed {
-            self.hall.fixed(x, cx);
-        }
+        self.hall.fixed(x, cx);
         self.rewatch(cx);
+        // Only a watcher has anything to do for a chip it lost, and a node
+        // watches only chips its domain held when it began to.
         for k in 0..self.w {
-            let cell = self.seen[x as usize * self.w + k];
-            let old = cx.cell(cell) as u64;
-            let new = cx.dom(x).words[k];
-            let mut gone = old & !new;
-            if gone == 0 {
-                continue;
-            }
-            cx.set_cell(cell, new as i64);
+            let mut gone = self.watching[x as usize * self.w + k] & !cx.word(x, k);
             while gone != 0 {
                 let c = k as u32 * 64 + gone.trailing_zeros();
                 gone &= gone - 1;
@@ -191,6 +213,8 @@ impl Propagator for NoSkip {
         if i64::from(cx.min(x)) > cx.cell(self.need) {
             cx.set_cell(self.need, cx.min(x) as i64);
         }
+        #[cfg(test)]
+        self.audit_watching();
         self.dirty = true;
         Ok(())
     }
@@ -266,7 +290,7 @@ impl Propagator for NoSkip {
         }
     }
 
-    /// Watchers, last-seen domains and the highest lower bound read off the
+    /// Watchers, the fixed nodes counted and the highest lower bound read off the
     /// domains; no chip counts as settled (settling again fixes nothing new).
     fn propagate_from_scratch(&mut self, cx: &mut Cx) -> Result<(), Fail> {
         for c in 0..cx.chips() {
@@ -274,15 +298,13 @@ impl Propagator for NoSkip {
         }
         self.one.fill(NONE);
         self.two.fill(NONE);
+        self.watching.fill(0);
         self.next.fill(0);
         (0..cx.chips() as u32).for_each(|c| set_bit(&mut self.short, c));
         self.stale = true;
         self.rewatch(cx);
         let mut need = 0;
         for x in 0..cx.n() as u32 {
-            for k in 0..self.w {
-                cx.set_cell(self.seen[x as usize * self.w + k], cx.dom(x).words[k] as i64);
-            }
             need = need.max(cx.min(x));
         }
         cx.set_cell(self.need, need as i64);

@@ -277,6 +277,16 @@ pub struct Triangle {
     verdicts: Verdicts,
     /// Scratch for sorting `front`.
     merged: Vec<u32>,
+    /// The open nodes with a counted input on chip c (`by_chip[2 * c +
+    /// 1]`) or a counted consumer on it (`by_chip[2 * c]`): appended as
+    /// nodes are counted, without the trail (fixed nodes leave when a sweep
+    /// reads the list), rebuilt with `front` after a backtrack. A sweep
+    /// after new arcs reads only the lists of chips whose rows lost chips
+    /// or that tail a new arc, and the neighbours of `x` and of the nodes
+    /// fixed but not yet counted: only those can be [`Triangle::affected`].
+    by_chip: Vec<Vec<u32>>,
+    /// Scratch: the nodes a sweep visits.
+    picked: Vec<u32>,
     w: usize,
     /// Trailed bitsets: chips of fixed ancestors / descendants, W cells per node.
     anc: Vec<u32>,
@@ -335,6 +345,8 @@ impl Triangle {
             tails_before: RowCache::new(c, s.words()),
             verdicts: Verdicts::new(c, s.words()),
             merged: Vec::new(),
+            by_chip: vec![Vec::new(); 2 * c],
+            picked: Vec::new(),
             w: s.words(),
             anc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
             desc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
@@ -376,26 +388,32 @@ impl Triangle {
         let row = &arcs[c as usize * w..(c as usize + 1) * w];
         // Only nodes that lack c and are not closed go on the stack (one
         // that has c was reached before, and so was everything past it;
-        // past a closed one every node is closed); a node pushed twice is
-        // still skipped when popped. The open nodes visited, and their
-        // order, are those of pushing every neighbour.
+        // past a closed one every node is closed), and each gets c as it
+        // goes on, so none goes on twice (a node below several reached
+        // ones was pushed by each). The nodes visited are those of pushing
+        // every neighbour; only their order differs, and nothing below
+        // depends on it (`look` is confined node by node, from the sets
+        // alone; `both` is a set).
         let side = usize::from(forward);
         let closed = &self.closed;
         let lacks = |v: u32, s: &Cx| {
             s.cell(mine[v as usize * w + word]) as u64 & bit == 0 && s.cell(closed[2 * v as usize + side]) == 0
         };
-        self.stack.clear();
-        self.stack
-            .extend(next[x as usize].iter().copied().filter(|&v| lacks(v, s)));
-        while let Some(v) = self.stack.pop() {
+        let gain = |v: u32, s: &mut Cx| {
             let cell = mine[v as usize * w + word];
-            let cur = s.cell(cell) as u64;
-            if cur & bit != 0 {
-                continue;
+            s.set_cell(cell, (s.cell(cell) as u64 | bit) as i64);
+        };
+        self.stack.clear();
+        for &v in &next[x as usize] {
+            if lacks(v, s) {
+                gain(v, s);
+                self.stack.push(v);
             }
-            s.set_cell(cell, (cur | bit) as i64);
+        }
+        while let Some(v) = self.stack.pop() {
             for &u in &next[v as usize] {
                 if lacks(u, s) {
+                    gain(u, s);
                     self.stack.push(u);
                 }
             }
@@ -487,18 +505,34 @@ impl Triangle {
 
     /// Narrows `allowed` to {a, b} for every chip a of `tails` and b of
     /// `heads` joined by an arc a -> b, or equal; true when there was one.
+    /// The pairs are found from the smaller side (a node late in a pass
+    /// has chips of many ancestors and few of descendants); meeting them
+    /// in another order leaves the same chips.
     #[inline]
     fn and_arc_pairs<const N: usize>(&self, tails: &[u64], heads: &[u64], allowed: &mut [u64]) -> bool {
+        let count = |set: &[u64]| set.iter().map(|x| x.count_ones()).sum::<u32>();
+        if count(heads) < count(tails) {
+            self.and_pairs_from::<N>(heads, tails, &self.cols, allowed)
+        } else {
+            self.and_pairs_from::<N>(tails, heads, &self.rows, allowed)
+        }
+    }
+
+    /// [`Triangle::and_arc_pairs`] from the chips a of `near`, with
+    /// `lines` the arcs' rows (the heads of arcs from a, when `near` holds
+    /// tails) or columns (the tails of arcs into a, when it holds heads).
+    #[inline]
+    fn and_pairs_from<const N: usize>(&self, near: &[u64], far: &[u64], lines: &[u64], allowed: &mut [u64]) -> bool {
         let w = allowed.len();
         let mut any = false;
-        for a in bits(tails) {
-            // Heads b of arcs a -> b, and a itself when it is a head.
-            let row = &self.rows[a as usize * self.w..a as usize * self.w + w];
+        for a in bits(near) {
+            // Ends b of arcs with a, and a itself when `far` holds it.
+            let line = &lines[a as usize * self.w..a as usize * self.w + w];
             let mut to = [0u64; N];
             for k in 0..w {
-                to[k] = row[k] & heads[k];
+                to[k] = line[k] & far[k];
             }
-            to[(a / 64) as usize] |= heads[(a / 64) as usize] & (1 << (a % 64));
+            to[(a / 64) as usize] |= far[(a / 64) as usize] & (1 << (a % 64));
             for b in bits(&to[..w]) {
                 let mut pair = [0u64; N];
                 pair[(a / 64) as usize] |= 1 << (a % 64);
@@ -750,35 +784,128 @@ impl Triangle {
                 net.pred[v as usize].iter().any(|&p| s.is_fixed(p))
                     || net.succ[v as usize].iter().any(|&w| s.is_fixed(w))
             });
+            self.reindex(s);
         }
-        self.front.drop_fixed(s);
-        let mut front = std::mem::take(&mut self.front.nodes);
-        sort_after_sorted_prefix(&mut front, &mut self.merged);
         self.verdicts.next_sweep();
         for (i, &(a, b)) in self.fresh_arcs.iter().enumerate() {
             let bit = 1u64 << i.min(63);
             self.verdicts.fresh_tail[a as usize] |= bit;
             self.verdicts.fresh_head[b as usize] |= bit;
         }
-        let r = front.iter().try_for_each(|&v| match s.is_fixed(v) {
-            true => Ok(()),
-            false if every || self.affected(v, x, s) => self.prune(v, s),
-            false => {
-                #[cfg(test)]
-                SKIPPED.with(|k| k.set(k.get() + 1));
-                Ok(())
-            }
-        });
+        let r = if every {
+            self.sweep_all(s)
+        } else {
+            self.sweep_indexed(x, s)
+        };
         for &(a, b) in &self.fresh_arcs {
             self.verdicts.fresh_tail[a as usize] = 0;
             self.verdicts.fresh_head[b as usize] = 0;
         }
+        self.settled = r.is_ok();
+        r
+    }
+
+    /// Prunes every open node of `front`, in node order.
+    fn sweep_all(&mut self, s: &mut Cx) -> Result<(), Fail> {
+        self.front.drop_fixed(s);
+        let mut front = std::mem::take(&mut self.front.nodes);
+        sort_after_sorted_prefix(&mut front, &mut self.merged);
+        let r = front.iter().try_for_each(|&v| match s.is_fixed(v) {
+            true => Ok(()),
+            false => self.prune(v, s),
+        });
         // Nodes `prune` fixed joined `front` meanwhile (after the sorted
         // ones, for the next sweep to sort only them).
         let joined = std::mem::replace(&mut self.front.nodes, front);
         self.front.nodes.extend(joined);
-        self.settled = r.is_ok();
         r
+    }
+
+    /// Prunes, in node order, the open nodes of `front` the new arcs
+    /// affect, found through `by_chip` and the nodes not yet counted.
+    fn sweep_indexed(&mut self, x: u32, s: &mut Cx) -> Result<(), Fail> {
+        let net = s.net();
+        let mut picked = std::mem::take(&mut self.picked);
+        picked.clear();
+        let near = |u: u32, picked: &mut Vec<u32>| {
+            for &v in net.pred[u as usize].iter().chain(&net.succ[u as usize]) {
+                if !s.is_fixed(v) {
+                    picked.push(v);
+                }
+            }
+        };
+        if x != NONE {
+            near(x, &mut picked);
+        }
+        for &u in s.queued() {
+            if s.is_fixed(u) && s.cell(self.counted[u as usize]) == 0 {
+                near(u, &mut picked);
+            }
+        }
+        for c in 0..self.c as u32 {
+            for side in 0..2 {
+                let i = 2 * c as usize + side;
+                if self.by_chip[i].is_empty() {
+                    continue;
+                }
+                let input = side == 1;
+                let hot =
+                    (input && self.verdicts.fresh_tail[c as usize] != 0) || self.lost(c, input).iter().any(|&l| l != 0);
+                if !hot {
+                    continue;
+                }
+                let list = &mut self.by_chip[i];
+                list.retain(|&v| !s.is_fixed(v));
+                picked.extend_from_slice(list);
+            }
+        }
+        // Only nodes of `front` as it was before this sweep (those that
+        // join as `prune` fixes nodes wait for the next).
+        let member = &self.front.member;
+        picked.retain(|&v| member[v as usize]);
+        picked.sort_unstable();
+        picked.dedup();
+        #[cfg(test)]
+        if AUDIT.with(|a| a.get()) {
+            let others: Vec<u32> = (0..s.n() as u32)
+                .filter(|&v| self.front.member[v as usize] && !s.is_fixed(v))
+                .filter(|&v| picked.binary_search(&v).is_err())
+                .collect();
+            let missed: Vec<u32> = others.into_iter().filter(|&v| self.affected(v, x, s)).collect();
+            assert!(missed.is_empty(), "affected nodes the index missed: {missed:?}");
+        }
+        #[cfg(test)]
+        {
+            let open = self.front.nodes.iter().filter(|&&v| !s.is_fixed(v)).count();
+            SKIPPED.with(|k| k.set(k.get() + open.saturating_sub(picked.len())));
+        }
+        let r = picked.iter().try_for_each(|&v| match s.is_fixed(v) {
+            false if self.affected(v, x, s) => self.prune(v, s),
+            _ => Ok(()),
+        });
+        self.picked = picked;
+        r
+    }
+
+    /// Adds the open neighbours of counted node `u`, on chip `c`, to `by_chip`.
+    fn index(&mut self, u: u32, c: u32, s: &Cx) {
+        let net = s.net();
+        for (set, side) in [(&net.pred[u as usize], 0), (&net.succ[u as usize], 1)] {
+            let list = &mut self.by_chip[2 * c as usize + side];
+            list.extend(set.iter().copied().filter(|&v| !s.is_fixed(v)));
+        }
+    }
+
+    /// `by_chip` from the counted nodes.
+    fn reindex(&mut self, s: &Cx) {
+        self.by_chip.iter_mut().for_each(Vec::clear);
+        for u in 0..s.n() as u32 {
+            if s.cell(self.counted[u as usize]) != 0 {
+                if let Some(c) = s.value(u) {
+                    self.index(u, c, s);
+                }
+            }
+        }
     }
 
     /// Whether the latest new arcs (`fresh_arcs`) can change what `prune`
@@ -1015,6 +1142,7 @@ impl Propagator for Triangle {
         }
         self.refresh(s);
         self.front.add_open_neighbours(x, s);
+        self.index(x, cx, s);
         self.look.clear();
         self.spread(x, cx, true, s);
         self.spread(x, cx, false, s);

@@ -237,17 +237,7 @@ fn sample_reaches_every_valid_partition() {
         }
         for native in [true, false] {
             let mut s = Solver::new(&p, Options { native, sat: true }).expect("feasible");
-            let mut seen = BTreeSet::new();
-            for _ in 0..1500 {
-                let order = node_order(&s, Order::Random, &mut rng);
-                let pl = sample(&mut s, &order, None, &mut rng).expect("feasible");
-                assert!(
-                    all.contains(&pl.chips),
-                    "case {case}: sampled an invalid {pl:?}\n{text}"
-                );
-                seen.insert(pl.chips);
-            }
-            assert_eq!(seen, all, "case {case} native={native} missed some:\n{text}");
+            samples_reach_all(&mut s, &all, &mut rng, &format!("case {case} native={native}:\n{text}"));
         }
         checked += 1;
     }
@@ -277,20 +267,23 @@ fn sample_under_a_per_chip_count_reaches_every_valid_partition() {
             continue;
         }
         let mut s = Solver::new(&p, Options::default()).expect("feasible");
-        let mut seen = BTreeSet::new();
-        for _ in 0..1500 {
-            let order = node_order(&s, Order::Random, &mut rng);
-            let pl = sample(&mut s, &order, None, &mut rng).expect("feasible");
-            assert!(
-                all.contains(&pl.chips),
-                "case {case}: sampled an invalid {pl:?}\n{text}"
-            );
-            seen.insert(pl.chips);
-        }
-        assert_eq!(seen, all, "case {case} missed some:\n{text}");
+        samples_reach_all(&mut s, &all, &mut rng, &format!("case {case}:\n{text}"));
         checked += 1;
     }
     assert!(checked >= 10, "only {checked} cases with weights");
+}
+
+/// 1,500 uniform samples from `s` are all in `all` (the valid partitions)
+/// and reach every one of them.
+fn samples_reach_all(s: &mut Solver, all: &BTreeSet<Vec<u32>>, rng: &mut ChaCha8Rng, what: &str) {
+    let mut seen = BTreeSet::new();
+    for _ in 0..1500 {
+        let order = node_order(s, Order::Random, rng);
+        let pl = sample(s, &order, None, rng).expect("feasible");
+        assert!(all.contains(&pl.chips), "sampled an invalid {pl:?} in {what}");
+        seen.insert(pl.chips);
+    }
+    assert_eq!(&seen, all, "missed some in {what}");
 }
 
 #[test]

@@ -120,6 +120,12 @@ impl Store {
         self.words[x as usize * self.w + k]
     }
 
+    /// The words of `x`'s domain alone, without its bounds and size.
+    #[inline]
+    pub fn words_of(&self, x: u32) -> &[u64] {
+        &self.words[x as usize * self.w..(x as usize + 1) * self.w]
+    }
+
     #[inline]
     pub fn is_fixed(&self, x: u32) -> bool {
         self.size[x as usize] == 1
@@ -173,6 +179,13 @@ impl Store {
         self.cells[i as usize]
     }
 
+    /// Cells `i..i + len`, for a propagator that made them in one run of
+    /// [`Store::new_cell`] calls and reads several at once.
+    #[inline]
+    pub fn cells(&self, i: u32, len: usize) -> &[i64] {
+        &self.cells[i as usize..i as usize + len]
+    }
+
     /// Inlined: propagators set cells in their inner loops, and most sets
     /// after a cell's first in a level need no trail entry.
     #[inline]
@@ -188,7 +201,10 @@ impl Store {
     }
 
     /// The old value of cell `i` onto the trail, once per level (at the
-    /// root nothing is trailed, and the root's copy goes stale).
+    /// root nothing is trailed, and the root's copy goes stale). Inlined
+    /// too: a spread sets most of its cells once in a level, so nearly every
+    /// set of theirs comes here.
+    #[inline]
     fn save_cell(&mut self, i: u32) {
         let k = i as usize;
         if self.levels.is_empty() {

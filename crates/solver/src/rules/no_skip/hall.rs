@@ -233,12 +233,13 @@ impl Hall {
         cx: &mut Cx,
     ) -> Result<bool, Fail> {
         // The reach of every free node together, so the order they are met
-        // in changes nothing.
+        // in changes nothing. Only a walk empties `open`, so it is checked
+        // before the first node and after each walk, not at every node.
+        if open.iter().all(|&w| w == 0) {
+            return Ok(false);
+        }
         let mut i = 0;
         while i < unfixed.len() {
-            if open.iter().all(|&w| w == 0) {
-                return Ok(false);
-            }
             let y = unfixed[i];
             if cx.is_fixed(y) {
                 unfixed.swap_remove(i);
@@ -247,7 +248,7 @@ impl Hall {
             i += 1;
             // A node whose domain misses the chips not reached yet reaches
             // none of them, free or not.
-            if (0..open.len()).all(|k| cx.word(y, k) & open[k] == 0) {
+            if cx.words_of(y).iter().zip(open.iter()).all(|(&d, &o)| d & o == 0) {
                 continue;
             }
             let o = self.owner[y as usize];
@@ -256,8 +257,8 @@ impl Hall {
             }
             stack.push(y);
             while let Some(v) = stack.pop() {
-                for (k, open) in open.iter_mut().enumerate() {
-                    let mut m = cx.word(v, k) & *open;
+                for (k, (open, &d)) in open.iter_mut().zip(cx.words_of(v)).enumerate() {
+                    let mut m = d & *open;
                     *open &= !m;
                     while m != 0 {
                         let c = k * 64 + m.trailing_zeros() as usize;
@@ -265,6 +266,9 @@ impl Hall {
                         stack.push(self.mate[c]);
                     }
                 }
+            }
+            if open.iter().all(|&w| w == 0) {
+                return Ok(false);
             }
         }
         let mut shrank = false;

@@ -170,7 +170,7 @@ impl<'a> Cx<'a> {
         self.store.cells(i, len)
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn set_cell(&mut self, i: u32, v: i64) {
         self.store.set_cell(i, v)
     }

@@ -187,8 +187,10 @@ impl Store {
     }
 
     /// Inlined: propagators set cells in their inner loops, and most sets
-    /// after a cell's first in a level need no trail entry.
-    #[inline]
+    /// after a cell's first in a level need no trail entry. Always: a
+    /// spread sets a cell per node it reaches, and as a call of its own the
+    /// set saved and restored more registers than it has instructions.
+    #[inline(always)]
     pub fn set_cell(&mut self, i: u32, v: i64) {
         let k = i as usize;
         if self.cells[k] == v {
@@ -201,19 +203,25 @@ impl Store {
     }
 
     /// The old value of cell `i` onto the trail, once per level (at the
-    /// root nothing is trailed, and the root's copy goes stale). Inlined
-    /// too: a spread sets most of its cells once in a level, so nearly every
-    /// set of theirs comes here.
-    #[inline]
+    /// root nothing is trailed, and the root's copy goes stale).
+    #[inline(always)]
     fn save_cell(&mut self, i: u32) {
         let k = i as usize;
         if self.levels.is_empty() {
-            self.root = None;
+            self.forget_root();
         } else if self.cell_stamp[k] != self.stamp {
             self.trail.push(i | CELL);
             self.olds.push(self.cells[k]);
             self.cell_stamp[k] = self.stamp;
         }
+    }
+
+    /// A cell set at the root: the root's copy no longer holds (rare, kept
+    /// out of the inlined sets).
+    #[cold]
+    #[inline(never)]
+    fn forget_root(&mut self) {
+        self.root = None;
     }
 
     // ------------------------------------------------------------ levels

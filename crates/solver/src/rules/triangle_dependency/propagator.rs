@@ -317,6 +317,26 @@ pub struct Triangle {
     shared: Option<SharedTails>,
 }
 
+/// A node a spread reached: it joins `both` when its set on the other side
+/// (the row's width of cells from `other`) is not empty, and `look` when
+/// that set meets `row` or holds the spread's chip (`bit` of word `word`).
+#[inline]
+fn judge(both: &mut NodeList, look: &mut Vec<u32>, v: u32, row: &[u64], (word, bit): (usize, u64), other: u32, s: &Cx) {
+    let (mut any, mut meets) = (0u64, false);
+    let w = row.len();
+    for (k, (&o, &r)) in s.cells(other + v * w as u32, w).iter().zip(row).enumerate() {
+        let o = o as u64;
+        any |= o;
+        meets |= o & (r | if k == word { bit } else { 0 }) != 0;
+    }
+    if any != 0 {
+        both.add(v);
+        if meets {
+            look.push(v);
+        }
+    }
+}
+
 impl Triangle {
     pub fn build<'p>(cx: &mut Cx, _rule: &'p GroundConstraint) -> Result<Box<dyn Propagator + 'p>, Fail> {
         Ok(Box::new(Triangle::new(cx)))
@@ -417,41 +437,26 @@ impl Triangle {
         let closed = self.closed0;
         let w32 = w as u32;
         let word32 = word as u32;
-        let lacks = |v: u32, s: &Cx| {
-            s.cell(mine + v * w32 + word32) as u64 & bit == 0 && s.cell(closed + 2 * v + side) == 0
-        };
-        let gain = |v: u32, s: &mut Cx| {
-            let cell = mine + v * w32 + word32;
-            s.set_cell(cell, (s.cell(cell) as u64 | bit) as i64);
-        };
+        let lacks =
+            |v: u32, s: &Cx| s.cell(mine + v * w32 + word32) as u64 & bit == 0 && s.cell(closed + 2 * v + side) == 0;
+        // One loop for x and the nodes it reaches, so the set below is
+        // written once and inlined.
         self.stack.clear();
-        for &v in &next[x as usize] {
-            if lacks(v, s) {
-                gain(v, s);
-                self.stack.push(v);
-            }
-        }
-        while let Some(v) = self.stack.pop() {
+        let (mut v, mut reached) = (x, false);
+        loop {
             for &u in &next[v as usize] {
                 if lacks(u, s) {
-                    gain(u, s);
+                    let cell = mine + u * w32 + word32;
+                    s.set_cell(cell, (s.cell(cell) as u64 | bit) as i64);
                     self.stack.push(u);
                 }
             }
-            if s.is_fixed(v) {
-                continue;
+            if reached && !s.is_fixed(v) {
+                judge(&mut self.both, &mut self.look, v, row, (word, bit), other, s);
             }
-            let (mut any, mut meets) = (0u64, false);
-            for (k, (&o, &r)) in s.cells(other + v * w32, w).iter().zip(row).enumerate() {
-                let o = o as u64;
-                any |= o;
-                meets |= o & (r | if k == word { bit } else { 0 }) != 0;
-            }
-            if any != 0 {
-                self.both.add(v);
-                if meets {
-                    self.look.push(v);
-                }
+            match self.stack.pop() {
+                Some(u) => (v, reached) = (u, true),
+                None => break,
             }
         }
     }

@@ -127,6 +127,7 @@ impl Hall {
         }
     }
 
+    #[inline]
     fn empty(&self, c: usize, cx: &Cx) -> bool {
         cx.cell(self.holds[c]) == 0
     }
@@ -138,7 +139,9 @@ impl Hall {
         self.essential(need, cx)
     }
 
-    /// Whether empty required chip `c` is matched to `x`.
+    /// Whether empty required chip `c` is matched to `x`. Inlined: the
+    /// walk asks it of each node it meets.
+    #[inline]
     fn matched(&self, c: usize, x: u32, need: usize, cx: &Cx) -> bool {
         c <= need && self.empty(c, cx) && self.mate[c] == x && self.owner[x as usize] == c as u32
     }
@@ -154,11 +157,13 @@ impl Hall {
     }
 
     /// [`Hall::repair_matching`] over `empty`, the empty chips up to `need`.
+    /// (Membership reads one domain word, `Cx::holds`: every chip here is
+    /// below the chip count, so within the domain's words.)
     fn repair_empty(&mut self, empty: &[u64], need: usize, cx: &Cx) -> Result<(), Fail> {
         for c in crate::domain::bits(empty) {
             let c = c as usize;
             let x = self.mate[c];
-            if x != NONE && self.owner[x as usize] == c as u32 && !cx.is_fixed(x) && cx.dom(x).contains(c as u32) {
+            if x != NONE && self.owner[x as usize] == c as u32 && !cx.is_fixed(x) && cx.holds(x, c as u32) {
                 continue;
             }
             self.mate[c] = NONE;
@@ -174,7 +179,7 @@ impl Hall {
     /// Finds chip `c` a node: a free one, or one whose chip finds another.
     fn augment(&mut self, c: usize, need: usize, cx: &Cx) -> bool {
         self.visited[c] = true;
-        let can = |x: u32| !cx.is_fixed(x) && cx.dom(x).contains(c as u32);
+        let can = |x: u32| !cx.is_fixed(x) && cx.holds(x, c as u32);
         for x in 0..cx.n() as u32 {
             let o = self.owner[x as usize];
             if can(x) && (o == NONE || !self.matched(o as usize, x, need, cx)) {

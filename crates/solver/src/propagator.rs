@@ -105,6 +105,12 @@ impl<'a> Cx<'a> {
         self.store.word(x, k)
     }
 
+    /// The words of `x`'s domain (see [`Store::words_of`]).
+    #[inline]
+    pub fn words_of(&self, x: u32) -> &[u64] {
+        self.store.words_of(x)
+    }
+
     /// Whether `x`'s domain holds chip `c`, reading one word.
     #[inline]
     pub fn holds(&self, x: u32, c: u32) -> bool {
@@ -158,7 +164,13 @@ impl<'a> Cx<'a> {
         self.store.cell(i)
     }
 
+    /// Cells `i..i + len` (made in one run of [`Cx::new_cell`] calls).
     #[inline]
+    pub fn cells(&self, i: u32, len: usize) -> &[i64] {
+        self.store.cells(i, len)
+    }
+
+    #[inline(always)]
     pub fn set_cell(&mut self, i: u32, v: i64) {
         self.store.set_cell(i, v)
     }

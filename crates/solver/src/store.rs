@@ -120,6 +120,12 @@ impl Store {
         self.words[x as usize * self.w + k]
     }
 
+    /// The words of `x`'s domain alone, without its bounds and size.
+    #[inline]
+    pub fn words_of(&self, x: u32) -> &[u64] {
+        &self.words[x as usize * self.w..(x as usize + 1) * self.w]
+    }
+
     #[inline]
     pub fn is_fixed(&self, x: u32) -> bool {
         self.size[x as usize] == 1
@@ -173,9 +179,18 @@ impl Store {
         self.cells[i as usize]
     }
 
-    /// Inlined: propagators set cells in their inner loops, and most sets
-    /// after a cell's first in a level need no trail entry.
+    /// Cells `i..i + len`, for a propagator that made them in one run of
+    /// [`Store::new_cell`] calls and reads several at once.
     #[inline]
+    pub fn cells(&self, i: u32, len: usize) -> &[i64] {
+        &self.cells[i as usize..i as usize + len]
+    }
+
+    /// Inlined: propagators set cells in their inner loops, and most sets
+    /// after a cell's first in a level need no trail entry. Always: a
+    /// spread sets a cell per node it reaches, and as a call of its own the
+    /// set saved and restored more registers than it has instructions.
+    #[inline(always)]
     pub fn set_cell(&mut self, i: u32, v: i64) {
         let k = i as usize;
         if self.cells[k] == v {
@@ -189,15 +204,24 @@ impl Store {
 
     /// The old value of cell `i` onto the trail, once per level (at the
     /// root nothing is trailed, and the root's copy goes stale).
+    #[inline(always)]
     fn save_cell(&mut self, i: u32) {
         let k = i as usize;
         if self.levels.is_empty() {
-            self.root = None;
+            self.forget_root();
         } else if self.cell_stamp[k] != self.stamp {
             self.trail.push(i | CELL);
             self.olds.push(self.cells[k]);
             self.cell_stamp[k] = self.stamp;
         }
+    }
+
+    /// A cell set at the root: the root's copy no longer holds (rare, kept
+    /// out of the inlined sets).
+    #[cold]
+    #[inline(never)]
+    fn forget_root(&mut self) {
+        self.root = None;
     }
 
     // ------------------------------------------------------------ levels

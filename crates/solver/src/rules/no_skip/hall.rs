@@ -127,6 +127,7 @@ impl Hall {
         }
     }
 
+    #[inline]
     fn empty(&self, c: usize, cx: &Cx) -> bool {
         cx.cell(self.holds[c]) == 0
     }
@@ -138,7 +139,9 @@ impl Hall {
         self.essential(need, cx)
     }
 
-    /// Whether empty required chip `c` is matched to `x`.
+    /// Whether empty required chip `c` is matched to `x`. Inlined: the
+    /// walk asks it of each node it meets.
+    #[inline]
     fn matched(&self, c: usize, x: u32, need: usize, cx: &Cx) -> bool {
         c <= need && self.empty(c, cx) && self.mate[c] == x && self.owner[x as usize] == c as u32
     }
@@ -154,11 +157,13 @@ impl Hall {
     }
 
     /// [`Hall::repair_matching`] over `empty`, the empty chips up to `need`.
+    /// (Membership reads one domain word, `Cx::holds`: every chip here is
+    /// below the chip count, so within the domain's words.)
     fn repair_empty(&mut self, empty: &[u64], need: usize, cx: &Cx) -> Result<(), Fail> {
         for c in crate::domain::bits(empty) {
             let c = c as usize;
             let x = self.mate[c];
-            if x != NONE && self.owner[x as usize] == c as u32 && !cx.is_fixed(x) && cx.dom(x).contains(c as u32) {
+            if x != NONE && self.owner[x as usize] == c as u32 && !cx.is_fixed(x) && cx.holds(x, c as u32) {
                 continue;
             }
             self.mate[c] = NONE;
@@ -174,7 +179,7 @@ impl Hall {
     /// Finds chip `c` a node: a free one, or one whose chip finds another.
     fn augment(&mut self, c: usize, need: usize, cx: &Cx) -> bool {
         self.visited[c] = true;
-        let can = |x: u32| !cx.is_fixed(x) && cx.dom(x).contains(c as u32);
+        let can = |x: u32| !cx.is_fixed(x) && cx.holds(x, c as u32);
         for x in 0..cx.n() as u32 {
             let o = self.owner[x as usize];
             if can(x) && (o == NONE || !self.matched(o as usize, x, need, cx)) {
@@ -233,12 +238,13 @@ impl Hall {
         cx: &mut Cx,
     ) -> Result<bool, Fail> {
         // The reach of every free node together, so the order they are met
-        // in changes nothing.
+        // in changes nothing. Only a walk empties `open`, so it is checked
+        // before the first node and after each walk, not at every node.
+        if open.iter().all(|&w| w == 0) {
+            return Ok(false);
+        }
         let mut i = 0;
         while i < unfixed.len() {
-            if open.iter().all(|&w| w == 0) {
-                return Ok(false);
-            }
             let y = unfixed[i];
             if cx.is_fixed(y) {
                 unfixed.swap_remove(i);
@@ -247,7 +253,7 @@ impl Hall {
             i += 1;
             // A node whose domain misses the chips not reached yet reaches
             // none of them, free or not.
-            if (0..open.len()).all(|k| cx.word(y, k) & open[k] == 0) {
+            if cx.words_of(y).iter().zip(open.iter()).all(|(&d, &o)| d & o == 0) {
                 continue;
             }
             let o = self.owner[y as usize];
@@ -256,8 +262,8 @@ impl Hall {
             }
             stack.push(y);
             while let Some(v) = stack.pop() {
-                for (k, open) in open.iter_mut().enumerate() {
-                    let mut m = cx.word(v, k) & *open;
+                for (k, (open, &d)) in open.iter_mut().zip(cx.words_of(v)).enumerate() {
+                    let mut m = d & *open;
                     *open &= !m;
                     while m != 0 {
                         let c = k * 64 + m.trailing_zeros() as usize;
@@ -265,6 +271,9 @@ impl Hall {
                         stack.push(self.mate[c]);
                     }
                 }
+            }
+            if open.iter().all(|&w| w == 0) {
+                return Ok(false);
             }
         }
         let mut shrank = false;

@@ -299,6 +299,12 @@ pub struct Triangle {
     /// a topological pass every ancestor of a new node is counted, and its
     /// backward spread, which marked them all, ends at once.)
     closed: Vec<u32>,
+    /// The first cells of `anc`, `desc` and `closed`, each made in one run
+    /// of `new_cell` calls: a spread, which reads a few cells of every node
+    /// it visits, computes their ids instead of loading them.
+    anc0: u32,
+    desc0: u32,
+    closed0: u32,
     closing: Vec<u32>,
     stack: Vec<u32>,
     /// Scratch lists kept between calls: the arcs a change adds, the nodes
@@ -311,6 +317,26 @@ pub struct Triangle {
     shared: Option<SharedTails>,
 }
 
+/// A node a spread reached: it joins `both` when its set on the other side
+/// (the row's width of cells from `other`) is not empty, and `look` when
+/// that set meets `row` or holds the spread's chip (`bit` of word `word`).
+#[inline]
+fn judge(both: &mut NodeList, look: &mut Vec<u32>, v: u32, row: &[u64], (word, bit): (usize, u64), other: u32, s: &Cx) {
+    let (mut any, mut meets) = (0u64, false);
+    let w = row.len();
+    for (k, (&o, &r)) in s.cells(other + v * w as u32, w).iter().zip(row).enumerate() {
+        let o = o as u64;
+        any |= o;
+        meets |= o & (r | if k == word { bit } else { 0 }) != 0;
+    }
+    if any != 0 {
+        both.add(v);
+        if meets {
+            look.push(v);
+        }
+    }
+}
+
 impl Triangle {
     pub fn build<'p>(cx: &mut Cx, _rule: &'p GroundConstraint) -> Result<Box<dyn Propagator + 'p>, Fail> {
         Ok(Box::new(Triangle::new(cx)))
@@ -318,9 +344,18 @@ impl Triangle {
 
     fn new(s: &mut Cx) -> Triangle {
         let c = s.chips();
+        let counted = (0..s.n()).map(|_| s.new_cell(0)).collect();
+        let anc: Vec<u32> = (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect();
+        let desc: Vec<u32> = (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect();
+        let closed: Vec<u32> = (0..2 * s.n()).map(|_| s.new_cell(0)).collect();
+        let first = |cells: &[u32]| {
+            debug_assert!(cells.windows(2).all(|p| p[1] == p[0] + 1));
+            cells.first().copied().unwrap_or(0)
+        };
+        let (anc0, desc0, closed0) = (first(&anc), first(&desc), first(&closed));
         Triangle {
             c,
-            counted: (0..s.n()).map(|_| s.new_cell(0)).collect(),
+            counted,
             arcs: HashMap::new(),
             active: Vec::new(),
             dense: vec![NONE; c],
@@ -348,9 +383,12 @@ impl Triangle {
             by_chip: vec![Vec::new(); 2 * c],
             picked: Vec::new(),
             w: s.words(),
-            anc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
-            desc: (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect(),
-            closed: (0..2 * s.n()).map(|_| s.new_cell(0)).collect(),
+            anc,
+            desc,
+            closed,
+            anc0,
+            desc0,
+            closed0,
             closing: Vec::new(),
             stack: Vec::new(),
             fresh_arcs: Vec::new(),
@@ -361,12 +399,13 @@ impl Triangle {
         }
     }
 
-    /// The bitset of `v` in `cells` (ancestor or descendant chips), on the stack.
-    fn set_of<const N: usize>(&self, s: &Cx, cells: &[u32], v: u32) -> ([u64; N], usize) {
+    /// The bitset of `v` in the cells from `first` (`anc0` or `desc0`:
+    /// ancestor or descendant chips), on the stack.
+    fn set_of<const N: usize>(&self, s: &Cx, first: u32, v: u32) -> ([u64; N], usize) {
         let mut out = [0u64; N];
         let w = self.w.min(N);
-        for (k, o) in out.iter_mut().enumerate().take(w) {
-            *o = s.cell(cells[v as usize * self.w + k]) as u64;
+        for (o, &c) in out.iter_mut().zip(s.cells(first + v * self.w as u32, w)) {
+            *o = c as u64;
         }
         (out, w)
     }
@@ -381,9 +420,9 @@ impl Triangle {
         let (w, word, bit) = (self.w, (c / 64) as usize, 1u64 << (c % 64));
         let net = s.net();
         let (next, mine, other, arcs) = if forward {
-            (&net.succ, &self.anc, &self.desc, &self.rows)
+            (&net.succ, self.anc0, self.desc0, &self.rows)
         } else {
-            (&net.pred, &self.desc, &self.anc, &self.cols)
+            (&net.pred, self.desc0, self.anc0, &self.cols)
         };
         let row = &arcs[c as usize * w..(c as usize + 1) * w];
         // Only nodes that lack c and are not closed go on the stack (one
@@ -394,43 +433,30 @@ impl Triangle {
         // every neighbour; only their order differs, and nothing below
         // depends on it (`look` is confined node by node, from the sets
         // alone; `both` is a set).
-        let side = usize::from(forward);
-        let closed = &self.closed;
-        let lacks = |v: u32, s: &Cx| {
-            s.cell(mine[v as usize * w + word]) as u64 & bit == 0 && s.cell(closed[2 * v as usize + side]) == 0
-        };
-        let gain = |v: u32, s: &mut Cx| {
-            let cell = mine[v as usize * w + word];
-            s.set_cell(cell, (s.cell(cell) as u64 | bit) as i64);
-        };
+        let side = usize::from(forward) as u32;
+        let closed = self.closed0;
+        let w32 = w as u32;
+        let word32 = word as u32;
+        let lacks =
+            |v: u32, s: &Cx| s.cell(mine + v * w32 + word32) as u64 & bit == 0 && s.cell(closed + 2 * v + side) == 0;
+        // One loop for x and the nodes it reaches, so the set below is
+        // written once and inlined.
         self.stack.clear();
-        for &v in &next[x as usize] {
-            if lacks(v, s) {
-                gain(v, s);
-                self.stack.push(v);
-            }
-        }
-        while let Some(v) = self.stack.pop() {
+        let (mut v, mut reached) = (x, false);
+        loop {
             for &u in &next[v as usize] {
                 if lacks(u, s) {
-                    gain(u, s);
+                    let cell = mine + u * w32 + word32;
+                    s.set_cell(cell, (s.cell(cell) as u64 | bit) as i64);
                     self.stack.push(u);
                 }
             }
-            if s.is_fixed(v) {
-                continue;
+            if reached && !s.is_fixed(v) {
+                judge(&mut self.both, &mut self.look, v, row, (word, bit), other, s);
             }
-            let (mut any, mut meets) = (0u64, false);
-            for (k, &r) in row.iter().enumerate() {
-                let o = s.cell(other[v as usize * w + k]) as u64;
-                any |= o;
-                meets |= o & (r | if k == word { bit } else { 0 }) != 0;
-            }
-            if any != 0 {
-                self.both.add(v);
-                if meets {
-                    self.look.push(v);
-                }
+            match self.stack.pop() {
+                Some(u) => (v, reached) = (u, true),
+                None => break,
             }
         }
     }
@@ -488,11 +514,11 @@ impl Triangle {
         if s.is_fixed(v) {
             return Ok(());
         }
-        let (a_set, w) = self.set_of::<N>(s, &self.anc, v);
+        let (a_set, w) = self.set_of::<N>(s, self.anc0, v);
         if a_set[..w].iter().all(|&x| x == 0) {
             return Ok(());
         }
-        let (d_set, _) = self.set_of::<N>(s, &self.desc, v);
+        let (d_set, _) = self.set_of::<N>(s, self.desc0, v);
         if d_set[..w].iter().all(|&x| x == 0) {
             return Ok(());
         }

@@ -226,12 +226,7 @@ fn sample_reaches_every_valid_partition() {
     for case in 0..90 {
         let text = instance(&mut rng, 4, 3);
         let p = problem(&text);
-        let mut all = BTreeSet::new();
-        exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
-            all.insert(pl.chips.clone());
-            true
-        })
-        .expect("small");
+        let all = all_valid(&p);
         if all.is_empty() {
             continue;
         }
@@ -254,12 +249,7 @@ fn sample_under_a_per_chip_count_reaches_every_valid_partition() {
     for case in 0..60 {
         let text = instance(&mut rng, 4, 3).replace("partition g onto t { ", "partition g onto t { require balanced\n");
         let p = problem(&text);
-        let mut all = BTreeSet::new();
-        exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
-            all.insert(pl.chips.clone());
-            true
-        })
-        .expect("small");
+        let all = all_valid(&p);
         // Only cases with a weight whose chip is not forced test the strays.
         let edges: Vec<(u32, u32)> = p.graph.placed_edges().iter().map(|e| (e.src, e.dst)).collect();
         let weights = edges.iter().any(|&(u, _)| edges.iter().all(|&(_, v)| v != u));
@@ -271,6 +261,17 @@ fn sample_under_a_per_chip_count_reaches_every_valid_partition() {
         checked += 1;
     }
     assert!(checked >= 10, "only {checked} cases with weights");
+}
+
+/// Every valid partition of the small problem `p`, by exhaustive search.
+fn all_valid(p: &Problem) -> BTreeSet<Vec<u32>> {
+    let mut all = BTreeSet::new();
+    exhaustive::for_each_valid(&p.graph, &p.package, &p.constraints, |pl| {
+        all.insert(pl.chips.clone());
+        true
+    })
+    .expect("small");
+    all
 }
 
 /// 1,500 uniform samples from `s` are all in `all` (the valid partitions)

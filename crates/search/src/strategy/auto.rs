@@ -171,10 +171,7 @@ impl<'p> Portfolio<'p> {
         }
         match self.hood.question(&self.best, self.lb, &mut search.rng) {
             Some(q) => {
-                self.lns.ask(Ask::Solve {
-                    target: q.target,
-                    decisions: q.decisions.clone(),
-                });
+                self.lns.ask(q.ask());
                 self.lns_asked = Some((q, Instant::now()));
             }
             None => self.lns_over = true,

@@ -70,6 +70,16 @@ pub(super) struct Question {
     radius: usize,
 }
 
+impl Question {
+    /// The worker's question for this window.
+    pub(super) fn ask(&self) -> Ask {
+        Ask::Solve {
+            target: self.target,
+            decisions: self.decisions.clone(),
+        }
+    }
+}
+
 /// What an answer teaches.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) enum Learned {
@@ -285,10 +295,7 @@ impl Strategy for Lns {
             let Some(q) = hood.question(&best, lb, &mut search.rng) else {
                 break;
             };
-            sat.ask(Ask::Solve {
-                target: q.target,
-                decisions: q.decisions.clone(),
-            });
+            sat.ask(q.ask());
             let asked = Instant::now();
             let Some(answer) = sat.answer(search) else { break };
             if trace {

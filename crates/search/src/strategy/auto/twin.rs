@@ -97,10 +97,7 @@ impl<'p> Twin<'p> {
         }
         match self.hood.question(&self.best, self.lb, rng) {
             Some(q) => {
-                self.worker.ask(Ask::Solve {
-                    target: q.target,
-                    decisions: q.decisions.clone(),
-                });
+                self.worker.ask(q.ask());
                 self.asked = Some((q, Instant::now()));
             }
             // The twin's best is optimal there.

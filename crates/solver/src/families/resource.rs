@@ -126,7 +126,8 @@ struct Inst {
 /// The resource instances of one constraint.
 pub(crate) struct Resource {
     insts: Vec<Inst>,
-    /// Per node: (instance, chip, weight) of its items.
+    /// Per node: (instance, chip, weight) of its items, by chip (then
+    /// instance).
     of_node: Vec<Vec<(u32, u32, f64)>>,
     /// Per node: a cell set once its items are counted.
     counted: Vec<u32>,
@@ -182,6 +183,9 @@ impl Resource {
                 items,
             });
         }
+        for items in &mut of_node {
+            items.sort_by_key(|it| it.1);
+        }
         let counted = (0..n)
             .map(|u| {
                 if of_node[u].is_empty() {
@@ -225,8 +229,8 @@ impl Resource {
         self.spread.is_some()
     }
 
-    pub fn late(&self, cx: &mut Cx) -> Result<(), Fail> {
-        match &self.spread {
+    pub fn late(&mut self, cx: &mut Cx) -> Result<(), Fail> {
+        match &mut self.spread {
             Some(s) => s.check(cx),
             None => Ok(()),
         }
@@ -237,8 +241,8 @@ impl Resource {
     }
 
     /// Counts fixed node `x`'s items, then turns away what no longer fits.
-    pub fn on_change(&self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
-        if let Some(s) = &self.spread {
+    pub fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
+        if let Some(s) = &mut self.spread {
             s.on_change(x, cx);
         }
         let cell = self.counted[x as usize];
@@ -247,13 +251,18 @@ impl Resource {
         }
         let Some(d) = cx.value(x) else { return Ok(()) };
         cx.set_cell(cell, 1);
-        for &(i, k, w) in &self.of_node[x as usize] {
-            if k == d {
-                let inst = &self.insts[i as usize];
-                let load = get(cx, inst.load) + w;
-                put(cx, inst.load, load);
-                self.crowd_out(inst, load, cx)?;
+        // Sorted by chip: a count over every chip gives a node one item a
+        // chip, of which only those on `d` count.
+        let items = &self.of_node[x as usize];
+        let from = items.partition_point(|it| it.1 < d);
+        for &(i, k, w) in &items[from..] {
+            if k != d {
+                break;
             }
+            let inst = &self.insts[i as usize];
+            let load = get(cx, inst.load) + w;
+            put(cx, inst.load, load);
+            self.crowd_out(inst, load, cx)?;
         }
         Ok(())
     }
@@ -277,7 +286,7 @@ impl Resource {
     }
 
     /// Loads summed again from the fixed nodes, then every instance's room applied.
-    pub fn propagate_from_scratch(&self, cx: &mut Cx) -> Result<(), Fail> {
+    pub fn propagate_from_scratch(&mut self, cx: &mut Cx) -> Result<(), Fail> {
         let mut loads = vec![0.0; self.insts.len()];
         for (u, items) in self.of_node.iter().enumerate() {
             let cell = self.counted[u];
@@ -298,7 +307,7 @@ impl Resource {
             put(cx, inst.load, load);
             self.crowd_out(inst, load, cx)?;
         }
-        match &self.spread {
+        match &mut self.spread {
             Some(s) => s.propagate_from_scratch(cx),
             None => Ok(()),
         }

@@ -27,18 +27,30 @@ pub(crate) struct Spread {
     wmin: Vec<i64>,
     /// Per chip: the room, in units.
     room: Vec<i64>,
+    /// The room of chips `..=k` (`below`) and `k..` (`above`).
+    below: Vec<i64>,
+    above: Vec<i64>,
     /// Per chip: trailed sums of `wmin` of the nodes whose domain ends
-    /// (`by_max`) or starts (`by_min`) there.
-    by_max: Vec<u32>,
-    by_min: Vec<u32>,
+    /// (`by_max`) or starts (`by_min`) there; the first of a run of cells,
+    /// one a chip, read as one slice.
+    by_max: u32,
+    by_min: u32,
     /// Per chip `lo` and span `s < WINDOW`: trailed sums of `wmin` of the
-    /// nodes whose domain is `lo..=lo + s`, at `lo * WINDOW + s`.
-    by_window: Vec<u32>,
+    /// nodes whose domain is `lo..=lo + s`, at `lo * WINDOW + s` from the
+    /// first cell of the run.
+    by_window: u32,
     /// Trailed sum of every `by_window` cell, and the least room of one
     /// chip: while the first is within the second no window can overflow,
     /// and the windows are not checked (a rule that does not bind).
     narrow: u32,
     least_room: i64,
+    /// The first chips `first..=last` of the windows whose load grew since
+    /// the last check passed (`first > last`: none). Loads only grow as
+    /// domains narrow, so a state undone to is one whose windows fit, and
+    /// every other window still fits: a check reads only these (a node
+    /// fixed on chip d touches the windows starting at d - 7..=d, not all
+    /// 36 x 8 of a ring of 36 chips).
+    dirty: (usize, usize),
     /// Per tracked node: trailed `(min << 32) | max` it is counted at.
     at: Vec<u32>,
     /// Per node, the chips its cones allow (empty without upward flow).
@@ -102,11 +114,27 @@ impl Spread {
         if c == 0 || wmin.iter().all(|&w| w <= 0) {
             return None;
         }
-        let by_max = (0..c).map(|_| cx.new_cell(0)).collect();
-        let by_min = (0..c).map(|_| cx.new_cell(0)).collect();
-        let by_window = (0..c * WINDOW).map(|_| cx.new_cell(0)).collect();
+        let by_max = run_of_cells(cx, c);
+        let by_min = run_of_cells(cx, c);
+        let by_window = run_of_cells(cx, c * WINDOW);
         let narrow = cx.new_cell(0);
         let least_room = room.iter().copied().min().unwrap_or(0);
+        let below = room
+            .iter()
+            .scan(0i64, |acc, &r| {
+                *acc = acc.saturating_add(r);
+                Some(*acc)
+            })
+            .collect();
+        let mut above: Vec<i64> = room
+            .iter()
+            .rev()
+            .scan(0i64, |acc, &r| {
+                *acc = acc.saturating_add(r);
+                Some(*acc)
+            })
+            .collect();
+        above.reverse();
         let at = (0..n)
             .map(|u| if wmin[u] > 0 { cx.new_cell(-1) } else { u32::MAX })
             .collect();
@@ -118,11 +146,14 @@ impl Spread {
         Some(Spread {
             wmin,
             room,
+            below,
+            above,
             by_max,
             by_min,
             by_window,
             narrow,
             least_room,
+            dirty: CLEAN,
             at,
             bounds,
         })
@@ -132,72 +163,104 @@ impl Spread {
         self.at[u as usize] != u32::MAX
     }
 
-    /// Moves `x`'s weight to its current bounds.
-    pub fn on_change(&self, x: u32, cx: &mut Cx) {
+    /// Moves `x`'s weight to its current bounds. A cell whose old and new
+    /// place are the same is left alone (no trail entry), and the windows
+    /// that now hold `x` are marked for the next check.
+    pub fn on_change(&mut self, x: u32, cx: &mut Cx) {
         let cell = self.at[x as usize];
         if cell == u32::MAX {
             return;
         }
-        let (mn, mx) = (cx.min(x), cx.max(x));
-        let now = (i64::from(mn) << 32) | i64::from(mx);
+        let (mn, mx) = (cx.min(x) as usize, cx.max(x) as usize);
+        let now = ((mn as i64) << 32) | mx as i64;
         let was = cx.cell(cell);
         if was == now {
             return;
         }
         let w = self.wmin[x as usize];
-        if was >= 0 {
+        let window = window_cell(mn, mx);
+        let (old_min, old_max, old_window) = if was >= 0 {
             let (omn, omx) = ((was >> 32) as usize, (was & 0xffff_ffff) as usize);
-            add(cx, self.by_min[omn], -w);
-            add(cx, self.by_max[omx], -w);
-            if let Some(i) = window_cell(omn, omx) {
-                add(cx, self.by_window[i], -w);
-                add(cx, self.narrow, -w);
+            (Some(omn), Some(omx), window_cell(omn, omx))
+        } else {
+            (None, None, None)
+        };
+        if old_min != Some(mn) {
+            if let Some(o) = old_min {
+                add(cx, self.by_min + o as u32, -w);
+            }
+            add(cx, self.by_min + mn as u32, w);
+        }
+        if old_max != Some(mx) {
+            if let Some(o) = old_max {
+                add(cx, self.by_max + o as u32, -w);
+            }
+            add(cx, self.by_max + mx as u32, w);
+        }
+        if old_window != window {
+            if let Some(i) = old_window {
+                add(cx, self.by_window + i as u32, -w);
+            }
+            if let Some(i) = window {
+                add(cx, self.by_window + i as u32, w);
+            }
+            match (old_window.is_some(), window.is_some()) {
+                (false, true) => add(cx, self.narrow, w),
+                (true, false) => add(cx, self.narrow, -w),
+                _ => {}
             }
         }
-        add(cx, self.by_min[mn as usize], w);
-        add(cx, self.by_max[mx as usize], w);
-        if let Some(i) = window_cell(mn as usize, mx as usize) {
-            add(cx, self.by_window[i], w);
-            add(cx, self.narrow, w);
+        if window.is_some() {
+            // The windows holding mn..=mx: those starting at mx - 7..=mn.
+            let first = (mx + 1).saturating_sub(WINDOW);
+            self.dirty = (self.dirty.0.min(first), self.dirty.1.max(mn));
         }
         cx.set_cell(cell, now);
     }
 
     /// Fails when the nodes confined to some prefix or suffix of the chips
     /// outweigh its room.
-    pub fn check(&self, cx: &Cx) -> Result<(), Fail> {
-        let (mut load, mut room) = (0i64, 0i64);
-        for k in 0..self.room.len() {
-            load = load.saturating_add(cx.cell(self.by_max[k]));
-            room = room.saturating_add(self.room[k]);
+    pub fn check(&mut self, cx: &Cx) -> Result<(), Fail> {
+        let c = self.room.len();
+        let mut load = 0i64;
+        for (&l, &room) in cx.cells(self.by_max, c).iter().zip(&self.below) {
+            load = load.saturating_add(l);
             if load > room {
                 return Err(cx.fail());
             }
         }
-        let (mut load, mut room) = (0i64, 0i64);
-        for k in (0..self.room.len()).rev() {
-            load = load.saturating_add(cx.cell(self.by_min[k]));
-            room = room.saturating_add(self.room[k]);
+        let mut load = 0i64;
+        for (&l, &room) in cx.cells(self.by_min, c).iter().zip(&self.above).rev() {
+            load = load.saturating_add(l);
             if load > room {
                 return Err(cx.fail());
             }
         }
-        self.check_windows(cx)
+        self.check_windows(cx)?;
+        self.dirty = CLEAN;
+        Ok(())
     }
 
     /// Fails when the nodes confined to a window of at most [`WINDOW`]
-    /// chips outweigh its room. From the last chip down, `inside[s]` is
-    /// the load confined to `lo..=lo + s`: what was confined to
-    /// `lo + 1..=lo + s` plus the nodes whose domain starts at `lo`.
+    /// chips outweigh its room; reads the windows starting at the chips
+    /// marked in `dirty`. From the highest chip such a window reaches down,
+    /// `inside[s]` is the load confined to `lo..=lo + s`: what was confined
+    /// to `lo + 1..=lo + s` plus the nodes whose domain starts at `lo`
+    /// (exact for the marked chips; above them it misses the cells past the
+    /// start of the sweep, a smaller load that fails only where the whole
+    /// one does).
     fn check_windows(&self, cx: &Cx) -> Result<(), Fail> {
+        let (first, last) = self.dirty;
         // Every window has at least one chip's room, and holds at most all
         // the nodes narrow enough for a window.
-        if cx.cell(self.narrow) <= self.least_room {
+        if first > last || cx.cell(self.narrow) <= self.least_room {
             return Ok(());
         }
         let c = self.room.len();
+        let cells = cx.cells(self.by_window, c * WINDOW);
+        let top = (last + WINDOW - 1).min(c - 1);
         let mut inside = [0i64; WINDOW];
-        for lo in (0..c).rev() {
+        for lo in (first..=top).rev() {
             let span = WINDOW.min(c - lo);
             // Shift: the windows of lo + 1 become those of lo, one wider.
             for s in (1..span).rev() {
@@ -205,9 +268,9 @@ impl Spread {
             }
             inside[0] = 0;
             let (mut row, mut room) = (0i64, 0i64);
-            let cells = &self.by_window[lo * WINDOW..lo * WINDOW + span];
-            for ((load, &cell), &r) in inside.iter_mut().zip(cells).zip(&self.room[lo..]) {
-                row = row.saturating_add(cx.cell(cell));
+            let row_cells = &cells[lo * WINDOW..lo * WINDOW + span];
+            for ((load, &l), &r) in inside.iter_mut().zip(row_cells).zip(&self.room[lo..]) {
+                row = row.saturating_add(l);
                 room = room.saturating_add(r);
                 *load = load.saturating_add(row);
                 if *load > room {
@@ -219,8 +282,8 @@ impl Spread {
     }
 
     /// The cone bounds applied, every node counted again at its bounds,
-    /// then the test.
-    pub fn propagate_from_scratch(&self, cx: &mut Cx) -> Result<(), Fail> {
+    /// then the test, of every window.
+    pub fn propagate_from_scratch(&mut self, cx: &mut Cx) -> Result<(), Fail> {
         for (u, &(lo, hi)) in self.bounds.iter().enumerate() {
             if lo > hi {
                 return Err(cx.fail());
@@ -228,12 +291,13 @@ impl Spread {
             cx.set_min(u as u32, lo)?;
             cx.set_max(u as u32, hi)?;
         }
-        for k in 0..self.room.len() {
-            cx.set_cell(self.by_max[k], 0);
-            cx.set_cell(self.by_min[k], 0);
+        let c = self.room.len() as u32;
+        for k in 0..c {
+            cx.set_cell(self.by_max + k, 0);
+            cx.set_cell(self.by_min + k, 0);
         }
-        for &cell in &self.by_window {
-            cx.set_cell(cell, 0);
+        for i in 0..c * WINDOW as u32 {
+            cx.set_cell(self.by_window + i, 0);
         }
         cx.set_cell(self.narrow, 0);
         for u in 0..self.at.len() as u32 {
@@ -242,6 +306,7 @@ impl Spread {
                 self.on_change(u, cx);
             }
         }
+        self.dirty = (0, self.room.len().saturating_sub(1));
         self.check(cx)
     }
 }
@@ -325,6 +390,20 @@ fn window_cell(mn: usize, mx: usize) -> Option<usize> {
     (mx - mn < WINDOW).then_some(mn * WINDOW + mx - mn)
 }
 
+/// No window marked for the next check.
+const CLEAN: (usize, usize) = (usize::MAX, 0);
+
+/// `len` new cells, consecutive: read back as one slice ([`Cx::cells`]).
+fn run_of_cells(cx: &mut Cx, len: usize) -> u32 {
+    let first = cx.new_cell(0);
+    for k in 1..len {
+        let cell = cx.new_cell(0);
+        debug_assert_eq!(cell, first + k as u32);
+    }
+    first
+}
+
+#[inline]
 fn add(cx: &mut Cx, cell: u32, w: i64) {
     let v = cx.cell(cell);
     cx.set_cell(cell, v + w);

@@ -1,7 +1,10 @@
 use super::build;
 use super::resource::recognise;
 use crate::checker::Checker;
-use crate::harness::{check_incremental_against_scratch, graph, random_instance, ring, rule, TestSolver};
+use crate::harness::{
+    check_incremental_against_scratch, check_incremental_against_scratch_sized, graph, random_instance, ring, rule,
+    TestSolver,
+};
 use mcm_core::graph::Graph;
 use mcm_core::problem::{CmpOp, Formula, GroundConstraint, Term};
 use rand::{Rng, SeedableRng};
@@ -333,6 +336,18 @@ fn run_bounds_match_from_scratch() {
             })
             .collect();
         rule(fs)
+    });
+    assert!(failed > 0, "some decisions fail");
+}
+
+/// On packages wider than a window (up to 14 chips), where a check reads
+/// only the windows whose load grew since the last check passed: the same
+/// failures as the from-scratch check of every window, after decisions and
+/// undos alike.
+#[test]
+fn window_checks_of_the_changed_chips_match_from_scratch() {
+    let failed = check_incremental_against_scratch_sized(47, 300, (10, 14, 24), build, |g| {
+        rule(counts(g.num_placed() as u32, 14, 1.0))
     });
     assert!(failed > 0, "some decisions fail");
 }

@@ -104,9 +104,10 @@ pub struct Solver<'p> {
     /// need: the question walks every rule's instances, which on a large
     /// graph costs more than the pass that asks it.
     reducible: std::cell::OnceCell<bool>,
-    /// Whether a rule outside the standard library bounds a sum or count
-    /// per chip ([`families::bounds_per_chip`]), asked on first need.
-    per_chip: std::cell::OnceCell<bool>,
+    /// Per constraint, whether it is a rule outside the standard library
+    /// that bounds a sum or count per chip ([`families::bounds_per_chip`]),
+    /// asked on first need.
+    per_chip: std::cell::OnceCell<Vec<bool>>,
     use_sat: bool,
     backjump_on: bool,
     native: bool,
@@ -279,7 +280,23 @@ impl<'p> Solver<'p> {
     /// compute budget): SAMPLE's first pass then lets weights follow their
     /// consumers ([`super::modes`]).
     pub(crate) fn bounds_per_chip(&self) -> bool {
-        *self.per_chip.get_or_init(|| families::bounds_per_chip(self.problem))
+        self.per_chip_rules().iter().any(|&b| b)
+    }
+
+    /// Per constraint, whether it is such a rule.
+    fn per_chip_rules(&self) -> &[bool] {
+        self.per_chip.get_or_init(|| families::bounds_per_chip(self.problem))
+    }
+
+    /// Failures so far by the rules that bound per chip
+    /// ([`Solver::bounds_per_chip`]).
+    pub(crate) fn per_chip_failures(&self) -> u64 {
+        self.per_chip_rules()
+            .iter()
+            .zip(&self.stats.failures_by_constraint)
+            .filter(|(&b, _)| b)
+            .map(|(_, &f)| f)
+            .sum()
     }
 
     pub fn num_decisions(&self) -> usize {

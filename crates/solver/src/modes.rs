@@ -747,6 +747,13 @@ fn near_enough(valid: &[u32], proposal: &[Option<u32>]) -> bool {
 /// that binds: hundreds on BERT-large, none under the stdlib rules) the
 /// ones kept add up to a set that no valid partition extends, found only
 /// deep in the second phase. [`project_pass`] serves such proposals.
+///
+/// A refusal by a user rule that bounds each chip (an op count, a compute
+/// budget) ends the keep phase at once: such a rule refuses a proposal
+/// once the chips it names are full, and the proposals after it meet the
+/// same full chips (the projection followed every such pass anyway, after
+/// spending the other refusals on the same dead end). A proposal the rules
+/// allow is kept whole as before, and the stdlib rules never stop it early.
 const KEEP_FAILURES: u64 = 8;
 
 /// FIX without the keep phase: each node in order, the nodes without inputs
@@ -787,8 +794,14 @@ fn fix_pass(
     solver.reset();
     let limit = budget.map(|b| solver.stats.failures + b);
     let keep_limit = budget.map(|b| solver.stats.failures + b.min(KEEP_FAILURES));
+    // Under a user rule that bounds each chip, the first proposal it
+    // refuses ends the keep phase ([`KEEP_FAILURES`]).
+    let refused = (budget.is_some() && solver.bounds_per_chip()).then(|| solver.per_chip_failures());
     for &u in order {
         if keep_limit.is_some_and(|l| solver.stats.failures > l) || solver.stopping() {
+            return Ok(false);
+        }
+        if refused.is_some_and(|r| solver.per_chip_failures() > r) {
             return Ok(false);
         }
         if solver.is_fixed(u) {

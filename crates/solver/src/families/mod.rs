@@ -50,6 +50,9 @@ struct Family<'p> {
     link: LinkLoad,
     generic: Generic<'p>,
     has_generic: bool,
+    /// Whether the binary and link families hold any instance.
+    has_binary: bool,
+    has_link: bool,
     scratch: Vec<u32>,
 }
 
@@ -92,32 +95,46 @@ pub fn build<'p>(cx: &mut Cx, rule: &'p GroundConstraint) -> Result<Box<dyn Prop
         }
     }
     let has_generic = !rest.is_empty();
+    let resource = Resource::new(cx, shapes);
+    let link = LinkLoad::new(cx, links, tables, link_load::HIT_SLOTS);
+    let watched = |watches: &dyn Fn(&mut Vec<u32>)| {
+        let mut w = Vec::new();
+        watches(&mut w);
+        !w.is_empty()
+    };
+    let (has_binary, has_link) = (watched(&|w| binary.watches(w)), watched(&|w| link.watches(w)));
     let mut p = Family {
         rule,
         unary,
-        resource: Resource::new(cx, shapes),
+        resource,
         binary,
-        link: LinkLoad::new(cx, links, tables, link_load::HIT_SLOTS),
+        link,
         generic: Generic::over(rule, cx.n(), rest),
         has_generic,
+        has_binary,
+        has_link,
         scratch: vec![0; cx.n()],
     };
     p.propagate_from_scratch(cx)?;
     Ok(Box::new(p))
 }
 
-/// Whether a rule without a native propagator has an instance of the
-/// resource shape over several nodes: a sum or count bounded per chip,
+/// Per constraint, whether it is a rule without a native propagator with an
+/// instance of the resource shape over several nodes: a sum or count bounded per chip,
 /// such as a user's op count or compute budget (`memory_capacity`, native,
 /// is not one).
-pub(crate) fn bounds_per_chip(problem: &Problem) -> bool {
+pub(crate) fn bounds_per_chip(problem: &Problem) -> Vec<bool> {
     let chips = problem.package.num_chips();
-    problem.constraints.iter().any(|c| {
-        c.native.as_deref().and_then(crate::rules::lookup).is_none()
-            && c.instances
-                .iter()
-                .any(|i| resource::recognise(&i.formula, chips).is_some_and(|s| s.items.len() > 1))
-    })
+    problem
+        .constraints
+        .iter()
+        .map(|c| {
+            c.native.as_deref().and_then(crate::rules::lookup).is_none()
+                && c.instances
+                    .iter()
+                    .any(|i| resource::recognise(&i.formula, chips).is_some_and(|s| s.items.len() > 1))
+        })
+        .collect()
 }
 
 impl Propagator for Family<'_> {
@@ -133,8 +150,14 @@ impl Propagator for Family<'_> {
 
     fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
         self.resource.on_change(x, cx)?;
-        self.binary.on_change(x, cx)?;
-        self.link.on_change(x, cx)?;
+        // Most rules use one family: a count over every node wakes on every
+        // change, and the empty ones need not be called.
+        if self.has_binary {
+            self.binary.on_change(x, cx)?;
+        }
+        if self.has_link {
+            self.link.on_change(x, cx)?;
+        }
         if self.has_generic {
             self.generic.on_change(x, cx)?;
         }

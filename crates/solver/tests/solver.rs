@@ -577,9 +577,10 @@ fn under_a_binding_count_weights_follow_their_consumers() {
 
 /// FIX from uniformly random proposals under a per-chip count at 1.5x the
 /// average (`tight_count.mcm`): the count's first refusal ends the keep
-/// phase, and the projection completes the partition. Spending the keep
-/// phase's other refusals first took about 10 failures a partition (41 in
-/// these four); about 3 now. A valid proposal still comes back whole.
+/// phase, and the projection completes the partition. Every such keep
+/// phase gave up, after its nine failures at least, before the projection
+/// (about 10.4 failures a partition in `bench solver`); about 3.6 now. A
+/// valid proposal still comes back whole.
 #[test]
 fn under_a_binding_count_fix_projects_at_the_counts_first_refusal() {
     let c = mcm_lang::compile_file(&common::root().join("examples/rules/tight_count.mcm"));
@@ -588,7 +589,8 @@ fn under_a_binding_count_fix_projects_at_the_counts_first_refusal() {
     let mut rng = ChaCha8Rng::seed_from_u64(6);
     let chips = s.num_chips() as u32;
     let mut last = None;
-    for _ in 0..4 {
+    let partitions = 8;
+    for _ in 0..partitions {
         let order = node_order(&s, Order::Random, &mut rng);
         let proposal: Vec<Option<u32>> = (0..s.num_nodes()).map(|_| Some(rng.random_range(0..chips))).collect();
         let (pl, _) = fix(&mut s, &order, &proposal, None, &mut rng).unwrap();
@@ -596,7 +598,12 @@ fn under_a_binding_count_fix_projects_at_the_counts_first_refusal() {
         last = Some(pl);
     }
     assert_eq!(s.stats.sat_calls, 0, "{:?}", s.stats);
-    assert!(s.stats.failures <= 24, "FIX: {:?}", s.stats);
+    assert!(
+        s.stats.restarts >= partitions,
+        "every keep phase gives up: {:?}",
+        s.stats
+    );
+    assert!(s.stats.failures < 9 * partitions, "FIX: {:?}", s.stats);
     let pl = last.unwrap();
     let order = node_order(&s, Order::Random, &mut rng);
     let proposal: Vec<Option<u32>> = pl.chips.iter().map(|&c| Some(c)).collect();

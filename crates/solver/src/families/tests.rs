@@ -352,6 +352,53 @@ fn window_checks_of_the_changed_chips_match_from_scratch() {
     assert!(failed > 0, "some decisions fail");
 }
 
+/// Nodes narrowed step by step to runs of chips inside a package of 16
+/// (one a chip), with undos: a window of the middle overflows once more
+/// nodes are confined to it than it has chips, and the incremental check,
+/// which reads only the windows holding a node whose bounds moved, fails
+/// exactly when the from-scratch check of every window does.
+#[test]
+fn narrowing_to_runs_fails_exactly_when_some_window_overflows() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(53);
+    let (n, c) = (9u32, 16u32);
+    let (g, p) = (graph(&[0; 9], &[]), ring(&[9; 16]));
+    let r = rule(counts(n, c, 1.0));
+    let mut windows = 0;
+    for case in 0..300 {
+        let mut inc = TestSolver::new(&g, &p);
+        inc.post(build, &r).unwrap();
+        let mut decisions: Vec<(u32, Vec<u32>)> = Vec::new();
+        for step in 0..30 {
+            if !decisions.is_empty() && rng.random_bool(0.2) {
+                inc.pop();
+                decisions.pop();
+                continue;
+            }
+            let x = rng.random_range(0..n);
+            let lo = rng.random_range(0..c);
+            let hi = (lo + rng.random_range(0..4)).min(c - 1);
+            let chips: Vec<u32> = inc.dom(x).into_iter().filter(|k| (lo..=hi).contains(k)).collect();
+            if chips.is_empty() || chips.len() == inc.dom(x).len() {
+                continue;
+            }
+            inc.push();
+            decisions.push((x, chips.clone()));
+            let got = inc.set(x, &chips).and_then(|_| inc.propagate()).is_ok();
+            let mut s = TestSolver::new(&g, &p);
+            s.post(build, &r).unwrap();
+            let want = decisions.iter().all(|(y, d)| s.set(*y, d).is_ok()) && s.propagate_from_scratch().is_ok();
+            assert_eq!(got, want, "case {case}, step {step}: {decisions:?}");
+            if !got {
+                // Past the prefixes and suffixes: a window of the middle.
+                windows += usize::from(decisions.iter().all(|(_, d)| d[0] > 0 && d[d.len() - 1] < c - 1));
+                inc.pop();
+                decisions.pop();
+            }
+        }
+    }
+    assert!(windows > 0, "no failure inside the package");
+}
+
 /// `chip(u) <= chip(v)` for every edge.
 fn upward_edges(g: &Graph) -> GroundConstraint {
     rule(

@@ -7,6 +7,10 @@
 //! ([`super::resource`]): a chip too full for the whole group is closed to
 //! each member before the first one is placed there, not after.
 //!
+//! The run bounds weigh the groups too: a node's descendant cone lies on
+//! its chip and above, and so do the mates of every member of the cone
+//! ([`super::spread`]).
+//!
 //! Only rules without a native propagator are read (the standard library
 //! forces no equalities), and only on first need: a problem without a
 //! per-chip sum or count never asks.
@@ -88,6 +92,16 @@ impl Groups {
     /// Whether no two nodes are forced together.
     pub fn is_empty(&self) -> bool {
         self.members.is_empty()
+    }
+
+    /// The members of group `g`, ascending.
+    pub fn members(&self, g: u32) -> &[u32] {
+        &self.members[g as usize]
+    }
+
+    /// The number of groups.
+    pub fn len(&self) -> usize {
+        self.members.len()
     }
 
     /// `u`'s group, or [`ALONE`].

@@ -146,3 +146,30 @@ fn with_a_count_and_an_equality_no_valid_completion_is_pruned() {
     }
     assert!(failed > 0 && stronger > 0, "failed {failed}, stronger {stronger}");
 }
+
+/// Chain 0 -> 1 -> 2 -> 4 with weight 3 feeding 2 and tied to it, at most
+/// two nodes a chip on three chips, edges upward: node 0's descendant cone
+/// (0, 1, 2, 4) fits chips 1 and 2, but with 2's mate it weighs five, so 0
+/// may only take chip 0.
+#[test]
+fn a_cone_weighs_the_mates_of_its_members() {
+    let g = graph(&[0; 5], &[(0, 1), (1, 2), (2, 4), (3, 2)]);
+    let p = ring(&[9; 3]);
+    let up = rule(
+        g.placed_edges()
+            .iter()
+            .map(|e| Formula::Cmp(CmpOp::Le, Term::Chip(e.src), Term::Chip(e.dst)))
+            .collect(),
+    );
+    let rs = [up, count(5, 3, 2.0), equal(&[(3, 2)], eq)];
+    let root = |with_groups: bool| {
+        let mut s = TestSolver::new(&g, &p).upward();
+        if with_groups {
+            s = s.rules(&rs);
+        }
+        s.post(super::build, &rs[1]).unwrap();
+        s.dom(0)
+    };
+    assert_eq!(root(true), [0]);
+    assert_eq!(root(false), [0, 1]);
+}

@@ -142,6 +142,11 @@ struct Mates {
     flat: Vec<(u32, f64)>,
 }
 
+/// An instance's item: `(node, chip, weight)`.
+type Item = (u32, u32, f64);
+/// A group's items at one chip: `(group, chip)`.
+type RunKey = (u32, u32);
+
 impl Mates {
     /// The items of `groups` in `items` (sorted again, heaviest group
     /// first), or `None` when no two items are in one group at one chip.
@@ -160,7 +165,7 @@ impl Mates {
         if by_run.is_empty() {
             return None;
         }
-        let mut keyed: Vec<((u32, u32, f64), f64, Option<(u32, u32)>)> = items
+        let mut keyed: Vec<(Item, f64, Option<RunKey>)> = items
             .iter()
             .map(|&(u, k, w)| {
                 let g = groups.of(u);

@@ -150,6 +150,9 @@ impl<'p> Solver<'p> {
     ) -> Result<Solver<'p>, Infeasible> {
         let mut net = Net::new(&problem.graph, &problem.package);
         net.upward = options.native && rules::upward_flow(problem);
+        if options.native {
+            net.rules = &problem.constraints;
+        }
         let n = problem.graph.num_placed();
         let mut store = Store::new(n, problem.package.num_chips());
         let root_fail = |f: Fail| root_conflict(problem, options, f);

@@ -41,6 +41,13 @@ impl<'p> TestSolver<'p> {
         self
     }
 
+    /// As the engine lends propagators the problem's rules (a count reads
+    /// the equalities other rules force: [`crate::families::equal`]).
+    pub fn rules(mut self, rules: &'p [GroundConstraint]) -> Self {
+        self.net.rules = rules;
+        self
+    }
+
     /// Builds and posts a propagator (its root pruning included) for the
     /// next constraint index.
     pub fn post(&mut self, build: Build, rule: &'p GroundConstraint) -> Result<(), Fail> {

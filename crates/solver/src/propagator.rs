@@ -11,6 +11,8 @@ use crate::domain::Dom;
 use crate::store::{range_mask, Fail, Store};
 use mcm_core::graph::{Csr, Graph};
 use mcm_core::package::Package;
+use mcm_core::problem::GroundConstraint;
+use std::cell::OnceCell;
 
 /// The graph as propagators see it: adjacency over placed nodes.
 pub struct Net<'a> {
@@ -21,6 +23,11 @@ pub struct Net<'a> {
     /// Whether a native rule keeps every edge's flow upward (set by the
     /// engine): then a node's descendants lie on its chip or above.
     pub upward: bool,
+    /// The rules, for reasoning that reads one rule's consequences in
+    /// another's propagator (set by the engine; empty: none).
+    pub rules: &'a [GroundConstraint],
+    /// The nodes the rules force onto one chip, found on first need.
+    equal: OnceCell<crate::families::equal::Groups>,
 }
 
 impl<'a> Net<'a> {
@@ -35,7 +42,15 @@ impl<'a> Net<'a> {
             succ,
             pred,
             upward: false,
+            rules: &[],
+            equal: OnceCell::new(),
         }
+    }
+
+    /// The groups of nodes the rules' equalities force onto one chip.
+    pub(crate) fn groups(&self) -> &crate::families::equal::Groups {
+        self.equal
+            .get_or_init(|| crate::families::equal::Groups::find(self.rules, self.graph, self.package))
     }
 }
 

@@ -20,6 +20,9 @@
 
 mod binary;
 pub(crate) mod encode;
+pub(crate) mod equal;
+#[cfg(test)]
+mod equal_tests;
 mod link;
 mod link_encode;
 mod link_load;

@@ -5,11 +5,13 @@
 //! weights prune only past a rounding margin, and the checker judges the
 //! complete placement.
 
+use super::equal::{Groups, ALONE};
 use super::spread::{ChipBound, Spread, Units};
 use crate::checker::Checker;
 use crate::propagator::Cx;
 use crate::store::Fail;
 use mcm_core::problem::{CmpOp, Formula, GroundConstraint, Term};
+use std::collections::HashMap;
 
 /// A recognised instance: items `(node, chip, weight)` of which those with
 /// `chip(node) == chip` add to `base`, and the total must stay within `cap`
@@ -119,8 +121,84 @@ struct Inst {
     slack: f64,
     base: f64,
     load: u32,
-    /// Items, heaviest first.
+    /// Items, heaviest first (with `mates`, heaviest group first).
     items: Vec<(u32, u32, f64)>,
+    /// The items of nodes forced onto one chip together, when some are.
+    mates: Option<Mates>,
+}
+
+/// Per item of an instance, the items of its node's equality group
+/// ([`super::equal`]) at the same chip: placing the node there places them
+/// all, so the chip must have room for every one not yet counted.
+struct Mates {
+    /// Per item: the weight of its group's items at its chip (its own
+    /// weight when alone), the order of the items.
+    keys: Vec<f64>,
+    /// Per item: its group's run in `runs`, or `u32::MAX` when alone.
+    run: Vec<u32>,
+    /// `(start, end)` in `flat` of each run: `(node, weight)` of a group's
+    /// items at one chip.
+    runs: Vec<(u32, u32)>,
+    flat: Vec<(u32, f64)>,
+}
+
+/// An instance's item: `(node, chip, weight)`.
+type Item = (u32, u32, f64);
+/// A group's items at one chip: `(group, chip)`.
+type RunKey = (u32, u32);
+
+impl Mates {
+    /// The items of `groups` in `items` (sorted again, heaviest group
+    /// first), or `None` when no two items are in one group at one chip.
+    fn of(items: &mut Vec<(u32, u32, f64)>, groups: &Groups) -> Option<Mates> {
+        if groups.is_empty() {
+            return None;
+        }
+        let mut by_run: HashMap<(u32, u32), Vec<(u32, f64)>> = HashMap::new();
+        for &(u, k, w) in items.iter() {
+            let g = groups.of(u);
+            if g != ALONE {
+                by_run.entry((g, k)).or_default().push((u, w));
+            }
+        }
+        by_run.retain(|_, v| v.len() > 1);
+        if by_run.is_empty() {
+            return None;
+        }
+        let mut keyed: Vec<(Item, f64, Option<RunKey>)> = items
+            .iter()
+            .map(|&(u, k, w)| {
+                let g = groups.of(u);
+                match by_run.get(&(g, k)) {
+                    Some(v) if g != ALONE => ((u, k, w), v.iter().map(|m| m.1).sum::<f64>(), Some((g, k))),
+                    _ => ((u, k, w), w, None),
+                }
+            })
+            .collect();
+        keyed.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut at: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut m = Mates {
+            keys: Vec::with_capacity(keyed.len()),
+            run: Vec::with_capacity(keyed.len()),
+            runs: Vec::new(),
+            flat: Vec::new(),
+        };
+        items.clear();
+        for (item, key, run) in keyed {
+            items.push(item);
+            m.keys.push(key);
+            m.run.push(match run {
+                None => u32::MAX,
+                Some(r) => *at.entry(r).or_insert_with(|| {
+                    let start = m.flat.len() as u32;
+                    m.flat.extend_from_slice(&by_run[&r]);
+                    m.runs.push((start, m.flat.len() as u32));
+                    m.runs.len() as u32 - 1
+                }),
+            });
+        }
+        Some(m)
+    }
 }
 
 /// The resource instances of one constraint.
@@ -168,6 +246,13 @@ impl Resource {
                 of_node[u as usize].push((i, k, w));
             }
             items.sort_by(|a, b| b.2.total_cmp(&a.2));
+            // A count over one node has no mates; the groups are found only
+            // for sums over several.
+            let mates = if items.len() > 1 {
+                Mates::of(&mut items, cx.net().groups())
+            } else {
+                None
+            };
             let slack = if s.exact {
                 0.0
             } else {
@@ -181,6 +266,7 @@ impl Resource {
                 base: s.base,
                 load,
                 items,
+                mates,
             });
         }
         for items in &mut of_node {
@@ -274,15 +360,40 @@ impl Resource {
         if room.is_nan() || room < 0.0 {
             return Err(cx.fail());
         }
-        for &(y, k, w) in &inst.items {
-            if w <= room {
+        let Some(m) = &inst.mates else {
+            for &(y, k, w) in &inst.items {
+                if w <= room {
+                    break;
+                }
+                if !cx.is_fixed(y) {
+                    cx.remove(y, k)?;
+                }
+            }
+            return Ok(());
+        };
+        for (j, &(y, k, w)) in inst.items.iter().enumerate() {
+            if m.keys[j] <= room {
                 break;
             }
-            if !cx.is_fixed(y) {
+            if !cx.is_fixed(y) && (w > room || self.open_weight(m, j, cx) > room) {
                 cx.remove(y, k)?;
             }
         }
         Ok(())
+    }
+
+    /// What placing item `j`'s node at its chip adds at least: its group's
+    /// items there not yet counted (one counted elsewhere is left out too,
+    /// which only weakens the test: the node cannot go there anyway).
+    fn open_weight(&self, m: &Mates, j: usize, cx: &Cx) -> f64 {
+        let Some(&(start, end)) = m.runs.get(m.run[j] as usize) else {
+            return m.keys[j];
+        };
+        m.flat[start as usize..end as usize]
+            .iter()
+            .filter(|&&(z, _)| cx.cell(self.counted[z as usize]) == 0)
+            .map(|&(_, w)| w)
+            .sum()
     }
 
     /// Loads summed again from the fixed nodes, then every instance's room applied.

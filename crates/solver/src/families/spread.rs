@@ -14,9 +14,11 @@
 //! When a native rule keeps every edge's flow upward, a node on chip c puts
 //! its whole descendant cone on chips c and above (and its ancestor cone on
 //! c and below), so at the root a node may not sit where its cone cannot
-//! fit ([`cone_bounds`]): without it, a draw puts an early node high and
+//! fit ([`cone_bounds`]), with the nodes an equality ties to the cone
+//! ([`super::equal`]): without it, a draw puts an early node high and
 //! fails only once the cone's lower bounds arrive.
 
+use super::equal::{Groups, ALONE};
 use crate::domain::bits;
 use crate::propagator::{Cx, Net};
 use crate::store::Fail;
@@ -329,8 +331,9 @@ fn cone_bounds(net: &Net, wmin: &[i64], room: &[i64]) -> Vec<(u32, u32)> {
         .iter()
         .filter_map(|&v| net.graph.decision_of(v))
         .collect();
-    let down = cone_weights(n, order.iter().rev(), &net.succ, wmin);
-    let up = cone_weights(n, order.iter(), &net.pred, wmin);
+    let groups = net.groups();
+    let down = cone_weights(n, order.iter().rev(), &net.succ, wmin, groups);
+    let up = cone_weights(n, order.iter(), &net.pred, wmin, groups);
     // above[k]: the room of chips k.. ; below[k]: of chips ..=k.
     let mut above = vec![0i64; c + 1];
     for k in (0..c).rev() {
@@ -357,12 +360,22 @@ fn cone_bounds(net: &Net, wmin: &[i64], room: &[i64]) -> Vec<(u32, u32)> {
 
 /// Per node, the weight of its cone along `next` (itself included), visited
 /// so that every node comes after the nodes `next` leads to: exact up to
-/// [`EXACT_CONES`] nodes, the heaviest path beyond.
-fn cone_weights<'a>(n: usize, visit: impl Iterator<Item = &'a u32> + Clone, next: &Csr<u32>, w: &[i64]) -> Vec<i64> {
+/// [`EXACT_CONES`] nodes, the heaviest path beyond. An exact cone also
+/// weighs the mates of its members that it lacks ([`Groups`]): each sits on
+/// its mate's chip, on the same side of the node.
+fn cone_weights<'a>(
+    n: usize,
+    visit: impl Iterator<Item = &'a u32> + Clone,
+    next: &Csr<u32>,
+    w: &[i64],
+    groups: &Groups,
+) -> Vec<i64> {
     let mut weight = vec![0i64; n];
     if n <= EXACT_CONES {
         let words = n.div_ceil(64);
         let mut cone = vec![0u64; n * words];
+        // Per group, the last node whose cone weighed it.
+        let mut seen = vec![u32::MAX; groups.len()];
         for &u in visit {
             let u = u as usize;
             cone[u * words + u / 64] |= 1 << (u % 64);
@@ -373,6 +386,20 @@ fn cone_weights<'a>(n: usize, visit: impl Iterator<Item = &'a u32> + Clone, next
             }
             let row = &cone[u * words..(u + 1) * words];
             weight[u] = bits(row).fold(0i64, |acc, v| acc.saturating_add(w[v as usize]));
+            if !groups.is_empty() {
+                for v in bits(row) {
+                    let g = groups.of(v);
+                    if g == ALONE || seen[g as usize] == u as u32 {
+                        continue;
+                    }
+                    seen[g as usize] = u as u32;
+                    for &m in groups.members(g) {
+                        if row[m as usize / 64] >> (m % 64) & 1 == 0 {
+                            weight[u] = weight[u].saturating_add(w[m as usize]);
+                        }
+                    }
+                }
+            }
         }
     } else {
         for &u in visit {

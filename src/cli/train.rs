@@ -53,6 +53,14 @@ pub struct TrainArgs {
     /// node, as in the paper.
     #[arg(long, default_value_t = 0, value_parser = super::args::moves)]
     pub moves: usize,
+    /// Train through `rl`'s own rounds, as `solve --strategy rl`
+    /// fine-tunes: each visit to a graph is an `rl` run of N samples from
+    /// greedy's partition (3 moves unless --moves says otherwise, carrying,
+    /// one PPO step per round of --rollouts; --epochs, --minibatches and
+    /// --entropy do not apply), the policy carried to the next visit.
+    /// 0 (the default): PPO on rollouts around greedy's partition.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub episode: usize,
     /// Rollouts per update.
     #[arg(long, default_value_t = 20, value_parser = counting)]
     pub rollouts: usize,
@@ -147,6 +155,7 @@ impl TrainArgs {
             imitate_best: self.imitate_best,
             demo_samples: self.demo_samples,
             init: self.init.as_deref().map(strip_checkpoint_ext),
+            episode: self.episode,
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::policy::checkpoint;
 use crate::policy::ppo::{self, Batch, PpoConfig, Rollout, UpdateStats};
 use crate::policy::rollout::{propose, reward, Correction, Draw, Style};
 use crate::policy::{GraphFeatures, Policy, PolicyConfig, PolicyError};
-use crate::strategy::{self, Anneal, Budget, Greedy, Strategy};
+use crate::strategy::{self, Anneal, Budget, Greedy, Rl, RlOptions, Strategy};
 use candle_core::{DType, Device};
 use mcm_core::problem::{Placement, Problem};
 use mcm_solver::{Options, Solver};
@@ -110,6 +110,14 @@ pub struct TrainConfig {
     pub demo_samples: usize,
     /// Start from this checkpoint (its network shape wins over `policy`).
     pub init: Option<PathBuf>,
+    /// PPO under the deployment's rounds when above 0: each visit to a
+    /// training graph is an `rl` run of this many samples from greedy's
+    /// partition, exactly as `solve --strategy rl` fine-tunes (moves,
+    /// carrying, the anchor moving to better rollouts, one PPO step per
+    /// round), the weights and the optimiser carried from one run to the
+    /// next ([`train_in_rounds`]). 0: one-step rollouts around greedy's
+    /// partition, `ppo.epochs` x `ppo.minibatches` steps per update.
+    pub episode: usize,
 }
 
 impl TrainConfig {
@@ -138,6 +146,7 @@ impl Default for TrainConfig {
             imitate_best: false,
             demo_samples: 200,
             init: None,
+            episode: 0,
         }
     }
 }
@@ -393,6 +402,18 @@ pub fn train(
         keep_if_best(&mut report, &s, out, &policy_cfg, &device)?;
         report.scores.push(s);
     }
+    if cfg.episode > 0 {
+        let ctx = Checkpoints {
+            val,
+            cfg,
+            out,
+            policy_cfg: &policy_cfg,
+            device: &device,
+        };
+        train_in_rounds(policy, train, &ctx, &mut report, &mut rng, start, &mut on_update)?;
+        report.elapsed_s = start.elapsed().as_secs_f64();
+        return Ok(report);
+    }
     let mut opt = ppo::optimizer(&policy, &cfg.ppo)?;
     let mut samples = 0;
     let mut update = 0;
@@ -443,6 +464,136 @@ pub fn train(
     Ok(report)
 }
 
+/// Where checkpoints go and how they are scored.
+struct Checkpoints<'a> {
+    val: &'a [Task],
+    cfg: &'a TrainConfig,
+    out: &'a Path,
+    policy_cfg: &'a PolicyConfig,
+    device: &'a Device,
+}
+
+/// The deployment's options for a training or validation run of `rl`
+/// under `cfg`: its rounds as `solve --strategy rl` runs them (one PPO
+/// step per round, no entropy bonus), at `cfg`'s learning rate, rollouts
+/// per round and moves (the deployment's 3 unless `cfg` draws moves).
+fn deployed(cfg: &TrainConfig, zero_shot: bool) -> RlOptions {
+    let base = RlOptions::default();
+    RlOptions {
+        zero_shot,
+        mode: cfg.mode,
+        moves: match cfg.draw {
+            Draw::Moves(k) => Some(k),
+            Draw::Dense => None,
+        },
+        ppo: PpoConfig {
+            lr: cfg.ppo.lr,
+            rollouts: cfg.ppo.rollouts,
+            ..base.ppo.clone()
+        },
+        ..base
+    }
+}
+
+/// [`TrainConfig::episode`]: PPO through the `rl` strategy's own rounds.
+/// Each visit (the graphs in shuffled rounds) runs `rl` on one training
+/// graph for `cfg.episode` samples with the seed (seed, visit); the policy
+/// it leaves is the next visit's. A visit is one line of the log (its
+/// update number counts visits): mean and best throughput over greedy's of
+/// its samples, the fraction valid, and the last PPO step's statistics.
+fn train_in_rounds(
+    policy: Policy,
+    train: &[Task],
+    ctx: &Checkpoints,
+    report: &mut TrainReport,
+    rng: &mut ChaCha8Rng,
+    start: Instant,
+    on_update: &mut impl FnMut(&UpdateLog, Option<&Score>),
+) -> Result<(), PolicyError> {
+    let cfg = ctx.cfg;
+    let mut rl = Rl::with_policy("rl", policy, deployed(cfg, false))?;
+    let mut queue: Vec<usize> = Vec::new();
+    let (mut samples, mut visit) = (0, 0);
+    while samples < cfg.samples {
+        if queue.is_empty() {
+            queue = (0..train.len()).collect();
+            queue.shuffle(rng);
+        }
+        let task = &train[queue.pop().unwrap_or(0)];
+        let k = cfg.episode.min(cfg.samples - samples);
+        let seed = cfg.seed.wrapping_add(1 + visit as u64);
+        let o = strategy::run(&task.problem, &task.judge, &mut rl, Budget::Samples(k), seed, None)
+            .map_err(|_| PolicyError::Input(format!("`{}` has no valid partition", task.name)))?;
+        if let Some(why) = rl.failure() {
+            return Err(PolicyError::Input(why));
+        }
+        samples += k;
+        visit += 1;
+        let gains: Vec<f64> = o
+            .records
+            .iter()
+            .map(|r| r.throughput.map_or(0.0, |t| t / task.greedy))
+            .collect();
+        let stats = rl.last_update().unwrap_or_default();
+        let log = UpdateLog {
+            update: visit,
+            samples,
+            task: task.name.clone(),
+            mean_reward: gains.iter().sum::<f64>() / gains.len().max(1) as f64,
+            best_reward: gains.iter().copied().fold(0.0, f64::max),
+            valid: gains.iter().filter(|&&g| g > 0.0).count() as f64 / gains.len().max(1) as f64,
+            policy_loss: stats.policy_loss,
+            value_loss: stats.value_loss,
+            entropy: stats.entropy,
+            approx_kl: stats.approx_kl,
+            elapsed_s: start.elapsed().as_secs_f64(),
+        };
+        let last = samples >= cfg.samples;
+        let score = if visit % cfg.checkpoint_every.max(1) == 0 || last {
+            let s = checkpoint_and_score(rl.policy(), ctx.val, cfg, ctx.out, visit, samples, log.mean_reward)?;
+            keep_if_best(report, &s, ctx.out, ctx.policy_cfg, ctx.device)?;
+            report.scores.push(s);
+            report.scores.last()
+        } else {
+            None
+        };
+        on_update(&log, score);
+        report.updates.push(log);
+    }
+    Ok(())
+}
+
+/// Scores of the checkpoint `stem` under the deployment's rounds
+/// ([`TrainConfig::episode`]), each validation graph with a fresh copy and
+/// `val_samples` x (1 + `val_updates`) samples: zero-shot, the best of an
+/// `rl-zero-shot` run over greedy's throughput; fine-tuned, the mean over
+/// the samples of an `rl` run's best so far over greedy's (the area under
+/// its curve, so that a policy reaching a level in fewer samples scores
+/// higher, as the fine-tuning comparison counts). Geometric means over the
+/// graphs.
+pub fn validate_in_rounds(stem: &Path, val: &[Task], cfg: &TrainConfig) -> Result<(f64, f64), PolicyError> {
+    let device = Device::Cpu;
+    let budget = cfg.val_samples * (1 + cfg.val_updates);
+    let mut zero = Vec::new();
+    let mut tuned = Vec::new();
+    for (i, task) in val.iter().enumerate() {
+        let seed = cfg.seed ^ 0x5eed ^ ((i as u64) << 20);
+        for (zero_shot, scores) in [(true, &mut zero), (false, &mut tuned)] {
+            let policy = checkpoint::load(stem, Some(&cfg.policy), &device)?;
+            let mut rl = Rl::with_policy("rl", policy, deployed(cfg, zero_shot))?;
+            let o = strategy::run(&task.problem, &task.judge, &mut rl, Budget::Samples(budget), seed, None)
+                .map_err(|_| PolicyError::Input(format!("`{}` has no valid partition", task.name)))?;
+            let gain = |b: Option<f64>| b.map_or(0.0, |t| t / task.greedy);
+            scores.push(if zero_shot {
+                gain(o.best.as_ref().map(|b| b.throughput))
+            } else {
+                o.records.iter().map(|r| gain(r.best)).sum::<f64>() / o.records.len().max(1) as f64
+            });
+        }
+    }
+    Ok((geomean(&zero), geomean(&tuned)))
+}
+
 /// Saves `ckpt-UPDATE` and scores it on `val` (without validation graphs,
 /// both scores are the update's mean training reward).
 fn checkpoint_and_score(
@@ -458,6 +609,8 @@ fn checkpoint_and_score(
     checkpoint::save(policy, &stem)?;
     let (zero_shot, fine_tuned) = if val.is_empty() {
         (mean_reward, mean_reward)
+    } else if cfg.episode > 0 {
+        validate_in_rounds(&stem, val, cfg)?
     } else {
         validate(&stem, val, cfg)?
     };

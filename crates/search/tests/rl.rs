@@ -222,3 +222,94 @@ fn carrying_a_move_relieves_a_pipeline_of_equal_stages() {
         assert!(without < opt * (1.0 - 1e-6), "seed {seed}: {without} without carrying");
     }
 }
+
+/// The mean over a training log's visits of their samples' throughput over greedy's.
+fn mean_reward(log: &[mcm_search::pretrain::UpdateLog]) -> f64 {
+    mean(&log.iter().map(|u| u.mean_reward).collect::<Vec<_>>())
+}
+
+/// Pretraining through `rl`'s own rounds (`TrainConfig::episode`: each
+/// visit an `rl` run from greedy's partition, as `solve --strategy rl`
+/// fine-tunes), from fresh weights on the problem above: the visits'
+/// samples get better as training goes (the last three visits' mean
+/// throughput is above the first three's, and above the same visits of a
+/// run whose learning rate leaves the weights as they were), the best
+/// sample is the optimum exhaustive search finds, the same seed gives the
+/// same log and the same weights, and the checkpoint it writes loads back
+/// and runs.
+#[test]
+fn training_in_the_deployments_rounds_improves_its_samples_reproducibly() {
+    use mcm_search::cost::JudgeOptions;
+    use mcm_search::policy::PolicyConfig;
+    use mcm_search::pretrain::{self, Task, TrainConfig};
+    let p = problem();
+    let opt = optimum(&p);
+    let task = || Task::new("seven", p.clone(), Judge::new(&p, &JudgeOptions::default()).unwrap()).unwrap();
+    let greedy = task().greedy;
+    let mut cfg = TrainConfig {
+        policy: PolicyConfig {
+            layers: 2,
+            hidden: 16,
+            iterations: 2,
+            ..PolicyConfig::default()
+        },
+        samples: 480,
+        episode: 40,
+        checkpoint_every: 4,
+        val_samples: 10,
+        val_updates: 1,
+        seed: 5,
+        ..TrainConfig::default()
+    };
+    cfg.ppo.lr = 3e-3;
+    let train = |name: &str, cfg: &TrainConfig| {
+        let out = std::env::temp_dir().join(format!("mcm-rl-episode-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let r = pretrain::train(&[task()], &[task()], cfg, &out, |_| {}, |_, _| {}).expect("trains");
+        (r, out)
+    };
+    let (a, out_a) = train("a", &cfg);
+    let (b, out_b) = train("b", &cfg);
+    let mut still = cfg.clone();
+    still.ppo.lr = 1e-12;
+    let (c, out_c) = train("c", &still);
+    assert_eq!(a.updates.len(), 12, "one log line per visit of 40 samples");
+    assert_eq!(a.updates.last().map(|u| u.samples), Some(480));
+    let (first, last) = (mean_reward(&a.updates[..3]), mean_reward(&a.updates[9..]));
+    assert!(
+        last > first,
+        "the last visits sample {last}x greedy, the first {first}x"
+    );
+    let untrained = mean_reward(&c.updates[9..]);
+    assert!(
+        last > untrained,
+        "the last visits sample {last}x greedy, without learning {untrained}x"
+    );
+    let best = a.updates.iter().map(|u| u.best_reward).fold(0.0, f64::max) * greedy;
+    assert!((best - opt).abs() <= 1e-9 * opt, "{best} against the optimum {opt}");
+    let log = |r: &pretrain::TrainReport| -> Vec<(usize, f64, f64, f64, f64)> {
+        r.updates
+            .iter()
+            .map(|u| (u.samples, u.mean_reward, u.best_reward, u.policy_loss, u.value_loss))
+            .collect()
+    };
+    assert_eq!(log(&a), log(&b));
+    let weights = |out: &std::path::Path| std::fs::read(out.join("best.safetensors")).expect("a best checkpoint");
+    assert_eq!(weights(&out_a), weights(&out_b));
+    // What `train` saved is what `solve --strategy rl --policy` loads.
+    let mut rl = strategy::Rl::new(
+        "rl",
+        strategy::RlOptions {
+            policy: Some(out_a.join("best")),
+            zero_shot: true,
+            ..Default::default()
+        },
+    )
+    .expect("the checkpoint loads");
+    let (j, seen) = recording_judge(&p);
+    strategy::run(&p, &j, &mut rl, Budget::Samples(20), 1, None).expect("feasible");
+    assert_valid(&p, "rl from the trained checkpoint", &seen.lock().unwrap());
+    for out in [out_a, out_b, out_c] {
+        let _ = std::fs::remove_dir_all(out);
+    }
+}

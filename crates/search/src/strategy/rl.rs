@@ -14,7 +14,7 @@ use super::anneal::{plateau, Neighbours};
 use super::Anneal;
 use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::{CostModel, Verdict};
-use crate::policy::ppo::{self, Batch, PpoConfig, Rollout};
+use crate::policy::ppo::{self, Batch, PpoConfig, Rollout, UpdateStats};
 use crate::policy::rollout::{
     fix_near, propose, propose_among, propose_likeliest, Correction, Draw, Proposal, Style, FELL_BACK,
 };
@@ -105,6 +105,8 @@ pub struct Rl {
     /// The problem's adjacency for [`RlOptions::carry`], set when a run
     /// starts (`None`: no carrying).
     nb: Option<Neighbours>,
+    /// The statistics of the last PPO step taken (what `train` logs).
+    last_update: Option<UpdateStats>,
 }
 
 impl Rl {
@@ -112,14 +114,23 @@ impl Rl {
     /// checkpoint is an error that says which file and why.
     pub fn new(name: &str, opts: RlOptions) -> Result<Rl, PolicyError> {
         let device = Device::Cpu;
-        let mut opts = opts;
-        let mut policy = if opts.from_scratch {
-            opts.ppo.entropy = PpoConfig::default().entropy;
+        let policy = if opts.from_scratch {
             Policy::new(&PolicyConfig::default(), &device, DType::F32)?
         } else {
             let stem = opts.policy.clone().unwrap_or_else(|| PathBuf::from(SHIPPED));
             load_stem(&stem, &device)?
         };
+        Rl::with_policy(name, policy, opts)
+    }
+
+    /// The strategy around a policy already in memory (`opts.policy` is
+    /// not read): how `train` runs the deployment's rounds on the policy
+    /// it trains, the weights and the optimiser carried from one run to
+    /// the next.
+    pub fn with_policy(name: &str, mut policy: Policy, mut opts: RlOptions) -> Result<Rl, PolicyError> {
+        if opts.from_scratch {
+            opts.ppo.entropy = PpoConfig::default().entropy;
+        }
         policy.set_temperature(opts.temperature)?;
         let draw = match opts.moves {
             Some(0) => Draw::Dense,
@@ -135,7 +146,18 @@ impl Rl {
             opts,
             error: None,
             nb: None,
+            last_update: None,
         })
+    }
+
+    /// The policy as the runs so far have fine-tuned it.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The statistics of the last PPO step of the runs so far.
+    pub fn last_update(&self) -> Option<UpdateStats> {
+        self.last_update
     }
 
     /// Sets up carrying for the problem when the options ask for it and the
@@ -347,7 +369,8 @@ impl Rl {
             rollouts,
         };
         if let Some(opt) = self.opt.as_mut() {
-            ppo::update_from(&self.policy, opt, &batch, &self.opts.ppo, &mut search.rng, Some(&out))?;
+            let stats = ppo::update_from(&self.policy, opt, &batch, &self.opts.ppo, &mut search.rng, Some(&out))?;
+            self.last_update = Some(stats);
         }
         Ok(())
     }

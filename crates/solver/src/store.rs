@@ -467,10 +467,8 @@ impl Store {
             // lo <= max < 64 here.
             return self.restrict_word(x, !0u64 << lo, why);
         }
-        self.with_mask(0, |s, m| {
-            fill_range(m, lo, u32::MAX);
-            s.restrict(x, m, why)
-        })
+        self.cut_below(x, lo);
+        Ok(true)
     }
 
     /// Removes every chip above `hi`.
@@ -485,10 +483,65 @@ impl Store {
             // min <= hi < max < 64 here.
             return self.restrict_word(x, (1u64 << (hi + 1)) - 1, why);
         }
-        self.with_mask(0, |s, m| {
-            fill_range(m, 0, hi);
-            s.restrict(x, m, why)
-        })
+        self.cut_above(x, hi);
+        Ok(true)
+    }
+
+    /// Removes the chips of `x` below `lo`, where min < lo <= max (so some
+    /// go and the max stays): only the words from the min's to lo's
+    /// change, and the bounds and size follow from them, where a range
+    /// mask through [`Store::restrict`] built, applied and summarised
+    /// every word (bounds travelling through the graph are most of the
+    /// changes of a pass on a wide package).
+    fn cut_below(&mut self, x: u32, lo: u32) {
+        let i = x as usize;
+        self.save(x);
+        let words = &mut self.words[i * self.w..(i + 1) * self.w];
+        let (top, b) = ((lo / 64) as usize, lo % 64);
+        let mut gone = 0;
+        for word in &mut words[(self.min[i] / 64) as usize..top] {
+            gone += word.count_ones();
+            *word = 0;
+        }
+        let cut = words[top] & ((1u64 << b) - 1);
+        gone += cut.count_ones();
+        words[top] &= !cut;
+        // The max is at or above lo: a word from lo's on holds a chip.
+        let k = top + words[top..].iter().position(|&w| w != 0).expect("the max stays");
+        self.min[i] = k as u32 * 64 + words[k].trailing_zeros();
+        self.resize(x, self.size[i] - gone);
+    }
+
+    /// Removes the chips of `x` above `hi`, where min <= hi < max: the
+    /// mirror image of [`Store::cut_below`].
+    fn cut_above(&mut self, x: u32, hi: u32) {
+        let i = x as usize;
+        self.save(x);
+        let words = &mut self.words[i * self.w..(i + 1) * self.w];
+        let (bottom, b) = ((hi / 64) as usize, hi % 64);
+        let mut gone = 0;
+        for word in &mut words[bottom + 1..=(self.max[i] / 64) as usize] {
+            gone += word.count_ones();
+            *word = 0;
+        }
+        let cut = words[bottom] & !(!0u64 >> (63 - b));
+        gone += cut.count_ones();
+        words[bottom] &= !cut;
+        // The min is at or below hi: a word up to hi's holds a chip.
+        let k = words[..=bottom].iter().rposition(|&w| w != 0).expect("the min stays");
+        self.max[i] = k as u32 * 64 + 63 - words[k].leading_zeros();
+        self.resize(x, self.size[i] - gone);
+    }
+
+    /// `x` lost chips and has `size` left (at least one): the fixed count
+    /// and the queue follow.
+    fn resize(&mut self, x: u32, size: u32) {
+        let i = x as usize;
+        if size == 1 && self.size[i] > 1 {
+            self.nfixed += 1;
+        }
+        self.size[i] = size;
+        self.enqueue(x);
     }
 
     pub fn words_per_domain(&self) -> usize {
@@ -686,6 +739,61 @@ mod one_word_tests {
     /// `set_min` and `set_max`: random changes, levels and undos on a
     /// store of 40 chips and on one of 100 whose chips past 40 are removed
     /// at the root leave the same domains, failures, fixed count and queue.
+    /// Wider domains cut by `set_min` and `set_max` in place
+    /// ([`Store::cut_below`], [`Store::cut_above`]): random bounds,
+    /// restrictions, levels and undos on a store of 200 chips (four words)
+    /// leave the same domains, failures, fixed count and queue as the
+    /// same bounds given to `restrict` as range masks.
+    #[test]
+    fn bounds_cut_in_place_as_range_masks_do() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
+        let (n, chips) = (8u32, 200u32);
+        for _ in 0..100 {
+            let (mut a, mut b) = (
+                Store::new(n as usize, chips as usize),
+                Store::new(n as usize, chips as usize),
+            );
+            for _ in 0..120 {
+                let x = rng.random_range(0..n);
+                let (ra, rb) = match rng.random_range(0..7) {
+                    0 => {
+                        a.push_level();
+                        b.push_level();
+                        (Ok(false), Ok(false))
+                    }
+                    1 => {
+                        a.pop_level();
+                        b.pop_level();
+                        (Ok(false), Ok(false))
+                    }
+                    2 | 3 => {
+                        let lo = rng.random_range(0..chips);
+                        (a.set_min(x, lo, 1), b.restrict(x, &range_mask(4, lo, chips - 1), 1))
+                    }
+                    4 | 5 => {
+                        let hi = rng.random_range(0..chips);
+                        (a.set_max(x, hi, 2), b.restrict(x, &range_mask(4, 0, hi), 2))
+                    }
+                    _ => {
+                        let m: Vec<u64> = (0..4).map(|_| rng.random::<u64>() | rng.random::<u64>()).collect();
+                        (a.restrict(x, &m, 3), b.restrict(x, &m, 3))
+                    }
+                };
+                assert_eq!(ra, rb);
+                for y in 0..n {
+                    let (da, db) = (a.dom(y), b.dom(y));
+                    assert_eq!(
+                        (da.words, da.min, da.max, da.size),
+                        (db.words, db.min, db.max, db.size),
+                        "node {y}"
+                    );
+                }
+                assert_eq!(a.nfixed, b.nfixed);
+                assert_eq!(a.queue, b.queue);
+            }
+        }
+    }
+
     #[test]
     fn one_word_domains_change_as_wider_ones_do() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);

@@ -6,7 +6,7 @@
 use crate::ast::{ConstraintUse, Ident};
 use crate::eval::Interpreter;
 use crate::{loader, types};
-use mcm_core::problem::{GroundConstraint, Problem, Stricter};
+use mcm_core::problem::{Problem, Stricter};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -44,22 +44,8 @@ pub fn twin(problem: &Problem) -> Option<Problem> {
         return None;
     }
     let mut ev = Interpreter::new(&program, &types);
-    // The pipeline rules first, in the standard library's order, then the
-    // problem's others in its own: the order a file requiring all four
-    // lists them in, so that the twin's search (its propagation and its SAT
-    // encoding, which follow the order) is that file's.
-    let is_pipeline = |c: &GroundConstraint| c.native.as_deref().is_some_and(|n| PIPELINE_RULES.contains(&n));
-    let mut constraints = Vec::with_capacity(problem.constraints.len() + missing.len());
-    for name in PIPELINE_RULES {
-        let mut own = problem
-            .constraints
-            .iter()
-            .filter(|c| c.native.as_deref() == Some(name))
-            .peekable();
-        if own.peek().is_some() {
-            constraints.extend(own.cloned());
-            continue;
-        }
+    let mut constraints = problem.constraints.clone();
+    for name in missing {
         let u = ConstraintUse {
             name: Ident {
                 name: name.to_string(),
@@ -74,7 +60,6 @@ pub fn twin(problem: &Problem) -> Option<Problem> {
         c.use_span = problem.span;
         constraints.push(c);
     }
-    constraints.extend(problem.constraints.iter().filter(|c| !is_pipeline(c)).cloned());
     Some(Problem {
         constraints,
         stricter: Stricter::default(),
@@ -107,11 +92,13 @@ mod tests {
         );
         let t = p.stricter().expect("a twin");
         let names: Vec<_> = t.constraints.iter().map(|c| c.name.as_str()).collect();
-        // In the order a file requiring all four lists them.
-        assert_eq!(names, PIPELINE_RULES);
+        assert_eq!(
+            names,
+            ["memory_capacity", "acyclic_flow", "no_skip", "triangle_dependency"]
+        );
         assert!(t.constraints.iter().all(|c| c.native.is_some()));
         // acyclic_flow is grounded once per edge.
-        assert_eq!(t.constraints[0].instances.len(), p.graph.placed_edges().len());
+        assert_eq!(t.constraints[1].instances.len(), p.graph.placed_edges().len());
         assert!(missing_rules(t).is_empty());
         assert!(t.stricter().is_none());
     }

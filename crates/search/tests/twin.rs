@@ -3,10 +3,12 @@
 //! pipeline rules it lacks added) and keeps what it finds there.
 
 use crate::common;
+use common::random::{dag, topo, Topo};
 use mcm_core::problem::{Placement, Problem};
 use mcm_search::cost::{Judge, JudgeOptions};
-use mcm_search::strategy::{self, Budget};
+use mcm_search::strategy::{self, Budget, Outcome};
 use mcm_solver::check;
+use proptest::prelude::*;
 
 /// ResNet-18 on a 4 x 4 torus of small chips with big corners, under
 /// `rules`: the activations of its early layers overflow the small chips,
@@ -61,4 +63,101 @@ fn auto_finds_through_the_twin_what_the_heuristics_miss() {
     // layers together on a big chip.
     let chips = solve(&p, "auto", Budget::Seconds(20.0)).expect("auto finds a valid partition");
     assert!(check(&p.graph, &p.package, &p.constraints, &Placement::new(chips)).is_empty());
+}
+
+/// A random small problem: a ring or mesh of
+/// up to six chips, a DAG of up to eight nodes (MFLOP, KiB of weights, KiB
+/// of output each).
+#[derive(Clone, Debug)]
+struct Small {
+    topo: Topo,
+    memory_kib: u64,
+    nodes: Vec<(u64, u64, u64)>,
+    edges: Vec<(usize, usize)>,
+}
+
+fn small() -> impl Strategy<Value = Small> {
+    (topo(), 2usize..9, 8u64..40).prop_flat_map(|(topo, n, memory_kib)| {
+        (
+            proptest::collection::vec((1u64..100, 0u64..12, 0u64..12), n),
+            dag(n, 0.4),
+        )
+            .prop_map(move |(nodes, edges)| Small {
+                topo: topo.clone(),
+                memory_kib,
+                nodes,
+                edges,
+            })
+    })
+}
+
+fn small_problem(c: &Small, rules: &str, objective: &str) -> Option<Problem> {
+    let mut g = String::new();
+    for (i, (f, p, o)) in c.nodes.iter().enumerate() {
+        g += &format!("  n{i} {{ flops = {f} MFLOP, params = {p} KiB, output_bytes = {o} KiB }}\n");
+    }
+    for (a, b) in &c.edges {
+        g += &format!("  n{a} -> n{b}\n");
+    }
+    let text = format!(
+        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
+         use std::topologies::{{ring, mesh}}\n\
+         let t = {}\nlet g = graph {{\n{g}}}\n\
+         partition g onto t {{\nrequire {rules}\n{objective}\n}}\n",
+        c.topo.package(c.memory_kib)
+    );
+    let compiled = common::compile(&text);
+    assert!(compiled.ok(), "{text}");
+    compiled.problem(None).ok().cloned()
+}
+
+fn auto(p: &Problem, samples: usize, seed: u64) -> Option<Outcome> {
+    let judge = Judge::new(p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+    let mut s = strategy::by_name("auto", &Default::default()).unwrap().expect("auto");
+    strategy::run(p, &judge, s.as_mut(), Budget::Samples(samples), seed, None).ok()
+}
+
+const SAMPLES: usize = 40;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Under a sample budget `auto` on a problem under `memory_capacity`
+    /// alone spends the first half as `auto` on the same problem under the
+    /// four rules spends it, sample for sample, so it never ends worse than
+    /// the four-rule run at half its budget, nor than its whole run when
+    /// that one found its best in the first half or stopped there (proven
+    /// optimal). Under both objectives, on three seeds.
+    #[test]
+    fn under_a_sample_budget_fewer_rules_never_end_worse(c in small(), step in any::<bool>()) {
+        let objective = if step { "minimize step_time" } else { "maximize throughput" };
+        let (Some(p), Some(strict)) = (
+            small_problem(&c, "memory_capacity", objective),
+            // The twin's order: the problem's rules, then those it lacks.
+            small_problem(&c, "memory_capacity, acyclic_flow, no_skip, triangle_dependency", objective),
+        ) else {
+            return Ok(());
+        };
+        let half = SAMPLES.div_ceil(2);
+        for seed in 0..3 {
+            let (Some(fewer), Some(four)) = (auto(&p, SAMPLES, seed), auto(&strict, SAMPLES, seed)) else {
+                continue;
+            };
+            let shared = half.min(four.records.len());
+            let score = |o: &Outcome, i: usize| o.records.get(i).map(|r| r.throughput);
+            for i in 0..shared {
+                prop_assert_eq!(score(&fewer, i), score(&four, i), "seed {}: sample {} differs", seed, i + 1);
+            }
+            let best = fewer.best.as_ref().map(|b| b.throughput);
+            prop_assert!(best >= four.best_at(half), "seed {seed}: {best:?} < {:?}", four.best_at(half));
+            let four_best = four.best.as_ref().map(|b| b.throughput);
+            let within = four.best.as_ref().is_none_or(|b| b.sample <= half) || four.records.len() <= half;
+            if within {
+                prop_assert!(best >= four_best, "seed {seed}: {best:?} < {four_best:?}");
+            }
+            if let Some(b) = &fewer.best {
+                prop_assert!(check(&p.graph, &p.package, &p.constraints, &Placement::new(b.chips.clone())).is_empty());
+            }
+        }
+    }
 }

@@ -13,12 +13,17 @@
 //! It ends when the bound meets the incumbent (proven optimal) or the budget
 //! is spent. When the problem does not require all of the standard
 //! library's pipeline rules, its stricter twin (the same problem with them
-//! added, [`Twin`]) is searched too: the first proposals settled under the
-//! twin's rules (under a sample budget only when nothing valid was found
-//! otherwise), and under a time budget what `auto` does on a problem with
-//! every rule, around the best partition those rules allow: `lns`'s
-//! windows on one more SAT worker, and a share of the learned policy's
-//! rounds ([`Split`]).
+//! added) is searched too. Under a sample budget, and under an objective
+//! the SAT backing cannot encode, the first half of the budget is the run
+//! `auto` makes on the twin alone with the same seed, sample for sample
+//! ([`replay`]); the problem's own search then goes on from its best. So a
+//! problem with fewer rules never ends worse than the twin's run does at
+//! half its budget. Under a time budget (throughput) the twin's search runs
+//! beside the problem's instead ([`Twin`]): the first proposals settled
+//! under the twin's rules, then what `auto` does on a problem with every
+//! rule, around the best partition those rules allow: `lns`'s windows on
+//! one more SAT worker, and a share of the learned policy's rounds
+//! ([`Split`]).
 //!
 //! Under a time budget both workers run at once and the search waits for
 //! them only until the deadline (a SAT call cannot be interrupted; an
@@ -51,8 +56,9 @@ use super::incumbent::{self, Incumbent, Start, DP_CUTS};
 use super::lns::{seek_any, Learned, Neighbourhood, Question, FREE_CAP, STALE_SWEEPS};
 use super::rl::Tuner;
 use super::sat_worker::{below, Ask, Poll, Worker};
-use super::{Anneal, Search, Strategy};
+use super::{Anneal, Best, Search, Strategy};
 use mcm_core::latency::LatencyModel;
+use mcm_core::problem::Problem;
 use mcm_solver::{Infeasible, Order};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -332,6 +338,21 @@ fn seek_balanced(search: &mut Search, sat: &Worker, model: &LatencyModel, best: 
     }
 }
 
+/// The first half of the budget spent as `auto` would spend it on `twin`,
+/// the problem's stricter twin ([`Problem::stricter`]), on its own with this
+/// budget and seed ([`Search::replay_on`]): the same samples in the same
+/// order, each valid here too (the twin has every rule of the problem). So
+/// the problem's run ends at least as good as the twin's run would at half
+/// of its budget, and as good as the twin's whole run when that one finds
+/// its best in its first half or proves it optimal there (it then stops).
+/// Called before the first sample; returns the best the twin's run found.
+fn replay<'p>(search: &mut Search<'p>, twin: &'p Problem) -> Option<Best> {
+    // A twin with no valid partition offers none; the problem may still
+    // have some, and a twin's pass cut short at the deadline ends its half.
+    let _ = search.replay_on(twin, |s| Auto.run(s));
+    search.best().cloned()
+}
+
 /// The rest of the budget under a proxy target (an objective the SAT
 /// backing cannot encode, such as step time): annealing from the best of
 /// the first partitions, judged by the objective itself. The SAT workers
@@ -365,6 +386,18 @@ impl Strategy for Auto {
         // [`PORTFOLIO_NODES`], where dp's table (quadratic in the nodes when
         // memory does not cut stages short) would take hours.
         let whole = whole_portfolio(search.problem.graph.num_placed());
+        let problem = search.problem;
+        let proxy = search.proxy_target();
+        let twin = problem.stricter();
+        // The stricter twin's run first ([`replay`]), where its path can be
+        // replayed: under a sample budget, and under a proxy target, whose
+        // search on the twin is annealing on this thread.
+        let replayed = twin
+            .filter(|_| !search.timed() || proxy)
+            .and_then(|t| replay(search, t));
+        if search.done() {
+            return Ok(());
+        }
         let cuts = match (whole, search.timed()) {
             (false, _) => 0,
             (true, true) => DP_CUTS,
@@ -379,23 +412,22 @@ impl Strategy for Auto {
         let Some(Start { model, mut best, lb }) = incumbent::start(search, cuts)? else {
             return Ok(());
         };
-        let problem = search.problem;
-        let proxy = search.proxy_target();
-        // The stricter twin's structure (see [`Twin`]): the same first
+        // The twin's best is where the problem's own search goes on from,
+        // and under a time budget where the twin's search starts (see
+        // [`Twin`]) even when the problem's proposals gave a faster one its
+        // rules refuse: the best of its replayed run, or else the same first
         // proposals settled under its rules, where pipeline order keeps
-        // activations and weights apart. Under a sample budget only when
-        // nothing valid was found, so that a seed's run stays as it was;
-        // under a proxy target too, whose searches do not go on there.
-        let twin = problem.stricter();
-        // The best of them is where the twin's own search starts, even when
-        // the problem's proposals gave a faster one its rules refuse.
-        let mut twin_first = Incumbent::none(proxy);
-        if let Some(t) = twin.filter(|_| (search.timed() && !proxy) || !best.found()) {
+        // activations and weights apart.
+        let mut twin_first = match &replayed {
+            Some(b) => Incumbent::judged(&model, &b.chips, b.throughput, proxy),
+            None => Incumbent::none(proxy),
+        };
+        if let Some(t) = twin.filter(|_| replayed.is_none() && search.timed() && !proxy) {
             // A twin with no valid partition offers none; the problem may
             // still have some.
             let _ = search.on_twin(t, |s| incumbent::first(s, &model, &mut twin_first, cuts));
-            best.adopt(&twin_first);
         }
+        best.adopt(&twin_first);
         if !whole {
             search.prove(lb);
             return Ok(());
@@ -513,6 +545,31 @@ mod tests {
         );
         let c = mcm_testkit::compile_in(&dir, &text);
         c.problem(None).expect("a problem").clone()
+    }
+
+    #[test]
+    fn the_twins_replay_keeps_to_half_the_budget_and_proves_nothing_here() {
+        use crate::cost::{Judge, JudgeOptions};
+        let p = chain("auto-twin-half", "memory_capacity");
+        let twin = p.stricter().expect("memory_capacity alone has a twin");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let mut search = Search::new(&p, &judge, super::super::Budget::Samples(41), 1).unwrap();
+        let seen = search
+            .replay_on(twin, |s| {
+                s.prove(1.0);
+                s.order = Order::Topological;
+                (s.remaining(), std::ptr::eq(s.problem, twin))
+            })
+            .unwrap();
+        assert_eq!(seen, (21, true), "half of 41 samples, on the twin");
+        assert_eq!(search.remaining(), 41);
+        assert!(std::ptr::eq(search.problem, &p));
+        assert_eq!(search.proven, None, "a bound on the twin is none on the problem");
+        assert_eq!(search.order, Order::Random);
+        let mut search = Search::new(&p, &judge, super::super::Budget::Seconds(1_000.0), 1).unwrap();
+        let left = search.replay_on(twin, |s| s.time_left()).unwrap().unwrap();
+        assert!(left <= 500.0 && left > 400.0, "{left}");
+        assert!(search.time_left().unwrap() > 900.0);
     }
 
     #[test]

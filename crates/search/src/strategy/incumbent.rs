@@ -86,6 +86,26 @@ impl Incumbent {
         (verdict, score.is_some() && (kept || !self.proxy))
     }
 
+    /// A partition the judge already found valid with `score` (its
+    /// throughput, or the objective's score under a proxy target), as an
+    /// incumbent, without judging it again.
+    pub fn judged(model: &LatencyModel, chips: &[u32], score: f64, proxy: bool) -> Incumbent {
+        let latency = model.latency(chips).unwrap_or(f64::INFINITY);
+        let rank = match proxy {
+            true => 1.0 / score,
+            false => latency,
+        };
+        match latency.is_finite() && rank.is_finite() {
+            true => Incumbent {
+                chips: chips.to_vec(),
+                latency,
+                rank,
+                proxy,
+            },
+            false => Incumbent::none(proxy),
+        }
+    }
+
     /// Takes `other` (already judged valid) when it ranks better: a search
     /// that keeps a second incumbent (the stricter twin's) shares its gains
     /// without judging them twice. Says whether it did.

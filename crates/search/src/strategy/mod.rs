@@ -340,6 +340,10 @@ pub struct Search<'p> {
     /// [`Search::on_twin`] calls (auto's rounds move between the problem and
     /// its twin, and grounding the twin's solver each time is repeated work).
     twin: Option<TwinState<'p>>,
+    /// A share of the budget a part of the run keeps within
+    /// ([`Search::replay_on`]): a sample count or a moment in seconds from
+    /// the start, of the budget's own kind.
+    cap: Option<Budget>,
 }
 
 /// A twin's solver and root domains (see [`Search::on_twin`]).
@@ -390,6 +394,7 @@ impl<'p> Search<'p> {
             relief: None,
             proven: None,
             twin: None,
+            cap: None,
         })
     }
 
@@ -430,6 +435,37 @@ impl<'p> Search<'p> {
             allowed: twin_allowed,
         });
         Ok(r)
+    }
+
+    /// Runs `f` on `twin` ([`Search::on_twin`]) within the first half of
+    /// what is left of the budget, as a run of its own on `twin` from here
+    /// would spend it: the budget's fraction spent ([`Search::progress`])
+    /// still counts the whole budget, and what `f` proves or sets of FIX's
+    /// order is dropped afterwards (a bound on the twin is none on this
+    /// problem). Called before the first sample, `f`'s samples are those of
+    /// a run on `twin` alone with this budget and seed, up to the half.
+    pub fn replay_on<R>(&mut self, twin: &'p Problem, f: impl FnOnce(&mut Search<'p>) -> R) -> Result<R, Infeasible> {
+        let half = match self.budget {
+            Budget::Samples(_) => Budget::Samples(self.records.len().saturating_add(self.remaining().div_ceil(2))),
+            Budget::Seconds(_) => Budget::Seconds(self.elapsed() + self.time_left().unwrap_or(0.0) / 2.0),
+        };
+        let outer = self.cap.replace(half);
+        let (proven, order) = (self.proven.take(), self.order);
+        let r = self.on_twin(twin, f);
+        self.cap = outer;
+        self.proven = proven;
+        self.order = order;
+        r
+    }
+
+    /// The budget's end as far as the running part may go: a sample count
+    /// or seconds from the start (see [`Search::replay_on`]).
+    fn end(&self) -> Budget {
+        match (self.budget, self.cap) {
+            (Budget::Samples(n), Some(Budget::Samples(c))) => Budget::Samples(n.min(c)),
+            (Budget::Seconds(t), Some(Budget::Seconds(c))) => Budget::Seconds(t.min(c)),
+            (b, _) => b,
+        }
     }
 
     /// What memory relief needs (see [`start::settle`]), made on first use.
@@ -508,7 +544,7 @@ impl<'p> Search<'p> {
         if stop_requested() {
             return 0;
         }
-        match self.budget {
+        match self.end() {
             Budget::Samples(n) => n.saturating_sub(self.records.len()),
             Budget::Seconds(t) if self.elapsed() < t => usize::MAX,
             Budget::Seconds(_) => 0,
@@ -517,7 +553,7 @@ impl<'p> Search<'p> {
 
     /// Seconds left of a time budget; `None` under a sample budget.
     pub fn time_left(&self) -> Option<f64> {
-        match self.budget {
+        match self.end() {
             Budget::Seconds(t) => Some((t - self.elapsed()).max(0.0)),
             Budget::Samples(_) => None,
         }

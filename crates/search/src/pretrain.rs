@@ -180,6 +180,27 @@ pub struct UpdateLog {
     pub elapsed_s: f64,
 }
 
+impl UpdateLog {
+    /// The log of one update from the rewards of the samples it learned from
+    /// (a reward above zero is a valid sample).
+    fn new(update: usize, samples: usize, task: &str, rewards: &[f64], stats: &UpdateStats, start: Instant) -> Self {
+        let n = rewards.len().max(1) as f64;
+        UpdateLog {
+            update,
+            samples,
+            task: task.to_string(),
+            mean_reward: rewards.iter().sum::<f64>() / n,
+            best_reward: rewards.iter().copied().fold(0.0, f64::max),
+            valid: rewards.iter().filter(|&&r| r > 0.0).count() as f64 / n,
+            policy_loss: stats.policy_loss,
+            value_loss: stats.value_loss,
+            entropy: stats.entropy,
+            approx_kl: stats.approx_kl,
+            elapsed_s: start.elapsed().as_secs_f64(),
+        }
+    }
+}
+
 /// A checkpoint's validation scores: geometric means over the validation
 /// graphs of the best reward (throughput over greedy) found.
 #[derive(Clone, Debug, Serialize)]
@@ -435,19 +456,7 @@ pub fn train(
             rollouts,
         };
         let stats: UpdateStats = ppo::update(&policy, &mut opt, &batch, &cfg.ppo, &mut rng)?;
-        let log = UpdateLog {
-            update,
-            samples,
-            task: task.name.clone(),
-            mean_reward: rewards.iter().sum::<f64>() / rewards.len() as f64,
-            best_reward: rewards.iter().copied().fold(0.0, f64::max),
-            valid: rewards.iter().filter(|&&r| r > 0.0).count() as f64 / rewards.len() as f64,
-            policy_loss: stats.policy_loss,
-            value_loss: stats.value_loss,
-            entropy: stats.entropy,
-            approx_kl: stats.approx_kl,
-            elapsed_s: start.elapsed().as_secs_f64(),
-        };
+        let log = UpdateLog::new(update, samples, &task.name, &rewards, &stats, start);
         let last = samples >= cfg.samples;
         let score = if update % cfg.checkpoint_every.max(1) == 0 || last {
             let s = checkpoint_and_score(&policy, val, cfg, out, update, samples, log.mean_reward)?;
@@ -535,19 +544,7 @@ fn train_in_rounds(
             .map(|r| r.throughput.map_or(0.0, |t| t / task.greedy))
             .collect();
         let stats = rl.last_update().unwrap_or_default();
-        let log = UpdateLog {
-            update: visit,
-            samples,
-            task: task.name.clone(),
-            mean_reward: gains.iter().sum::<f64>() / gains.len().max(1) as f64,
-            best_reward: gains.iter().copied().fold(0.0, f64::max),
-            valid: gains.iter().filter(|&&g| g > 0.0).count() as f64 / gains.len().max(1) as f64,
-            policy_loss: stats.policy_loss,
-            value_loss: stats.value_loss,
-            entropy: stats.entropy,
-            approx_kl: stats.approx_kl,
-            elapsed_s: start.elapsed().as_secs_f64(),
-        };
+        let log = UpdateLog::new(visit, samples, &task.name, &gains, &stats, start);
         let last = samples >= cfg.samples;
         let score = if visit % cfg.checkpoint_every.max(1) == 0 || last {
             let s = checkpoint_and_score(rl.policy(), ctx.val, cfg, ctx.out, visit, samples, log.mean_reward)?;

@@ -382,6 +382,13 @@ pub fn train(
         best: None,
         elapsed_s: 0.0,
     };
+    let ctx = Checkpoints {
+        val,
+        cfg,
+        out,
+        policy_cfg: &policy_cfg,
+        device: &device,
+    };
     if cfg.imitate > 0 || cfg.init.is_some() {
         let mut opt = ppo::optimizer(
             &policy,
@@ -419,18 +426,9 @@ pub fn train(
         }
         queue.clear();
         // The imitated (or given) policy is a checkpoint too (update 0): PPO must beat it to be kept.
-        let s = checkpoint_and_score(&policy, val, cfg, out, 0, 0, 0.0)?;
-        keep_if_best(&mut report, &s, out, &policy_cfg, &device)?;
-        report.scores.push(s);
+        ctx.score(&mut report, &policy, 0, 0, 0.0)?;
     }
     if cfg.episode > 0 {
-        let ctx = Checkpoints {
-            val,
-            cfg,
-            out,
-            policy_cfg: &policy_cfg,
-            device: &device,
-        };
         train_in_rounds(policy, train, &ctx, &mut report, &mut rng, start, &mut on_update)?;
         report.elapsed_s = start.elapsed().as_secs_f64();
         return Ok(report);
@@ -457,17 +455,7 @@ pub fn train(
         };
         let stats: UpdateStats = ppo::update(&policy, &mut opt, &batch, &cfg.ppo, &mut rng)?;
         let log = UpdateLog::new(update, samples, &task.name, &rewards, &stats, start);
-        let last = samples >= cfg.samples;
-        let score = if update % cfg.checkpoint_every.max(1) == 0 || last {
-            let s = checkpoint_and_score(&policy, val, cfg, out, update, samples, log.mean_reward)?;
-            keep_if_best(&mut report, &s, out, &policy_cfg, &device)?;
-            report.scores.push(s);
-            report.scores.last()
-        } else {
-            None
-        };
-        on_update(&log, score);
-        report.updates.push(log);
+        ctx.log(&mut report, &policy, log, &mut on_update)?;
     }
     report.elapsed_s = start.elapsed().as_secs_f64();
     Ok(report)
@@ -480,6 +468,45 @@ struct Checkpoints<'a> {
     out: &'a Path,
     policy_cfg: &'a PolicyConfig,
     device: &'a Device,
+}
+
+impl Checkpoints<'_> {
+    /// Saves and scores `policy` as the checkpoint of `update`, kept as the
+    /// best if it beats the others.
+    fn score(
+        &self,
+        report: &mut TrainReport,
+        policy: &Policy,
+        update: usize,
+        samples: usize,
+        mean: f64,
+    ) -> Result<(), PolicyError> {
+        let s = checkpoint_and_score(policy, self.val, self.cfg, self.out, update, samples, mean)?;
+        keep_if_best(report, &s, self.out, self.policy_cfg, self.device)?;
+        report.scores.push(s);
+        Ok(())
+    }
+
+    /// Records one update's log; every `checkpoint_every`-th update and the
+    /// last are scored first.
+    fn log(
+        &self,
+        report: &mut TrainReport,
+        policy: &Policy,
+        log: UpdateLog,
+        on_update: &mut impl FnMut(&UpdateLog, Option<&Score>),
+    ) -> Result<(), PolicyError> {
+        let last = log.samples >= self.cfg.samples;
+        let score = if log.update.is_multiple_of(self.cfg.checkpoint_every.max(1)) || last {
+            self.score(report, policy, log.update, log.samples, log.mean_reward)?;
+            report.scores.last()
+        } else {
+            None
+        };
+        on_update(&log, score);
+        report.updates.push(log);
+        Ok(())
+    }
 }
 
 /// The deployment's options for a training or validation run of `rl`
@@ -545,17 +572,7 @@ fn train_in_rounds(
             .collect();
         let stats = rl.last_update().unwrap_or_default();
         let log = UpdateLog::new(visit, samples, &task.name, &gains, &stats, start);
-        let last = samples >= cfg.samples;
-        let score = if visit % cfg.checkpoint_every.max(1) == 0 || last {
-            let s = checkpoint_and_score(rl.policy(), ctx.val, cfg, ctx.out, visit, samples, log.mean_reward)?;
-            keep_if_best(report, &s, ctx.out, ctx.policy_cfg, ctx.device)?;
-            report.scores.push(s);
-            report.scores.last()
-        } else {
-            None
-        };
-        on_update(&log, score);
-        report.updates.push(log);
+        ctx.log(report, rl.policy(), log, on_update)?;
     }
     Ok(())
 }

@@ -11,7 +11,7 @@ use crate::rules::Build;
 use crate::store::{Fail, Store};
 use mcm_core::graph::{Graph, Node};
 use mcm_core::package::{Chip, Link, Package};
-use mcm_core::problem::{Formula, GroundConstraint, Instance};
+use mcm_core::problem::{CmpOp, Formula, GroundConstraint, Instance, Term};
 use mcm_core::quantity::Scalar;
 use rand::Rng;
 
@@ -320,6 +320,24 @@ pub(crate) fn check_incremental_against_scratch_sized(
         }
     }
     failures
+}
+
+/// `chip(u) == k`.
+pub fn on(u: u32, k: u32) -> Formula {
+    Formula::Cmp(CmpOp::Eq, Term::Chip(u), Term::Const(f64::from(k)))
+}
+
+/// `count(chip(u) == k for u < n) <= cap` for each chip k.
+pub fn counts(n: u32, chips: u32, cap: f64) -> Vec<Formula> {
+    (0..chips)
+        .map(|k| {
+            Formula::Cmp(
+                CmpOp::Le,
+                Term::Count((0..n).map(|u| on(u, k)).collect()),
+                Term::Const(cap),
+            )
+        })
+        .collect()
 }
 
 /// A rule named `r` whose instances are these formulas.

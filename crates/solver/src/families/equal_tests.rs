@@ -3,27 +3,13 @@
 //! and it prunes no valid completion.
 
 use super::tests::{completions, sound};
-use crate::harness::{graph, random_instance, ring, rule, TestSolver};
+use crate::harness::{counts, graph, random_instance, ring, rule, TestSolver};
 use mcm_core::problem::{CmpOp, Formula, GroundConstraint, Term};
 use rand::{Rng, SeedableRng};
 
-fn on(u: u32, k: u32) -> Formula {
-    Formula::Cmp(CmpOp::Eq, Term::Chip(u), Term::Const(k as f64))
-}
-
 /// `count(u in nodes where chip(u) == d) <= cap` for every chip d.
 fn count(n: u32, chips: u32, cap: f64) -> GroundConstraint {
-    rule(
-        (0..chips)
-            .map(|k| {
-                Formula::Cmp(
-                    CmpOp::Le,
-                    Term::Count((0..n).map(|u| on(u, k)).collect()),
-                    Term::Const(cap),
-                )
-            })
-            .collect(),
-    )
+    rule(counts(n, chips, cap))
 }
 
 /// `chip(a) == chip(b)` for each pair, in the given form.

@@ -2,32 +2,15 @@ use super::build;
 use super::resource::recognise;
 use crate::checker::Checker;
 use crate::harness::{
-    check_incremental_against_scratch, check_incremental_against_scratch_sized, graph, random_instance, ring, rule,
-    TestSolver,
+    check_incremental_against_scratch, check_incremental_against_scratch_sized, counts, graph, on, random_instance,
+    ring, rule, TestSolver,
 };
 use mcm_core::graph::Graph;
 use mcm_core::problem::{CmpOp, Formula, GroundConstraint, Term};
 use rand::{Rng, SeedableRng};
 
-fn on(u: u32, k: u32) -> Formula {
-    Formula::Cmp(CmpOp::Eq, Term::Chip(u), Term::Const(f64::from(k)))
-}
-
 fn cmp(op: CmpOp, a: Term, b: Term) -> Formula {
     Formula::Cmp(op, a, b)
-}
-
-/// `count(chip(u) == k) <= cap` for each chip k.
-fn counts(n: u32, chips: u32, cap: f64) -> Vec<Formula> {
-    (0..chips)
-        .map(|k| {
-            cmp(
-                CmpOp::Le,
-                Term::Count((0..n).map(|u| on(u, k)).collect()),
-                Term::Const(cap),
-            )
-        })
-        .collect()
 }
 
 /// Every family at once, and a generic rest: weights off chip 0, at most

@@ -78,7 +78,7 @@ fn a_node_far_from_a_new_arc_is_confined_by_it() {
 #[test]
 fn with_flow_and_a_tight_count_no_valid_completion_is_pruned() {
     use crate::checker::Checker;
-    use crate::harness::{random_instance, rule};
+    use crate::harness::{counts, random_instance, rule};
     use mcm_core::problem::{CmpOp, Formula, Term};
     use rand::{Rng, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(61);
@@ -88,18 +88,7 @@ fn with_flow_and_a_tight_count_no_valid_completion_is_pruned() {
         let (g, p) = random_instance(&mut rng, 6, 4);
         let (n, c) = (g.num_placed(), p.num_chips());
         let cap = (1.5 * n as f64 / c as f64).ceil();
-        let on = |u: usize, k: usize| Formula::Cmp(CmpOp::Eq, Term::Chip(u as u32), Term::Const(k as f64));
-        let count = rule(
-            (0..c)
-                .map(|k| {
-                    Formula::Cmp(
-                        CmpOp::Le,
-                        Term::Count((0..n).map(|u| on(u, k)).collect()),
-                        Term::Const(cap),
-                    )
-                })
-                .collect(),
-        );
+        let count = rule(counts(n as u32, c as u32, cap));
         let flow = rule(
             g.placed_edges()
                 .iter()

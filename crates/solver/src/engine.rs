@@ -67,11 +67,18 @@ enum Mask {
 }
 
 impl Mask {
-    fn new(words: Vec<u64>) -> Mask {
-        match words[..] {
-            [w] => Mask::Word(w),
-            _ => Mask::Words(words.into()),
+    /// The mask of `chips` on a package of `total` chips: for one word,
+    /// built in place (a decision is made per node of every pass, and
+    /// `mask_of`'s heap block cost more than the rest of the call).
+    fn of(total: usize, chips: &[u32]) -> Mask {
+        if total <= 64 {
+            let word = chips
+                .iter()
+                .filter(|&&c| (c as usize) < total)
+                .fold(0u64, |w, &c| w | 1 << c);
+            return Mask::Word(word);
         }
+        Mask::Words(mask_of(total, chips).into())
     }
 
     fn words(&self) -> &[u64] {
@@ -436,9 +443,9 @@ impl<'p> Solver<'p> {
             return 0;
         }
         self.stats.decisions += 1;
-        let mask = mask_of(self.store.chips, chips);
+        let mask = Mask::of(self.store.chips, chips);
         self.store.push_level();
-        let (var, mask) = (u, Mask::new(mask));
+        let var = u;
         self.decisions.push(Decision { var, mask });
         let mask = self.decisions.last().expect("just pushed").mask.words();
         let ok = self

@@ -455,11 +455,20 @@ impl Store {
         })
     }
 
-    /// Removes every chip below `lo`.
+    /// Removes every chip below `lo`. Inlined as far as the question
+    /// whether anything goes: most bounds a propagator sends (every edge's
+    /// at every change of its ends) remove nothing.
+    #[inline]
     pub fn set_min(&mut self, x: u32, lo: u32, why: usize) -> Result<bool, Fail> {
         if lo <= self.min(x) {
             return Ok(false);
         }
+        self.raise_min(x, lo, why)
+    }
+
+    /// [`Store::set_min`] where some chips go (or all: a failure).
+    #[inline(never)]
+    fn raise_min(&mut self, x: u32, lo: u32, why: usize) -> Result<bool, Fail> {
         if lo > self.max(x) {
             return Err(Fail { constraint: why });
         }
@@ -471,11 +480,18 @@ impl Store {
         Ok(true)
     }
 
-    /// Removes every chip above `hi`.
+    /// Removes every chip above `hi` (inlined as [`Store::set_min`] is).
+    #[inline]
     pub fn set_max(&mut self, x: u32, hi: u32, why: usize) -> Result<bool, Fail> {
         if hi >= self.max(x) {
             return Ok(false);
         }
+        self.lower_max(x, hi, why)
+    }
+
+    /// [`Store::set_max`] where some chips go (or all: a failure).
+    #[inline(never)]
+    fn lower_max(&mut self, x: u32, hi: u32, why: usize) -> Result<bool, Fail> {
         if hi < self.min(x) {
             return Err(Fail { constraint: why });
         }

@@ -195,8 +195,12 @@ impl Propagator for NoSkip {
     }
 
     fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
-        self.hall.fixed(x, cx);
-        self.rewatch(cx);
+        if cx.is_fixed(x) {
+            self.hall.fixed(x, cx);
+        }
+        if self.stale {
+            self.rewatch(cx);
+        }
         // Only a watcher has anything to do for a chip it lost, and a node
         // watches only chips its domain held when it began to.
         for k in 0..self.w {

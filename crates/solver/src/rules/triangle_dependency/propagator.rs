@@ -303,6 +303,8 @@ pub struct Triangle {
     anc0: u32,
     desc0: u32,
     closed0: u32,
+    /// The first cell of `counted`, made the same way.
+    counted0: u32,
     closing: Vec<u32>,
     stack: Vec<u32>,
     /// Scratch lists kept between calls: the arcs a change adds, the nodes
@@ -339,6 +341,20 @@ fn judge(both: &mut NodeList, look: &mut Vec<u32>, v: u32, row: &[u64], (word, b
     }
 }
 
+/// [`judge`] for sets of one word: `ends` is the row with the spread's
+/// chip.
+#[inline]
+fn judge_one(both: &mut NodeList, look: &mut Vec<u32>, v: u32, ends: u64, other: u32, s: &Cx) {
+    let set = s.cell(other + v) as u64;
+    if set == 0 {
+        return;
+    }
+    both.add(v);
+    if set & ends != 0 {
+        look.push(v);
+    }
+}
+
 impl Triangle {
     pub fn build<'p>(cx: &mut Cx, _rule: &'p GroundConstraint) -> Result<Box<dyn Propagator + 'p>, Fail> {
         Ok(Box::new(Triangle::new(cx)))
@@ -346,7 +362,7 @@ impl Triangle {
 
     fn new(s: &mut Cx) -> Triangle {
         let c = s.chips();
-        let counted = (0..s.n()).map(|_| s.new_cell(0)).collect();
+        let counted: Vec<u32> = (0..s.n()).map(|_| s.new_cell(0)).collect();
         let anc: Vec<u32> = (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect();
         let desc: Vec<u32> = (0..s.n() * s.words()).map(|_| s.new_cell(0)).collect();
         let closed: Vec<u32> = (0..2 * s.n()).map(|_| s.new_cell(0)).collect();
@@ -355,6 +371,7 @@ impl Triangle {
             cells.first().copied().unwrap_or(0)
         };
         let (anc0, desc0, closed0) = (first(&anc), first(&desc), first(&closed));
+        let counted0 = first(&counted);
         Triangle {
             c,
             counted,
@@ -392,6 +409,7 @@ impl Triangle {
             anc0,
             desc0,
             closed0,
+            counted0,
             closing: Vec::new(),
             stack: Vec::new(),
             fresh_arcs: Vec::new(),
@@ -420,7 +438,20 @@ impl Triangle {
     /// head of an arc from `c` forward, the tail of one into it backward):
     /// only then can its confinement change.
     fn spread(&mut self, x: u32, c: u32, forward: bool, s: &mut Cx) {
-        let (w, word, bit) = (self.w, (c / 64) as usize, 1u64 << (c % 64));
+        // Sets of one word (packages up to 64 chips) take their own copy,
+        // where the cell ids and the other side's test need no loop over
+        // the words: the spreads visit a node per new chip and descendant.
+        match self.w {
+            1 => self.spread_w::<true>(x, c, forward, s),
+            _ => self.spread_w::<false>(x, c, forward, s),
+        }
+    }
+
+    /// [`Triangle::spread`] over sets of one word (`ONE`) or of `self.w`.
+    #[inline(always)]
+    fn spread_w<const ONE: bool>(&mut self, x: u32, c: u32, forward: bool, s: &mut Cx) {
+        let w = if ONE { 1 } else { self.w };
+        let (word, bit) = ((c / 64) as usize, 1u64 << (c % 64));
         let net = s.net();
         let (next, mine, other, arcs) = if forward {
             (&net.succ, self.anc0, self.desc0, &self.rows)
@@ -437,11 +468,10 @@ impl Triangle {
         // depends on it (`look` is confined node by node, from the sets
         // alone; `both` is a set).
         let side = usize::from(forward) as u32;
-        let closed = self.closed0;
+        let closed = self.closed0 + side;
         let w32 = w as u32;
-        let word32 = word as u32;
-        let lacks =
-            |v: u32, s: &Cx| s.cell(mine + v * w32 + word32) as u64 & bit == 0 && s.cell(closed + 2 * v + side) == 0;
+        let mine = mine + word as u32;
+        let lacks = |v: u32, s: &Cx| s.cell(mine + v * w32) as u64 & bit == 0 && s.cell(closed + 2 * v) == 0;
         // One loop for x and the nodes it reaches, so the set below is
         // written once and inlined.
         self.stack.clear();
@@ -449,13 +479,17 @@ impl Triangle {
         loop {
             for &u in &next[v as usize] {
                 if lacks(u, s) {
-                    let cell = mine + u * w32 + word32;
+                    let cell = mine + u * w32;
                     s.set_cell(cell, (s.cell(cell) as u64 | bit) as i64);
                     self.stack.push(u);
                 }
             }
             if reached && !s.is_fixed(v) {
-                judge(&mut self.both, &mut self.look, v, row, (word, bit), other, s);
+                if ONE {
+                    judge_one(&mut self.both, &mut self.look, v, row[0] | bit, other, s);
+                } else {
+                    judge(&mut self.both, &mut self.look, v, row, (word, bit), other, s);
+                }
             }
             match self.stack.pop() {
                 Some(u) => (v, reached) = (u, true),
@@ -466,20 +500,20 @@ impl Triangle {
 
     /// Closes x on side 0 (every ancestor counted) or 1 (every
     /// descendant) when it is counted and its inputs (consumers) are
-    /// closed, and then the nodes beyond it that this closes.
+    /// closed, and then the nodes beyond it that this closes. Asked twice
+    /// for every node counted, and most often the answer is no at x (in a
+    /// topological pass, side 1 waits for the consumers): the cells are
+    /// read at ids computed from the first of each run, as in `spread`.
     fn close(&mut self, x: u32, side: usize, s: &mut Cx) {
         let net = s.net();
         let (back, on) = match side {
             0 => (&net.pred, &net.succ),
             _ => (&net.succ, &net.pred),
         };
-        let (counted, closed) = (&self.counted, &self.closed);
+        let (counted, closed) = (self.counted0, self.closed0 + side as u32);
+        let is_closed = |v: u32, s: &Cx| s.cell(closed + 2 * v) != 0;
         let ready = |v: u32, s: &Cx| {
-            s.cell(counted[v as usize]) != 0
-                && s.cell(closed[2 * v as usize + side]) == 0
-                && back[v as usize]
-                    .iter()
-                    .all(|&p| s.cell(closed[2 * p as usize + side]) != 0)
+            s.cell(counted + v) != 0 && !is_closed(v, s) && back[v as usize].iter().all(|&p| is_closed(p, s))
         };
         if !ready(x, s) {
             return;
@@ -487,12 +521,12 @@ impl Triangle {
         // Each node closes as it is found ready, so none is pushed twice.
         let mut stack = std::mem::take(&mut self.closing);
         stack.clear();
-        s.set_cell(closed[2 * x as usize + side], 1);
+        s.set_cell(closed + 2 * x, 1);
         stack.push(x);
         while let Some(v) = stack.pop() {
             for &u in &on[v as usize] {
                 if ready(u, s) {
-                    s.set_cell(closed[2 * u as usize + side], 1);
+                    s.set_cell(closed + 2 * u, 1);
                     stack.push(u);
                 }
             }

@@ -60,7 +60,6 @@ pub(super) struct SharedTails {
     /// a node is listed there once however often its domain changes.
     freed: Vec<u32>,
     chips: Vec<u32>,
-    members: Vec<u32>,
     mask: Vec<u64>,
 }
 
@@ -95,7 +94,6 @@ impl SharedTails {
             free: (0..c).map(|_| List::new(cx)).collect(),
             freed: (0..n).map(|_| cx.new_cell(0)).collect(),
             chips: Vec::new(),
-            members: Vec::new(),
             mask: vec![0; cx.words()],
         })
     }
@@ -122,6 +120,28 @@ impl SharedTails {
                 }
             }
         }
+        // Most nodes have their fixed inputs on one chip (or none): that
+        // chip is settled without the list, its sort and its dedup.
+        let mut one = None;
+        let mut several = false;
+        for &p in &net.pred[x as usize] {
+            match (cx.value(p), one) {
+                (None, _) => {}
+                (Some(a), None) => one = Some(a),
+                (Some(a), Some(b)) => {
+                    if a != b {
+                        several = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if !several {
+            return match one {
+                Some(a) => self.settle(x, a, cx),
+                None => Ok(()),
+            };
+        }
         let mut chips = std::mem::take(&mut self.chips);
         chips.clear();
         chips.extend(net.pred[x as usize].iter().filter_map(|&p| cx.value(p)));
@@ -133,26 +153,31 @@ impl SharedTails {
     }
 
     /// Marks `x` free of chip a when it is, then narrows x and the members
-    /// of a's lists ordered with it.
+    /// of a's lists ordered with it. The list is read in place (narrowing
+    /// changes domains, never the lists).
     fn settle(&mut self, x: u32, a: u32, cx: &mut Cx) -> Result<(), Fail> {
-        let x_free = !cx.dom(x).contains(a);
+        let x_free = !cx.holds(x, a);
         if x_free && cx.cell(self.freed[x as usize]) != a as i64 + 1 {
             self.free[a as usize].push(cx, x);
             cx.set_cell(self.freed[x as usize], a as i64 + 1);
         }
-        let mut members = std::mem::take(&mut self.members);
-        members.clear();
-        let list = if x_free { &self.all } else { &self.free };
-        members.extend_from_slice(list[a as usize].get(cx));
-        members.retain(|&s| self.ordered(x, s));
-        let r = members.iter().try_for_each(|&s| self.pair(x, s, a, cx));
-        self.members = members;
-        r
+        let len = match x_free {
+            true => self.all[a as usize].get(cx).len(),
+            false => self.free[a as usize].get(cx).len(),
+        };
+        for i in 0..len {
+            let list = if x_free { &self.all } else { &self.free };
+            let s = list[a as usize].items[i];
+            if self.ordered(x, s) {
+                self.pair(x, s, a, cx)?;
+            }
+        }
+        Ok(())
     }
 
     /// s on a, t on a, or s and t on one chip.
     fn pair(&mut self, s: u32, t: u32, a: u32, cx: &mut Cx) -> Result<(), Fail> {
-        let (s_free, t_free) = (!cx.dom(s).contains(a), !cx.dom(t).contains(a));
+        let (s_free, t_free) = (!cx.holds(s, a), !cx.holds(t, a));
         if t_free {
             self.narrow(s, t, a, !s_free, cx)?;
         }

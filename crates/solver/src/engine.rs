@@ -400,10 +400,9 @@ impl<'p> Solver<'p> {
     fn propagate(&mut self) -> Result<(), Fail> {
         loop {
             while let Some(x) = self.store.dequeue() {
-                for i in 0..self.watchers[x as usize].len() {
-                    let p = self.watchers[x as usize][i] as usize;
-                    let mut cx = Cx::new(&mut self.store, &self.net, p);
-                    self.props[p].on_change(x, &mut cx)?;
+                for &p in &self.watchers[x as usize] {
+                    let mut cx = Cx::new(&mut self.store, &self.net, p as usize);
+                    self.props[p as usize].on_change(x, &mut cx)?;
                 }
             }
             let mut again = false;

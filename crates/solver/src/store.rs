@@ -190,38 +190,28 @@ impl Store {
     /// after a cell's first in a level need no trail entry. Always: a
     /// spread sets a cell per node it reaches, and as a call of its own the
     /// set saved and restored more registers than it has instructions.
+    /// The cell and its stamp are looked up once each and held while the
+    /// trail grows (other vectors), not indexed again.
     #[inline(always)]
     pub fn set_cell(&mut self, i: u32, v: i64) {
         let k = i as usize;
-        if self.cells[k] == v {
+        let cell = &mut self.cells[k];
+        if *cell == v {
             return;
         }
-        if self.cell_stamp[k] != self.stamp || self.levels.is_empty() {
-            self.save_cell(i);
+        let stamp = &mut self.cell_stamp[k];
+        if *stamp != self.stamp || self.levels.is_empty() {
+            // The old value onto the trail, once per level (at the root
+            // nothing is trailed, and the root's copy goes stale).
+            if self.levels.is_empty() {
+                forget_root(&mut self.root);
+            } else {
+                self.trail.push(i | CELL);
+                self.olds.push(*cell);
+                *stamp = self.stamp;
+            }
         }
-        self.cells[k] = v;
-    }
-
-    /// The old value of cell `i` onto the trail, once per level (at the
-    /// root nothing is trailed, and the root's copy goes stale).
-    #[inline(always)]
-    fn save_cell(&mut self, i: u32) {
-        let k = i as usize;
-        if self.levels.is_empty() {
-            self.forget_root();
-        } else if self.cell_stamp[k] != self.stamp {
-            self.trail.push(i | CELL);
-            self.olds.push(self.cells[k]);
-            self.cell_stamp[k] = self.stamp;
-        }
-    }
-
-    /// A cell set at the root: the root's copy no longer holds (rare, kept
-    /// out of the inlined sets).
-    #[cold]
-    #[inline(never)]
-    fn forget_root(&mut self) {
-        self.root = None;
+        *cell = v;
     }
 
     // ------------------------------------------------------------ levels
@@ -391,10 +381,13 @@ impl Store {
         }
     }
 
+    /// Inlined into the changes: it runs once per change of a domain, and
+    /// most often (a second change in a level) only compares the stamp.
+    #[inline]
     fn save(&mut self, x: u32) {
         let i = x as usize;
         if self.levels.is_empty() {
-            self.root = None;
+            forget_root(&mut self.root);
             return;
         }
         if self.var_stamp[i] == self.stamp {
@@ -569,6 +562,14 @@ impl Store {
     pub fn all_words(&self) -> &[u64] {
         &self.words
     }
+}
+
+/// A cell set at the root: the root's copy no longer holds (rare, kept
+/// out of the inlined sets).
+#[cold]
+#[inline(never)]
+fn forget_root(root: &mut Option<Box<Root>>) {
+    *root = None;
 }
 
 /// The words of the chips `lo..=hi`.

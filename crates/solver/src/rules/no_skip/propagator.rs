@@ -133,6 +133,21 @@ impl NoSkip {
         }
     }
 
+    /// Another watcher for each chip `x` watched and lost. Out of line:
+    /// most changes lose no watched chip, and the check that asks is
+    /// what the change costs then.
+    #[inline(never)]
+    fn unwatch_lost(&mut self, x: u32, cx: &Cx) {
+        for k in 0..self.w {
+            let mut gone = self.watching[x as usize * self.w + k] & !cx.word(x, k);
+            while gone != 0 {
+                let c = k as u32 * 64 + gone.trailing_zeros();
+                gone &= gone - 1;
+                self.unwatch(x, c, cx);
+            }
+        }
+    }
+
     /// `x` is fixed on `c`: it watches `c` in place of a node that is not,
     /// since it holds `c` until a backtrack (a pass then seldom looks for a
     /// watcher of a chip that two nodes are fixed on).
@@ -203,13 +218,10 @@ impl Propagator for NoSkip {
         }
         // Only a watcher has anything to do for a chip it lost, and a node
         // watches only chips its domain held when it began to.
-        for k in 0..self.w {
-            let mut gone = self.watching[x as usize * self.w + k] & !cx.word(x, k);
-            while gone != 0 {
-                let c = k as u32 * 64 + gone.trailing_zeros();
-                gone &= gone - 1;
-                self.unwatch(x, c, cx);
-            }
+        let at = x as usize * self.w;
+        let watched = &self.watching[at..at + self.w];
+        if watched.iter().zip(cx.words_of(x)).any(|(&m, &d)| m & !d != 0) {
+            self.unwatch_lost(x, cx);
         }
         if let Some(c) = cx.value(x) {
             self.settle_watch(x, c, cx);

@@ -193,6 +193,14 @@ impl SharedTails {
     /// a mask is built and handed to the store.
     fn narrow(&mut self, x: u32, by: u32, a: u32, keep_a: bool, cx: &mut Cx) -> Result<(), Fail> {
         let (word, bit) = ((a / 64) as usize, if keep_a { 1u64 << (a % 64) } else { 0 });
+        if cx.words() == 1 {
+            let (d, b) = (cx.word(x, 0), cx.word(by, 0) | bit);
+            if d & !b == 0 {
+                return Ok(());
+            }
+            cx.restrict(x, &[b])?;
+            return Ok(());
+        }
         let within = cx
             .words_of(x)
             .iter()

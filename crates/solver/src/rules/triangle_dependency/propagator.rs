@@ -890,18 +890,25 @@ impl Triangle {
         let net = s.net();
         let mut picked = std::mem::take(&mut self.picked);
         picked.clear();
+        // Only nodes of `front` are pruned (the rest are dropped below):
+        // the neighbours of the nodes not yet counted, met again at every
+        // sweep while they wait in the queue, are left out at once.
+        let member = &self.front.member;
         let near = |u: u32, picked: &mut Vec<u32>| {
-            for &v in net.pred[u as usize].iter().chain(&net.succ[u as usize]) {
-                if !s.is_fixed(v) {
-                    picked.push(v);
+            for side in [&net.pred[u as usize], &net.succ[u as usize]] {
+                for &v in side {
+                    if member[v as usize] && !s.is_fixed(v) {
+                        picked.push(v);
+                    }
                 }
             }
         };
         if x != NONE {
             near(x, &mut picked);
         }
+        let counted = self.counted0;
         for &u in s.queued() {
-            if s.is_fixed(u) && s.cell(self.counted[u as usize]) == 0 {
+            if s.is_fixed(u) && s.cell(counted + u) == 0 {
                 near(u, &mut picked);
             }
         }
@@ -1237,13 +1244,20 @@ impl Propagator for Triangle {
         self.close(x, 0, s);
         self.close(x, 1, s);
         let mut new_arc = false;
-        let ends = net.succ[x as usize]
-            .iter()
-            .filter_map(|&w| s.value(w).map(|b| (cx, b)))
-            .chain(net.pred[x as usize].iter().filter_map(|&p| s.value(p).map(|a| (a, cx))));
+        // The arcs of x's edges to fixed nodes, consumers first (two plain
+        // loops: a chain of filtered iterators cost twice the pushes).
         let mut pairs = std::mem::take(&mut self.pairs);
         pairs.clear();
-        pairs.extend(ends);
+        for &w in &net.succ[x as usize] {
+            if let Some(b) = s.value(w) {
+                pairs.push((cx, b));
+            }
+        }
+        for &p in &net.pred[x as usize] {
+            if let Some(a) = s.value(p) {
+                pairs.push((a, cx));
+            }
+        }
         let mut fresh_arcs = std::mem::take(&mut self.fresh_arcs);
         fresh_arcs.clear();
         for &(a, b) in &pairs {

@@ -654,3 +654,29 @@ fn root_conflict(problem: &Problem, options: Options, f: Fail) -> Infeasible {
         SatAnswer::Sat(_) => failed,
     }
 }
+
+#[cfg(test)]
+mod mask_tests {
+    use super::Mask;
+    use crate::domain::mask_of;
+    use rand::{Rng, SeedableRng};
+
+    /// A decision's mask built in place (one word) holds the chips
+    /// `mask_of` does, chips past the package left out, on packages of one
+    /// word and of several.
+    #[test]
+    fn a_mask_built_in_place_is_mask_of() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for _ in 0..500 {
+            let total = rng.random_range(0..140usize);
+            let chips: Vec<u32> = (0..rng.random_range(0..5))
+                .map(|_| rng.random_range(0..(total as u32 + 3)))
+                .collect();
+            assert_eq!(
+                Mask::of(total, &chips).words(),
+                &mask_of(total, &chips)[..],
+                "{chips:?} of {total}"
+            );
+        }
+    }
+}

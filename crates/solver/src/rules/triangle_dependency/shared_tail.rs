@@ -175,7 +175,9 @@ impl SharedTails {
         Ok(())
     }
 
-    /// s on a, t on a, or s and t on one chip.
+    /// s on a, t on a, or s and t on one chip. Inlined into `settle`'s
+    /// loop over a list, as is `narrow`: both run per member.
+    #[inline]
     fn pair(&mut self, s: u32, t: u32, a: u32, cx: &mut Cx) -> Result<(), Fail> {
         let (s_free, t_free) = (!cx.holds(s, a), !cx.holds(t, a));
         if t_free {
@@ -191,6 +193,7 @@ impl SharedTails {
     /// Most pairs are met again at every change of a member with nothing
     /// left to narrow: that is asked first, reading the two domains, before
     /// a mask is built and handed to the store.
+    #[inline]
     fn narrow(&mut self, x: u32, by: u32, a: u32, keep_a: bool, cx: &mut Cx) -> Result<(), Fail> {
         let (word, bit) = ((a / 64) as usize, if keep_a { 1u64 << (a % 64) } else { 0 });
         if cx.words() == 1 {

@@ -341,6 +341,21 @@ fn judge(both: &mut NodeList, look: &mut Vec<u32>, v: u32, row: &[u64], (word, b
     }
 }
 
+/// Pushes the open neighbours of `u` that `member` holds. Inlined into
+/// the sweep's loop over the queue: most nodes waiting there have none
+/// left, and as a call the lookup cost more than the answer.
+#[inline(always)]
+fn open_members_near(u: u32, member: &[bool], s: &Cx, picked: &mut Vec<u32>) {
+    let net = s.net();
+    for side in [&net.pred[u as usize], &net.succ[u as usize]] {
+        for &v in side {
+            if member[v as usize] && !s.is_fixed(v) {
+                picked.push(v);
+            }
+        }
+    }
+}
+
 /// [`judge`] for sets of one word: `ends` is the row with the spread's
 /// chip.
 #[inline]
@@ -887,29 +902,19 @@ impl Triangle {
     /// Prunes, in node order, the open nodes of `front` the new arcs
     /// affect, found through `by_chip` and the nodes not yet counted.
     fn sweep_indexed(&mut self, x: u32, s: &mut Cx) -> Result<(), Fail> {
-        let net = s.net();
         let mut picked = std::mem::take(&mut self.picked);
         picked.clear();
         // Only nodes of `front` are pruned (the rest are dropped below):
         // the neighbours of the nodes not yet counted, met again at every
         // sweep while they wait in the queue, are left out at once.
         let member = &self.front.member;
-        let near = |u: u32, picked: &mut Vec<u32>| {
-            for side in [&net.pred[u as usize], &net.succ[u as usize]] {
-                for &v in side {
-                    if member[v as usize] && !s.is_fixed(v) {
-                        picked.push(v);
-                    }
-                }
-            }
-        };
         if x != NONE {
-            near(x, &mut picked);
+            open_members_near(x, member, s, &mut picked);
         }
         let counted = self.counted0;
         for &u in s.queued() {
             if s.is_fixed(u) && s.cell(counted + u) == 0 {
-                near(u, &mut picked);
+                open_members_near(u, member, s, &mut picked);
             }
         }
         for k in 0..self.listed.len() {

@@ -175,8 +175,8 @@ impl SharedTails {
         Ok(())
     }
 
-    /// s on a, t on a, or s and t on one chip. Inlined into `settle`'s
-    /// loop over a list, as is `narrow`: both run per member.
+    /// s on a, t on a, or s and t on one chip. Marked for inlining into
+    /// `settle`'s loop over a list, as `narrow` is: both run per member.
     #[inline]
     fn pair(&mut self, s: u32, t: u32, a: u32, cx: &mut Cx) -> Result<(), Fail> {
         let (s_free, t_free) = (!cx.holds(s, a), !cx.holds(t, a));

@@ -174,8 +174,11 @@ fn auto_with_the_policys_rounds_stays_valid() {
 /// slow stages, so moving one node onto a neighbour only slows it, and the
 /// optimum (four on each die, the compute bound) needs a chain of slides
 /// down the pipeline. With its moves carried through the pipeline (and
-/// half its moves picked on the slowest dies), `rl` reaches it within 100
-/// samples on these seeds; without, it does not.
+/// half its moves picked on the slowest dies), `rl`'s draws reach it
+/// within 100 samples on these seeds; without, they do not. (The shipped
+/// policy's likeliest change, many slides at once, may reach it without
+/// carrying, so the draws are compared alone; with both, as deployed, `rl`
+/// reaches it too.)
 #[test]
 fn carrying_a_move_relieves_a_pipeline_of_equal_stages() {
     let nodes: String = (0..20)
@@ -200,10 +203,11 @@ fn carrying_a_move_relieves_a_pipeline_of_equal_stages() {
         .evaluate(&even)
         .throughput()
         .expect("valid");
-    let best = |carry: bool, seed: u64| -> f64 {
+    let best = |carry: bool, likeliest: bool, seed: u64| -> f64 {
         let (j, seen) = recording_judge(&p);
         let opts = strategy::RlOptions {
             carry,
+            likeliest,
             ..Default::default()
         };
         let mut rl = strategy::Rl::new("rl", opts).expect("the shipped policy");
@@ -213,12 +217,14 @@ fn carrying_a_move_relieves_a_pipeline_of_equal_stages() {
         o.best.expect("a valid partition").throughput
     };
     for seed in [1, 2, 3] {
-        let with = best(true, seed);
-        assert!(
-            (with - opt).abs() <= 1e-9 * opt,
-            "seed {seed}: {with} against the optimum {opt}"
-        );
-        let without = best(false, seed);
+        for likeliest in [false, true] {
+            let with = best(true, likeliest, seed);
+            assert!(
+                (with - opt).abs() <= 1e-9 * opt,
+                "seed {seed}, likeliest change {likeliest}: {with} against the optimum {opt}"
+            );
+        }
+        let without = best(false, false, seed);
         assert!(without < opt * (1.0 - 1e-6), "seed {seed}: {without} without carrying");
     }
 }

@@ -56,6 +56,11 @@ pub struct RlArgs {
     /// chip to chip, to where there is room).
     #[arg(long)]
     pub no_carry: bool,
+    /// Draw every rollout (by default the first for each new anchor is
+    /// the policy's likeliest change to it: as many moves as it expects,
+    /// the nodes likeliest to leave).
+    #[arg(long)]
+    pub no_likeliest: bool,
 }
 
 impl RlArgs {
@@ -73,6 +78,7 @@ impl RlArgs {
             ("lr", self.lr.map(|l| format!("{l:?}"))),
             ("anchor_temperature", self.anchor_temperature.map(|t| format!("{t:?}"))),
             ("no_carry", self.no_carry.then(|| "true".to_string())),
+            ("no_likeliest", self.no_likeliest.then(|| "true".to_string())),
         ] {
             if let Some(v) = value {
                 s += &format!(", {name}: {v}");
@@ -96,6 +102,7 @@ impl RlArgs {
             ("--lr", self.lr.is_some()),
             ("--anchor-temperature", self.anchor_temperature.is_some()),
             ("--no-carry", self.no_carry),
+            ("--no-likeliest", self.no_likeliest),
         ];
         flags.into_iter().filter(|f| f.1).map(|f| f.0).collect()
     }
@@ -141,6 +148,7 @@ impl RlArgs {
             moves: self.moves,
             temperature: self.temperature,
             carry: !self.no_carry,
+            likeliest: !self.no_likeliest,
             ..strategy::RlOptions::default()
         };
         if let Some(e) = self.epochs {
@@ -246,6 +254,8 @@ mod tests {
         assert!(options(&["--anchor-temperature", "-1"]).is_err());
         assert!(options(&[]).unwrap().carry);
         assert!(!options(&["--no-carry"]).unwrap().carry);
+        assert!(options(&[]).unwrap().likeliest);
+        assert!(!options(&["--no-likeliest"]).unwrap().likeliest);
         assert_eq!(options(&[]).unwrap(), crate::strategy::RlOptions::default());
         for bad in [["--epochs", "0"], ["--minibatches", "x"], ["--lr", "0"]] {
             let e = options(&bad).unwrap_err().to_string();

@@ -588,6 +588,19 @@ fn train_in_rounds(
 pub fn validate_in_rounds(stem: &Path, val: &[Task], cfg: &TrainConfig) -> Result<(f64, f64), PolicyError> {
     let device = Device::Cpu;
     let budget = cfg.val_samples * (1 + cfg.val_updates);
+    // Fine-tuned as `solve --strategy rl` fine-tunes (its learning rate, not
+    // the training's), in rounds of `val_samples`: a checkpoint's score
+    // depends on the checkpoint and the validation settings alone, so runs
+    // at different learning rates score the same checkpoint alike.
+    let deployment = RlOptions::default().ppo;
+    let cfg = &TrainConfig {
+        ppo: PpoConfig {
+            lr: deployment.lr,
+            rollouts: cfg.val_samples.max(1),
+            ..cfg.ppo.clone()
+        },
+        ..cfg.clone()
+    };
     let mut zero = Vec::new();
     let mut tuned = Vec::new();
     for (i, task) in val.iter().enumerate() {

@@ -138,3 +138,67 @@ fn moves_among_marked_nodes_pick_only_those() {
     }
     assert!(picked_n3, "with nothing marked, the policy's picks stand");
 }
+
+/// The policy's likeliest change to the anchor (`rl`'s first rollout for
+/// each anchor): as many moves as the policy expects, the nodes likeliest
+/// to leave their anchor chip each to its likeliest other chip, decided
+/// first by FIX (a move down takes its ancestors along), a weight with its
+/// user; PPO credits the nodes sent away alone; a policy that would move
+/// nothing (or only a weight beside its user) proposes nothing.
+#[test]
+fn the_likeliest_change_moves_the_nodes_the_policy_expects_to_leave() {
+    use mcm_search::policy::rollout::propose_likeliest_moves;
+    let p = chain("likeliest", 3);
+    let valid = |chips: &[u32]| {
+        let broken = check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.to_vec()));
+        assert!(broken.is_empty(), "{chips:?} breaks {broken:?}");
+    };
+    let likeliest = |probs: &[Vec<f32>], anchor: &[u32], seed: u64| {
+        let mut solver = Solver::new(&p, Options::default()).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let r = propose_likeliest_moves(probs, &mut solver, &mut rng, anchor).unwrap();
+        if let Some(r) = &r {
+            assert!(!r.fell_back);
+            valid(&r.chips);
+        }
+        r
+    };
+    //               input w  n0 n1 n2 n3 n4 n5
+    let anchor = [0, 0, 0, 0, 1, 1, 2, 2];
+    assert_eq!(likeliest(&certain(&anchor, 3, &[]), &anchor, 0), None);
+    assert_eq!(
+        likeliest(&certain(&anchor, 3, &[(W, 2)]), &anchor, 0),
+        None,
+        "a weight moves with its user"
+    );
+    let mut probs = certain(&anchor, 3, &[]);
+    probs[n(3)] = vec![0.9, 0.1, 0.0];
+    probs[n(5)] = vec![0.0, 0.8, 0.2];
+    for seed in 0..5 {
+        // Two moves expected (0.9 + 0.8): both made.
+        let r = likeliest(&probs, &anchor, seed).expect("two nodes the policy sends away");
+        assert_eq!(r.credit, Some(vec![n(3) as u32, n(5) as u32]), "seed {seed}");
+        assert_eq!(
+            (r.chips[n(3)], r.chips[n(2)], r.chips[n(5)]),
+            (0, 0, 1),
+            "{:?}",
+            r.chips
+        );
+    }
+    // One move expected (0.6 + 0.3): the likelier leaver's, to its likeliest other chip.
+    probs[n(3)] = vec![0.6, 0.0, 0.4];
+    probs[n(5)] = vec![0.0, 0.3, 0.7];
+    let r = likeliest(&probs, &anchor, 1).expect("one node the policy sends away");
+    assert_eq!(r.credit, Some(vec![n(3) as u32]));
+    assert_eq!(
+        (r.chips[n(3)], r.chips[n(2)], r.chips[n(5)]),
+        (0, 0, 2),
+        "{:?}",
+        r.chips
+    );
+    // n0 sent up to its consumer's chip: its weight follows, the input stays.
+    let anchor = [0, 0, 0, 1, 1, 1, 2, 2];
+    let r = likeliest(&certain(&anchor, 3, &[(n(0), 1)]), &anchor, 1).expect("n0 moves");
+    assert_eq!(r.credit, Some(vec![n(0) as u32]));
+    assert_eq!((r.chips[W], r.chips[n(0)], r.chips[INPUT]), (1, 1, 0), "{:?}", r.chips);
+}

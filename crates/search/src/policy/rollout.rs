@@ -157,16 +157,22 @@ fn draw_moves(
             picked.push(u as u32);
         }
     }
+    follow_users(&mut actions, anchor, weight_users);
+    picked.sort_unstable();
+    picked.dedup();
+    (actions, picked)
+}
+
+/// A weight only one node uses goes where that node goes when it sat
+/// beside it in `anchor` or was sent elsewhere itself.
+fn follow_users(actions: &mut [u32], anchor: &[u32], weight_users: &[Option<u32>]) {
     for (w, user) in weight_users.iter().enumerate() {
         if let Some(u) = *user {
-            if with_user(w) || actions[w] != anchor[w] {
+            if anchor[u as usize] == anchor[w] || actions[w] != anchor[w] {
                 actions[w] = actions[u as usize];
             }
         }
     }
-    picked.sort_unstable();
-    picked.dedup();
-    (actions, picked)
 }
 
 /// An index drawn with probability proportional to its weight; `None` when
@@ -209,6 +215,71 @@ pub fn propose_likeliest(
         .collect();
     let log_probs = log_probs_of(probs, &actions);
     settle(probs, mode, (actions, log_probs), solver, rng, fallback, false)
+}
+
+/// The policy's likeliest change to `anchor`, as a [`Draw::Moves`]
+/// rollout of as many moves as the policy expects (the sum over nodes of
+/// the probability of leaving the anchor chip, rounded, at least one):
+/// the nodes likeliest to leave, each to its likeliest other chip (weights
+/// following their only user, as in a draw of moves), decided first by
+/// FIX; PPO credits them alone. `None` when the policy would move nothing,
+/// or more nodes than a refinement does. What a pretrained policy learnt
+/// (imitation teaches the slides that improve its anchor) shows at once in
+/// its likeliest change, which draws of one to three moves reach only
+/// piece by piece; a policy that knows nothing (fresh weights, near
+/// uniform) expects to move nearly every node and proposes none.
+pub fn propose_likeliest_moves(
+    probs: &[Vec<f32>],
+    solver: &mut Solver,
+    rng: &mut impl Rng,
+    anchor: &[u32],
+) -> Result<Option<Proposal>, Infeasible> {
+    let weight_users = solver.problem.graph.weight_users();
+    let beside_user = |w: usize| weight_users[w].is_some_and(|u| anchor[u as usize] == anchor[w]);
+    // Each node's chance to leave its anchor chip; a weight beside its
+    // user moves only with it.
+    let leave: Vec<f64> = (0..probs.len())
+        .map(|u| match beside_user(u) {
+            true => 0.0,
+            false => (1.0 - probs[u][anchor[u] as usize] as f64).max(0.0),
+        })
+        .collect();
+    let expected = leave.iter().sum::<f64>().round() as usize;
+    // A change as large as FIX would not merge into its anchor (more than
+    // an eighth of the nodes: a fresh policy expects to move about every
+    // node it can) is no refinement of it.
+    if expected > (probs.len() / 8).max(8) {
+        return Ok(None);
+    }
+    let mut order: Vec<usize> = (0..probs.len()).filter(|&u| leave[u] > 0.0).collect();
+    if order.is_empty() {
+        return Ok(None);
+    }
+    order.sort_by(|&a, &b| leave[b].total_cmp(&leave[a]).then(a.cmp(&b)));
+    order.truncate(expected.max(1));
+    let mut actions = anchor.to_vec();
+    for &u in &order {
+        let away = (0..probs[u].len())
+            .filter(|&c| c as u32 != anchor[u])
+            .max_by(|&x, &y| probs[u][x].total_cmp(&probs[u][y]).then(y.cmp(&x)));
+        if let Some(c) = away {
+            actions[u] = c as u32;
+        }
+    }
+    follow_users(&mut actions, anchor, weight_users);
+    let log_probs = log_probs_of(probs, &actions);
+    let mut p = settle(
+        probs,
+        Correction::Fix,
+        (actions, log_probs),
+        solver,
+        rng,
+        Some(anchor),
+        true,
+    )?;
+    order.sort_unstable();
+    p.credit = Some(order.into_iter().map(|u| u as u32).collect());
+    Ok(Some(p))
 }
 
 /// `chips`, a proposal near `valid` (a valid partition), made valid by FIX

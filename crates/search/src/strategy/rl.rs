@@ -16,7 +16,8 @@ use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::{CostModel, Verdict};
 use crate::policy::ppo::{self, Batch, PpoConfig, Rollout, UpdateStats};
 use crate::policy::rollout::{
-    fix_near, propose, propose_among, propose_likeliest, Correction, Draw, Proposal, Style, FELL_BACK,
+    fix_near, propose, propose_among, propose_likeliest, propose_likeliest_moves, Correction, Draw, Proposal, Style,
+    FELL_BACK,
 };
 use crate::policy::{checkpoint, Policy, PolicyConfig, PolicyError};
 use candle_core::{DType, Device};
@@ -67,6 +68,11 @@ pub struct RlOptions {
     /// several equally slow chips (BERT-large on a ring) has no move of a
     /// few nodes that the score prefers.
     pub carry: bool,
+    /// Under moves made valid by FIX, make the first rollout for each new
+    /// anchor the policy's likeliest change to it
+    /// ([`propose_likeliest_moves`]) rather than a draw: what a pretrained
+    /// policy knows, proposed before it is sampled piece by piece.
+    pub likeliest: bool,
 }
 
 impl Default for RlOptions {
@@ -86,6 +92,7 @@ impl Default for RlOptions {
             },
             anchor_temperature: None,
             carry: true,
+            likeliest: true,
         }
     }
 }
@@ -107,6 +114,8 @@ pub struct Rl {
     nb: Option<Neighbours>,
     /// The statistics of the last PPO step taken (what `train` logs).
     last_update: Option<UpdateStats>,
+    /// The anchor the policy's likeliest change was last proposed for.
+    likeliest_for: Option<Vec<u32>>,
 }
 
 impl Rl {
@@ -147,6 +156,7 @@ impl Rl {
             error: None,
             nb: None,
             last_update: None,
+            likeliest_for: None,
         })
     }
 
@@ -239,6 +249,22 @@ impl Rl {
         Ok(fixed.filter(|c| slowest(c) <= slowest(&p.chips)))
     }
 
+    /// Under moves made valid by FIX, the policy's likeliest change to
+    /// `anchor`, proposed once per anchor (the policy's view of an anchor
+    /// changes little between rounds, and a repeat would be judged again).
+    fn likeliest_change(
+        &mut self,
+        search: &mut Search,
+        probs: &[Vec<f32>],
+        anchor: &[u32],
+    ) -> Result<Option<Proposal>, Infeasible> {
+        if !self.opts.likeliest || !matches!(self.style.draw, Draw::Moves(_)) || self.style.mode != Correction::Fix {
+            return Ok(None);
+        }
+        self.likeliest_for = Some(anchor.to_vec());
+        propose_likeliest_moves(probs, &mut search.solver, &mut search.rng, anchor)
+    }
+
     fn round(
         &mut self,
         search: &mut Search,
@@ -269,11 +295,18 @@ impl Rl {
             let slowest = self.slowest_chips(score.model.as_ref(), &from);
             let mut chunk = Vec::with_capacity(n);
             for i in props.len()..props.len() + n {
-                // A dense round's first rollout is the policy's most likely
-                // placement made valid; under moves every rollout is a draw
-                // of moves from the anchor, and without the solver the
-                // ablation only samples.
-                let p = if i == 0 && self.style.draw == Draw::Dense && self.style.mode != Correction::NoSolver {
+                // Under moves, the first rollout for each new anchor is the
+                // policy's likeliest change to it (see
+                // `propose_likeliest_moves`); a dense round's first rollout
+                // is its most likely placement made valid; the others are
+                // draws, and without the solver the ablation only samples.
+                let likeliest = match i == 0 && self.likeliest_for.as_deref() != Some(seen.as_slice()) {
+                    true => self.likeliest_change(search, &probs, &seen).map_err(Stop::Infeasible)?,
+                    false => None,
+                };
+                let p = if let Some(p) = likeliest {
+                    Ok(p)
+                } else if i == 0 && self.style.draw == Draw::Dense && self.style.mode != Correction::NoSolver {
                     propose_likeliest(&probs, self.opts.mode, &mut search.solver, &mut search.rng, Some(&from))
                 } else if i % 2 == 1 {
                     // Every other rollout picks its moves on the slowest
@@ -483,6 +516,7 @@ impl Strategy for Rl {
         }
         let p = search.problem;
         self.prepare(p);
+        self.likeliest_for = None;
         // Greedy's throughput (within the root domains, settled), judged
         // outside the budget, normalises rewards.
         let allowed = search.allowed();

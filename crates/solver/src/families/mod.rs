@@ -28,6 +28,9 @@ mod link_encode;
 mod link_load;
 #[cfg(test)]
 mod link_tests;
+mod pack;
+#[cfg(test)]
+mod pack_tests;
 mod resource;
 mod spread;
 #[cfg(test)]

@@ -73,7 +73,13 @@ impl Rows {
 
 /// Per node, the weighted nodes of its cone along `next` (itself included
 /// when weighted), visiting every node after those `next` leads to.
-fn cones<'a>(n: usize, slot: &[u32], words: usize, visit: impl Iterator<Item = &'a u32>, next: &mcm_core::graph::Csr<u32>) -> Rows {
+fn cones<'a>(
+    n: usize,
+    slot: &[u32],
+    words: usize,
+    visit: impl Iterator<Item = &'a u32>,
+    next: &mcm_core::graph::Csr<u32>,
+) -> Rows {
     let mut bits = vec![0u64; n * words];
     for &u in visit {
         let u = u as usize;
@@ -144,7 +150,10 @@ fn least_states(p: &[u32], slot: &[u32], w: &[i64], cone: &Rows, opp: &Rows, roo
         while k < chips {
             let avail = (room[k as usize] - load).max(0);
             if wt <= avail {
-                return State { chip: k, load: load + wt };
+                return State {
+                    chip: k,
+                    load: load + wt,
+                };
             }
             wt -= avail;
             k += 1;
@@ -236,12 +245,12 @@ struct End {
     used: i64,
 }
 
-/// The packing bounds of one per-chip sum, and the trailed lists of the
-/// weighted nodes fixed on each chip.
+/// The packing bounds of one per-chip sum, and per chip the weighted nodes
+/// fixed there.
 pub(crate) struct Pack {
     /// Per node: its index among the weighted nodes (`u32::MAX`: weight 0).
     slot: Vec<u32>,
-    /// Per node: its weight in units.
+    /// Per weighted node (by index): its weight in units.
     w: Vec<i64>,
     room: Vec<i64>,
     /// Per node: the weighted nodes of its descendant and ancestor cones.
@@ -250,17 +259,20 @@ pub(crate) struct Pack {
     /// Per node: the lowest and highest chips its cones let it take
     /// (`None`: none).
     ends: Vec<Option<(End, End)>>,
-    /// Per chip: the weighted nodes whose highest (`by_hi`) or lowest
-    /// (`by_lo`) chip it is, their cone's use of it largest first.
-    by_hi: Vec<Vec<u32>>,
-    by_lo: Vec<Vec<u32>>,
-    /// Per chip a cell: 1 + the last weighted node fixed there (0: none);
-    /// per weighted node a cell: 1 + the node fixed on its chip before it
-    /// (0: none; -1: not fixed, or not yet listed).
-    head: u32,
-    next: Vec<u32>,
-    /// Per chip a cell: the weight of the listed nodes.
+    /// Per chip: `(node, use)` of the weighted nodes whose highest
+    /// (`by_hi`) or lowest (`by_lo`) chip it is, with what their cone uses
+    /// of it, largest first.
+    by_hi: Vec<Vec<(u32, i64)>>,
+    by_lo: Vec<Vec<(u32, i64)>>,
+    /// Per chip, a run of cells: the weighted nodes fixed there, a bitset
+    /// over their indices (`words` cells a chip), and their weight.
+    fixed: u32,
     load: u32,
+    /// Per chip and side (`by_hi`, then `by_lo`), a cell: how many of the
+    /// list's first nodes are fixed or no longer hold the chip (domains
+    /// only narrow until a backtrack restores the cell), skipped by every
+    /// check.
+    skip: u32,
 }
 
 impl Pack {
@@ -320,100 +332,119 @@ impl Pack {
         let mut by_lo = vec![Vec::new(); c];
         for &u in &p {
             if let Some((l, h)) = ends[u as usize] {
-                by_lo[l.chip as usize].push(u);
-                by_hi[h.chip as usize].push(u);
+                by_lo[l.chip as usize].push((u, l.used));
+                by_hi[h.chip as usize].push((u, h.used));
             }
         }
-        let used = |side: usize, u: u32| ends[u as usize].map_or(0, |e| if side == 0 { e.0.used } else { e.1.used });
-        for list in &mut by_lo {
-            list.sort_by_key(|&u| std::cmp::Reverse(used(0, u)));
+        for list in by_lo.iter_mut().chain(by_hi.iter_mut()) {
+            list.sort_by_key(|&(_, used)| std::cmp::Reverse(used));
         }
-        for list in &mut by_hi {
-            list.sort_by_key(|&u| std::cmp::Reverse(used(1, u)));
-        }
-        let head = run_of_cells(cx, c, 0);
+        let fixed = run_of_cells(cx, c * words, 0);
         let load = run_of_cells(cx, c, 0);
-        let next = slot
-            .iter()
-            .map(|&s| if s == u32::MAX { u32::MAX } else { cx.new_cell(-1) })
-            .collect();
+        let skip = run_of_cells(cx, 2 * c, 0);
         Some(Pack {
             slot,
-            w: w.to_vec(),
+            w: p.iter().map(|&u| w[u as usize]).collect(),
             room: room.to_vec(),
             desc,
             anc,
             ends,
             by_hi,
             by_lo,
-            head,
-            next,
+            fixed,
             load,
+            skip,
         })
     }
 
-    /// Lists `x` on its chip once it is fixed, then closes that chip to
-    /// each node whose cone could use it only with more room than the
+    /// Counts `x` on its chip once it is fixed, then closes that chip to
+    /// each open node whose cone could use it only with more room than the
     /// other nodes fixed there leave.
     pub fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
-        let cell = self.next[x as usize];
-        if cell == u32::MAX || cx.cell(cell) != -1 {
+        let i = self.slot[x as usize];
+        if i == u32::MAX {
             return Ok(());
         }
         let Some(d) = cx.value(x) else { return Ok(()) };
-        self.list(x, d, cx);
+        if !self.count(i, d, cx) {
+            return Ok(());
+        }
         self.crowd(d, cx)
     }
 
-    fn list(&self, x: u32, d: u32, cx: &mut Cx) {
-        let head = self.head + d;
-        cx.set_cell(self.next[x as usize], cx.cell(head));
-        cx.set_cell(head, i64::from(x) + 1);
+    /// Adds weighted node `i` to chip `d`'s fixed nodes; false when it is
+    /// there already.
+    fn count(&self, i: u32, d: u32, cx: &mut Cx) -> bool {
+        let cell = self.fixed + d * self.desc.words as u32 + i / 64;
+        let word = cx.cell(cell);
+        if word >> (i % 64) & 1 == 1 {
+            return false;
+        }
+        cx.set_cell(cell, word | 1 << (i % 64));
         let load = self.load + d;
-        cx.set_cell(load, cx.cell(load) + self.w[x as usize]);
+        cx.set_cell(load, cx.cell(load) + self.w[i as usize]);
+        true
     }
 
-    /// The ends on chip `d` checked against the nodes listed there.
+    /// The ends on chip `d` checked against the nodes fixed there.
     fn crowd(&self, d: u32, cx: &mut Cx) -> Result<(), Fail> {
         let (room, total) = (self.room[d as usize], cx.cell(self.load + d));
-        for (list, side) in [(&self.by_hi[d as usize], 1), (&self.by_lo[d as usize], 0)] {
-            for &v in list {
-                let Some(ends) = self.ends[v as usize] else { continue };
-                let (used, cone) = if side == 1 {
-                    (ends.1.used, &self.desc)
-                } else {
-                    (ends.0.used, &self.anc)
-                };
+        let c = self.room.len() as u32;
+        for (side, list, cone) in [
+            (0, &self.by_hi[d as usize], &self.desc),
+            (c, &self.by_lo[d as usize], &self.anc),
+        ] {
+            let skip = self.skip + side + d;
+            let from = cx.cell(skip) as usize;
+            // The first node from `from` on that may still hold the chip.
+            let mut first = None;
+            let mut end = list.len();
+            for (j, &(v, used)) in list.iter().enumerate().skip(from) {
                 if used.saturating_add(total) <= room {
+                    end = j;
                     break;
                 }
-                if !cx.holds(v, d) {
-                    continue;
+                // A fixed node's cone was checked when it was placed; its
+                // descendants (ancestors) carry the check on from there.
+                if !cx.is_fixed(v) && cx.holds(v, d) {
+                    if self.crowded(d, v, cone, room - used, cx) {
+                        cx.remove(v, d)?;
+                    } else if first.is_none() {
+                        first = Some(j);
+                    }
                 }
-                if used.saturating_add(self.foreign(d, v, cone, cx)) > room {
-                    cx.remove(v, d)?;
-                }
+            }
+            let first = first.unwrap_or(end);
+            if first > from {
+                cx.set_cell(skip, first as i64);
             }
         }
         Ok(())
     }
 
-    /// The weight of the nodes listed on chip `d` outside `v`'s cone.
-    fn foreign(&self, d: u32, v: u32, cone: &Rows, cx: &Cx) -> i64 {
+    /// Whether the nodes fixed on chip `d` outside `v`'s cone (its own
+    /// packing counts those inside) weigh more than `room`. Read by the
+    /// bits outside the cone, and stopped once over: the nodes of a chain
+    /// fixed before `v` are one or the other, most often all outside.
+    fn crowded(&self, d: u32, v: u32, cone: &Rows, room: i64, cx: &Cx) -> bool {
+        let words = cone.words;
+        let fixed = cx.cells(self.fixed + d * words as u32, words);
         let mut sum = 0i64;
-        let mut at = cx.cell(self.head + d);
-        while at > 0 {
-            let y = (at - 1) as u32;
-            if !cone.has(v as usize, self.slot[y as usize]) {
-                sum = sum.saturating_add(self.w[y as usize]);
+        for (k, (&f, &c)) in fixed.iter().zip(cone.row(v as usize)).enumerate() {
+            let mut out = f as u64 & !c;
+            while out != 0 {
+                sum = sum.saturating_add(self.w[k * 64 + out.trailing_zeros() as usize]);
+                if sum > room {
+                    return true;
+                }
+                out &= out - 1;
             }
-            at = cx.cell(self.next[y as usize]);
         }
-        sum
+        false
     }
 
-    /// The root bounds, the lists rebuilt from the fixed nodes, and every
-    /// chip checked.
+    /// The root bounds, the fixed nodes counted again, and every chip
+    /// checked.
     pub fn propagate_from_scratch(&mut self, cx: &mut Cx) -> Result<(), Fail> {
         for (u, e) in self.ends.iter().enumerate() {
             let Some((lo, hi)) = e else { return Err(cx.fail()) };
@@ -424,17 +455,17 @@ impl Pack {
             cx.set_max(u as u32, hi.chip)?;
         }
         let c = self.room.len() as u32;
-        for k in 0..c {
-            cx.set_cell(self.head + k, 0);
-            cx.set_cell(self.load + k, 0);
+        for k in 0..c * self.desc.words as u32 {
+            cx.set_cell(self.fixed + k, 0);
         }
-        for u in 0..self.next.len() as u32 {
-            let cell = self.next[u as usize];
-            if cell != u32::MAX {
-                cx.set_cell(cell, -1);
-                if let Some(d) = cx.value(u) {
-                    self.list(u, d, cx);
-                }
+        for k in 0..c {
+            cx.set_cell(self.load + k, 0);
+            cx.set_cell(self.skip + k, 0);
+            cx.set_cell(self.skip + c + k, 0);
+        }
+        for (u, &i) in self.slot.iter().enumerate() {
+            if let Some(d) = (i != u32::MAX).then(|| cx.value(u as u32)).flatten() {
+                self.count(i, d, cx);
             }
         }
         for k in 0..c {

@@ -127,7 +127,10 @@ fn packing_keeps_every_solution() {
         let plain = propagate(&g, &p, &rs, &decide, false);
         pruned += usize::from(got.ok() != plain.ok());
     }
-    assert!(failed > 0 && pruned > 0, "failures {failed}, pruned beyond the sum {pruned}");
+    assert!(
+        failed > 0 && pruned > 0,
+        "failures {failed}, pruned beyond the sum {pruned}"
+    );
 }
 
 /// Random decisions and undos under the flow rule and a sum: incremental
@@ -158,7 +161,11 @@ fn packing_matches_from_scratch() {
                 inc.wake_all();
                 inc.propagate()
             });
-        assert_eq!(root.as_ref().ok().map(|_| inc.domains()), scratch(&[]), "case {case} at the root");
+        assert_eq!(
+            root.as_ref().ok().map(|_| inc.domains()),
+            scratch(&[]),
+            "case {case} at the root"
+        );
         if root.is_err() {
             continue;
         }
@@ -178,7 +185,11 @@ fn packing_matches_from_scratch() {
                 inc.push();
                 decisions.push((x, chips.clone()));
                 let r = inc.set(x, &chips).and_then(|_| inc.propagate());
-                assert_eq!(r.ok().map(|_| inc.domains()), scratch(&decisions), "case {case}, step {step}");
+                assert_eq!(
+                    r.ok().map(|_| inc.domains()),
+                    scratch(&decisions),
+                    "case {case}, step {step}"
+                );
                 if r.is_err() {
                     failures += 1;
                     inc.pop();
@@ -190,4 +201,3 @@ fn packing_matches_from_scratch() {
     }
     assert!(failures > 0, "some decisions fail");
 }
-

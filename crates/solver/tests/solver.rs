@@ -553,6 +553,30 @@ fn a_stopped_solver_gives_its_passes_up() {
     assert!(!cut);
 }
 
+/// Under a per-chip compute budget at 2.0x the flops bound
+/// (`tight_compute_2x.mcm`), uniform SAMPLE and FIX from uniformly random
+/// proposals make partitions without the SAT witness: the resource family
+/// packs whole operations along the pipeline. With the divisible sum alone,
+/// every pass climbed the chips past where the operations fit (about 3,400
+/// failures a SAMPLE partition, 1,200 a FIX one, and one SAT call each).
+#[test]
+fn under_a_budget_at_twice_the_flops_bound_no_witness_is_needed() {
+    let c = mcm_lang::compile_file(&common::root().join("examples/rules/tight_compute_2x.mcm"));
+    let p = c.problem(None).unwrap();
+    let mut s = Solver::new(p, Options::default()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let chips = s.num_chips() as u32;
+    for _ in 0..3 {
+        let order = node_order(&s, Order::Random, &mut rng);
+        assert!(valid(p, &sample(&mut s, &order, None, &mut rng).unwrap()));
+        let proposal: Vec<Option<u32>> = (0..s.num_nodes()).map(|_| Some(rng.random_range(0..chips))).collect();
+        let (pl, _) = fix(&mut s, &order, &proposal, None, &mut rng).unwrap();
+        assert!(valid(p, &pl));
+    }
+    assert_eq!(s.stats.sat_calls, 0, "{:?}", s.stats);
+    assert!(s.stats.failures < 100, "{:?}", s.stats);
+}
+
 /// Under a per-chip count at 1.5x the average (`tight_count.mcm`), FIX's
 /// projection lets weights follow their consumers, so the chips the chain
 /// skipped are filled by the weights `no_skip` forces there instead of by

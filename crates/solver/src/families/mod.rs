@@ -6,7 +6,9 @@
 //!   checker on every chip, and never propagated again;
 //! - a bounded sum or count over `chip(u) == k` conditions: a resource
 //!   propagator with trailed loads ([`resource`]), and with one instance
-//!   per chip, load bounds over runs of chips ([`spread`]);
+//!   per chip, load bounds over runs of chips ([`spread`]) and, for
+//!   weights that differ under an upward flow rule, whole operations
+//!   packed along the pipeline ([`pack`]);
 //! - over two nodes (relations over edges): arc consistency on a support
 //!   table shared by instances of the same shape ([`binary`]);
 //! - a bounded sum over edges whose entries each count on a condition over
@@ -28,6 +30,9 @@ mod link_encode;
 mod link_load;
 #[cfg(test)]
 mod link_tests;
+mod pack;
+#[cfg(test)]
+mod pack_tests;
 mod resource;
 mod spread;
 #[cfg(test)]

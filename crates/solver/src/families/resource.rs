@@ -6,6 +6,7 @@
 //! complete placement.
 
 use super::equal::{Groups, ALONE};
+use super::pack::Pack;
 use super::spread::{ChipBound, Spread, Units};
 use crate::checker::Checker;
 use crate::propagator::Cx;
@@ -213,6 +214,9 @@ pub(crate) struct Resource {
     /// in the constraint, position here).
     inexact: Vec<(usize, usize)>,
     spread: Option<Spread>,
+    /// Whole operations packed along the pipeline, for a sum whose weights
+    /// differ ([`super::pack`]).
+    pack: Option<Pack>,
 }
 
 /// Loads are f64 kept bit for bit in trailed i64 cells.
@@ -282,12 +286,18 @@ impl Resource {
             })
             .collect();
         let spread = Resource::spread(cx, &insts, inexact.is_empty());
+        let pack = spread.as_ref().and_then(|s| {
+            let (w, room) = s.units();
+            let (w, room) = (w.to_vec(), room.to_vec());
+            Pack::new(cx, &w, &room)
+        });
         Resource {
             insts,
             of_node,
             counted,
             inexact,
             spread,
+            pack,
         }
     }
 
@@ -330,6 +340,9 @@ impl Resource {
     pub fn on_change(&mut self, x: u32, cx: &mut Cx) -> Result<(), Fail> {
         if let Some(s) = &mut self.spread {
             s.on_change(x, cx);
+        }
+        if let Some(p) = &mut self.pack {
+            p.on_change(x, cx)?;
         }
         let cell = self.counted[x as usize];
         if cell == u32::MAX || cx.cell(cell) != 0 {
@@ -418,8 +431,11 @@ impl Resource {
             put(cx, inst.load, load);
             self.crowd_out(inst, load, cx)?;
         }
-        match &mut self.spread {
-            Some(s) => s.propagate_from_scratch(cx),
+        if let Some(s) = &mut self.spread {
+            s.propagate_from_scratch(cx)?;
+        }
+        match &mut self.pack {
+            Some(p) => p.propagate_from_scratch(cx),
             None => Ok(()),
         }
     }

@@ -161,6 +161,11 @@ impl Spread {
         })
     }
 
+    /// Per node its lightest weight, and per chip its room, in units.
+    pub fn units(&self) -> (&[i64], &[i64]) {
+        (&self.wmin, &self.room)
+    }
+
     pub fn tracks(&self, u: u32) -> bool {
         self.at[u as usize] != u32::MAX
     }

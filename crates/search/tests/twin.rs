@@ -161,3 +161,53 @@ proptest! {
         }
     }
 }
+
+fn dp(p: &Problem, samples: usize, seed: u64) -> Option<Outcome> {
+    let judge = Judge::new(p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+    let mut s = strategy::by_name("dp", &Default::default()).unwrap().expect("dp");
+    strategy::run(p, &judge, s.as_mut(), Budget::Samples(samples), seed, None).ok()
+}
+
+/// Few enough for dp's whole run on the twin (at most one partition a cut,
+/// one cut a chip count, and its other orders' cuts) to fit in the half.
+const DP_SAMPLES: usize = 60;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// `solve --budget N` (dp, the default there) on a problem under
+    /// `memory_capacity` alone spends the first half as dp on the same
+    /// problem under the four rules spends it, sample for sample, so it
+    /// never ends worse than that run at half its budget, nor than its whole
+    /// run when that fits in the half. Under both objectives, on two seeds.
+    #[test]
+    fn dp_with_fewer_rules_never_ends_worse(c in small(), step in any::<bool>()) {
+        let objective = if step { "minimize step_time" } else { "maximize throughput" };
+        let (Some(p), Some(strict)) = (
+            small_problem(&c, "memory_capacity", objective),
+            small_problem(&c, "memory_capacity, acyclic_flow, no_skip, triangle_dependency", objective),
+        ) else {
+            return Ok(());
+        };
+        let half = DP_SAMPLES.div_ceil(2);
+        for seed in 0..2 {
+            let (Some(fewer), Some(four)) = (dp(&p, DP_SAMPLES, seed), dp(&strict, DP_SAMPLES, seed)) else {
+                continue;
+            };
+            let shared = half.min(four.records.len());
+            let score = |o: &Outcome, i: usize| o.records.get(i).map(|r| r.throughput);
+            for i in 0..shared {
+                prop_assert_eq!(score(&fewer, i), score(&four, i), "seed {}: sample {} differs", seed, i + 1);
+            }
+            let best = fewer.best.as_ref().map(|b| b.throughput);
+            prop_assert!(best >= four.best_at(half), "seed {seed}: {best:?} < {:?}", four.best_at(half));
+            if four.records.len() <= half {
+                let four_best = four.best.as_ref().map(|b| b.throughput);
+                prop_assert!(best >= four_best, "seed {seed}: {best:?} < {four_best:?}");
+            }
+            if let Some(b) = &fewer.best {
+                prop_assert!(check(&p.graph, &p.package, &p.constraints, &Placement::new(b.chips.clone())).is_empty());
+            }
+        }
+    }
+}

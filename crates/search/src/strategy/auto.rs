@@ -55,7 +55,7 @@
 use super::incumbent::{self, Incumbent, Start, DP_CUTS};
 use super::lns::{seek_any, Learned, Neighbourhood, Question, FREE_CAP, STALE_SWEEPS};
 use super::rl::Tuner;
-use super::sat_worker::{below, Ask, Poll, Worker};
+use super::sat_worker::{below, Answer, Ask, Poll, Worker};
 use super::{Anneal, Best, Search, Strategy};
 use mcm_core::latency::LatencyModel;
 use mcm_core::problem::Problem;
@@ -197,24 +197,26 @@ impl<'p> Portfolio<'p> {
         self.exact_asked = Some((t, ub));
     }
 
-    fn lns_answered(&mut self, search: &mut Search, answer: Option<Vec<u32>>) {
+    fn lns_answered(&mut self, search: &mut Search, answer: Answer) {
         let Some((q, asked)) = self.lns_asked.take() else {
             return;
         };
-        let found = answer.is_some();
-        if let Some(chips) = answer {
-            self.offer(search, chips, true);
+        if let Answer::Found(chips) = &answer {
+            self.offer(search, chips.clone(), true);
         }
-        if let Learned::Proved(t) = self.hood.learn(&q, found, asked.elapsed()) {
+        if let Learned::Proved(t) = self.hood.learn(&q, &answer, asked.elapsed()) {
             self.raise(search, t, q.least);
         }
     }
 
-    fn exact_answered(&mut self, search: &mut Search, answer: Option<Vec<u32>>) {
+    fn exact_answered(&mut self, search: &mut Search, answer: Answer) {
         let Some((t, ub)) = self.exact_asked.take() else { return };
         match answer {
-            Some(chips) => self.offer(search, chips, false),
-            None => self.raise(search, t, t == below(ub)),
+            Answer::Found(chips) => self.offer(search, chips, false),
+            Answer::None => self.raise(search, t, t == below(ub)),
+            // Too hard for a call's work (a sample budget): no more of
+            // the whole problem.
+            Answer::Unknown => self.exact_on = false,
         }
     }
 
@@ -325,14 +327,14 @@ fn seek_balanced(search: &mut Search, sat: &Worker, model: &LatencyModel, best: 
             decisions: Vec::new(),
         });
         match sat.answer(search) {
-            Some(Some(chips)) => {
+            Some(Answer::Found(chips)) => {
                 let lat = model.latency(&chips).unwrap_or(f64::INFINITY);
                 if !best.offer(search, model, chips.clone()) {
                     sat.ask(Ask::Exclude(chips));
                     ub = ub.min(lat);
                 }
             }
-            Some(None) if ub.is_finite() => lb = target,
+            Some(Answer::None) if ub.is_finite() => lb = target,
             _ => return,
         }
     }
@@ -363,7 +365,7 @@ fn replay<'p>(search: &mut Search<'p>, twin: &'p Problem) -> Option<Best> {
 /// partition when no proposal gave one.
 fn refine(search: &mut Search, model: &Arc<LatencyModel>, best: &mut Incumbent) -> Result<(), Infeasible> {
     if !best.found() {
-        let sat = Worker::start(search.problem, model.clone());
+        let sat = Worker::for_search(search, search.problem, model.clone());
         seek_any(search, &sat, model, best);
     }
     let Some(from) = search.best().map(|b| (b.chips.clone(), b.throughput)) else {
@@ -453,14 +455,14 @@ impl Strategy for Auto {
         if let (false, Some((_, w))) = (best.found(), &twin) {
             seek_balanced(search, w, &model, &mut best, lb);
         }
-        let exact = Worker::start(problem, model.clone());
+        let exact = Worker::for_search(search, problem, model.clone());
         if !best.found() {
             seek_any(search, &exact, &model, &mut best);
         }
         if !best.found() {
             return Ok(());
         }
-        let lns = Worker::start(problem, model.clone());
+        let lns = Worker::for_search(search, problem, model.clone());
         let twin = twin.map(|(t, worker)| {
             let mut twin = Twin::new(t, worker, model.clone(), lb, twin_first);
             twin.consider(&best);

@@ -26,6 +26,16 @@
 //!
 //! Under `minimize step_time` the stages are no pipeline: the cuts are
 //! proposals like any strategy's, each judged by the step time.
+//!
+//! A problem that does not require every pipeline rule of the standard
+//! library has a stricter twin ([`Problem::stricter`]), whose cuts FIX
+//! settles into contiguous stages where the problem's own rules may leave
+//! activations and weights together. The first half of the budget is dp's
+//! run on the twin, sample for sample ([`Search::replay_on`]; each of its
+//! partitions is valid here too), the rest the problem's own cuts: so dp
+//! under fewer rules ends no worse than dp under the twin's within half the
+//! budget, and no worse than its whole run when that fits in the half (dp
+//! judges at most one partition a cut).
 
 use super::{settle_full, Allowed, Search, Strategy};
 use mcm_core::problem::Problem;
@@ -487,35 +497,49 @@ impl Strategy for Dp {
         "dp"
     }
 
-    /// The given start (settled) is the first candidate, then the cuts.
+    /// The twin's run first (see the module's comment), then the problem's.
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
-        let allowed = search.allowed();
-        let cuts = candidates(search.problem, &allowed);
-        let order = search.problem.graph.pipeline_order();
-        search.order = Order::Topological;
-        if let Some(start) = search.start()? {
-            search.submit_one(start);
-        }
-        if cuts.is_empty() {
-            // No cut fits: let the solver find a partition (or say that
-            // none exists) from no proposal at all.
-            let chips = search.fix(&vec![None; order.len()], None)?;
-            search.submit_one(chips);
-            return Ok(());
-        }
-        let mut cuts = cuts.into_iter();
-        while !search.done() {
-            let mut batch = Vec::new();
-            for (_, chips) in cuts.by_ref().take(search.batch()) {
-                batch.push(settle_full(search, &chips)?);
+        if let Some(twin) = search.problem.stricter() {
+            // A twin with no valid partition offers none; the problem may
+            // still have some.
+            let _ = search.replay_on(twin, cut);
+            if search.done() {
+                return Ok(());
             }
-            if batch.is_empty() {
-                break;
-            }
-            search.submit(batch);
         }
-        Ok(())
+        cut(search)
     }
+}
+
+/// dp's run on the search's problem: the given start (settled) is the first
+/// candidate, then the cuts.
+fn cut(search: &mut Search) -> Result<(), Infeasible> {
+    let allowed = search.allowed();
+    let cuts = candidates(search.problem, &allowed);
+    let order = search.problem.graph.pipeline_order();
+    search.order = Order::Topological;
+    if let Some(start) = search.start()? {
+        search.submit_one(start);
+    }
+    if cuts.is_empty() {
+        // No cut fits: let the solver find a partition (or say that
+        // none exists) from no proposal at all.
+        let chips = search.fix(&vec![None; order.len()], None)?;
+        search.submit_one(chips);
+        return Ok(());
+    }
+    let mut cuts = cuts.into_iter();
+    while !search.done() {
+        let mut batch = Vec::new();
+        for (_, chips) in cuts.by_ref().take(search.batch()) {
+            batch.push(settle_full(search, &chips)?);
+        }
+        if batch.is_empty() {
+            break;
+        }
+        search.submit(batch);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

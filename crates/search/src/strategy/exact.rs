@@ -14,10 +14,11 @@
 //! the partitions valid under the rules and at evaluation.
 //!
 //! SAT calls run on a worker thread ([`super::sat_worker`]) that the search
-//! waits for while its budget lasts.
+//! waits for while its budget lasts; under a sample budget each has a fixed
+//! amount of work, and one that spends it ends the search.
 
 use super::incumbent::{self, Start, DP_CUTS};
-use super::sat_worker::{below, Ask, Worker};
+use super::sat_worker::{below, Answer, Ask, Worker};
 use super::{Search, Strategy};
 use mcm_solver::Infeasible;
 
@@ -60,7 +61,7 @@ impl Strategy for Exact {
         }
         // Each question and its answer (`MCMPART_SAT_TRACE` set, as for the oracle's rounds).
         let trace = std::env::var_os("MCMPART_SAT_TRACE").is_some();
-        let sat = Worker::start(problem, model.clone());
+        let sat = Worker::for_search(search, problem, model.clone());
         if best.found() {
             sat.ask(Ask::Hint(best.chips.clone()));
         }
@@ -74,23 +75,29 @@ impl Strategy for Exact {
             let asked = std::time::Instant::now();
             let Some(answer) = sat.answer(search) else { break };
             if trace {
-                let found = answer.as_ref().map(|c| model.latency(c).unwrap_or(f64::NAN));
+                let found = match &answer {
+                    Answer::Found(c) => Some(model.latency(c).unwrap_or(f64::NAN)),
+                    Answer::None | Answer::Unknown => None,
+                };
                 eprintln!(
                     "exact: target {t:.6e}: {found:?} in {:?} (bound {lb:.6e}, best {ub:.6e})",
                     asked.elapsed()
                 );
             }
             match answer {
-                Some(chips) => {
+                Answer::Found(chips) => {
                     if !best.offer(search, &model, chips.clone()) {
                         sat.ask(Ask::Exclude(chips));
                     }
                 }
+                // Too hard for a call's work (a sample budget, whose run
+                // must end): it ends with what it has.
+                Answer::Unknown => break,
                 // No valid partition the model can cost: nothing to prove.
-                None if t.is_infinite() => break,
+                Answer::None if t.is_infinite() => break,
                 // Nothing at or below t: every valid partition is slower.
-                None if t == below(ub) => lb = ub,
-                None => lb = lb.max(t),
+                Answer::None if t == below(ub) => lb = ub,
+                Answer::None => lb = lb.max(t),
             }
             search.prove(lb);
         }

@@ -21,13 +21,15 @@
 //! as for `exact`.
 //!
 //! Under a sample budget the cap is a fixed freedom (see
-//! [`Question::freedom`]) and the search ends after a few sweeps without a
-//! gain, so a seed gives the same run; under a time budget a slow call (SAT
+//! [`Question::freedom`]), each call has a fixed amount of work (one that
+//! spends it ends the sweep, as a window refused at the cap does), and the
+//! search ends after a few sweeps without a gain, so a seed gives the same
+//! run and every call ends; under a time budget a slow call (SAT
 //! cannot be interrupted) lowers the cap, a sweep that finds nothing within
 //! it doubles it, and the sweeps go on until the time is spent.
 
 use super::incumbent::{self, Incumbent, Start, DP_CUTS};
-use super::sat_worker::{below, Ask, Worker};
+use super::sat_worker::{below, Answer, Ask, Worker};
 use super::{Search, Strategy};
 use mcm_core::latency::LatencyModel;
 use mcm_solver::Infeasible;
@@ -207,10 +209,22 @@ impl Neighbourhood {
         (decisions, freedom)
     }
 
-    /// Learns from the answer to `q`: `found`, a partition under the target
-    /// (whether or not the judge kept it); `took`, the call's time.
-    pub fn learn(&mut self, q: &Question, found: bool, took: Duration) -> Learned {
+    /// Learns from the answer to `q` (a partition found counts whether or
+    /// not the judge kept it); `took`, the call's time.
+    pub fn learn(&mut self, q: &Question, answer: &Answer, took: Duration) -> Learned {
         self.asked += 1;
+        let found = match answer {
+            Answer::Found(_) => true,
+            Answer::None => false,
+            // Too hard for a call's work: a new sweep, as after a window
+            // refused at the cap (the search ends after a few of them).
+            Answer::Unknown => {
+                self.cut = FIRST_CUT;
+                self.radius = 1;
+                self.stale += 1;
+                return Learned::Continue;
+            }
+        };
         // The first call also encodes the target's counters: not a measure.
         if self.timed && took > SLOW && q.freedom > 1 && self.asked > 1 {
             // Too big for the time it leaves: smaller windows from now on.
@@ -277,7 +291,7 @@ impl Strategy for Lns {
             return Ok(());
         };
         let problem = search.problem;
-        let sat = Worker::start(problem, model.clone());
+        let sat = Worker::for_search(search, problem, model.clone());
         if !best.found() {
             // The heuristics' partitions all failed at evaluation: any
             // valid one the oracle finds is a start.
@@ -304,18 +318,21 @@ impl Strategy for Lns {
                     q.target,
                     q.freedom,
                     q.radius,
-                    if answer.is_some() { "found" } else { "none" },
+                    match answer {
+                        Answer::Found(_) => "found",
+                        Answer::None => "none",
+                        Answer::Unknown => "unknown",
+                    },
                     asked.elapsed(),
                     best.latency
                 );
             }
-            let found = answer.is_some();
-            if let Some(chips) = answer {
+            if let Answer::Found(chips) = &answer {
                 if !best.offer(search, &model, chips.clone()) {
-                    sat.ask(Ask::Exclude(chips));
+                    sat.ask(Ask::Exclude(chips.clone()));
                 }
             }
-            if let Learned::Proved(t) = hood.learn(&q, found, asked.elapsed()) {
+            if let Learned::Proved(t) = hood.learn(&q, &answer, asked.elapsed()) {
                 lb = lb.max(t);
                 search.prove(lb);
                 if q.least {
@@ -337,7 +354,7 @@ pub(super) fn seek_any(search: &mut Search, sat: &Worker, model: &LatencyModel, 
             decisions: Vec::new(),
         });
         match sat.answer(search) {
-            Some(Some(chips)) => {
+            Some(Answer::Found(chips)) => {
                 if !best.offer(search, model, chips.clone()) {
                     sat.ask(Ask::Exclude(chips));
                 }
@@ -350,6 +367,41 @@ pub(super) fn seek_any(search: &mut Search, sat: &Worker, model: &LatencyModel, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call that spends its work (a sample budget's bound) proves
+    /// nothing, even of the whole problem, and ends the sweep as a window
+    /// refused at the cap does: the search ends after a few of them.
+    #[test]
+    fn an_unknown_answer_proves_nothing_and_ends_the_sweep() {
+        let text = format!(
+            "{}let p = ring(n = 4, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+             let g = graph {{\n  a {{ flops = 1 MFLOP }}\n  b {{ flops = 2 MFLOP }}\n  a -> b\n}}\n\
+             partition g onto p {{\n    require memory_capacity\n}}\n",
+            mcm_testkit::HEADER
+        );
+        let p = mcm_testkit::compile_ok(&text).problems[0].clone();
+        let model = Arc::new(LatencyModel::new(p.graph.clone(), p.package.clone()).unwrap());
+        let whole = |least: bool| Question {
+            target: 1e-3,
+            decisions: Vec::new(),
+            least,
+            freedom: 3,
+            radius: 2,
+        };
+        let mut hood = Neighbourhood::new(model, false);
+        let took = Duration::from_millis(1);
+        assert_eq!(hood.learn(&whole(false), &Answer::None, took), Learned::Proved(1e-3));
+        for sweeps in 1..=STALE_SWEEPS {
+            hood.radius = 3;
+            assert_eq!(hood.learn(&whole(false), &Answer::Unknown, took), Learned::Continue);
+            assert_eq!((hood.stale, hood.radius, hood.cut), (sweeps, 1, FIRST_CUT));
+        }
+        assert_eq!(
+            hood.learn(&whole(true), &Answer::Found(vec![0, 1]), took),
+            Learned::Continue
+        );
+        assert_eq!(hood.stale, 0, "a gain starts the sweeps again");
+    }
 
     #[test]
     fn windows_merge_when_they_overlap_or_touch() {

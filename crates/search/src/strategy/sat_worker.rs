@@ -4,6 +4,12 @@
 //! end of a time budget an unfinished call is abandoned (its thread ends
 //! when the call does, or with the process). `exact` asks of the whole
 //! problem, `lns` of a window of it (the other nodes fixed by decisions).
+//!
+//! Under a sample budget the search waits for every answer, so a call must
+//! end: a bounded worker ([`Worker::bounded`]) gives each call a fixed
+//! amount of the solver's work ([`CALL_WORK`], counted in its own steps, so
+//! a seed still gives the same run), and a call that spends it answers
+//! [`Answer::Unknown`].
 
 use super::Search;
 use mcm_core::latency::LatencyModel;
@@ -28,8 +34,20 @@ pub(super) enum Ask {
     },
 }
 
-/// A valid partition under the target and decisions, or `None`: there is none.
-pub(super) type Answer = Option<Vec<u32>>;
+/// What a `Solve` found.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Answer {
+    /// A valid partition under the target and decisions.
+    Found(Vec<u32>),
+    /// There is none.
+    None,
+    /// The call spent its work limit first: it tells nothing.
+    Unknown,
+}
+
+/// The work a bounded worker's call may do, in bytes of the solver's proof
+/// ([`SatOracle::solve_within`]).
+pub(super) const CALL_WORK: u64 = 64 << 20;
 
 /// The largest float below `x` (for `x > 0`): "faster than `x`".
 pub(super) fn below(x: f64) -> f64 {
@@ -42,14 +60,33 @@ pub(super) struct Worker {
 }
 
 impl Worker {
+    /// A worker whose calls run to their end (a time budget abandons them).
     pub(super) fn start(problem: &Problem, model: Arc<LatencyModel>) -> Worker {
+        Worker::spawn(problem, model, None)
+    }
+
+    /// A worker whose calls each stop after [`CALL_WORK`] (sample budgets).
+    pub(super) fn bounded(problem: &Problem, model: Arc<LatencyModel>) -> Worker {
+        Worker::spawn(problem, model, Some(CALL_WORK))
+    }
+
+    /// The worker a search's budget wants: bounded under a sample budget,
+    /// whose every answer is waited for.
+    pub(super) fn for_search(search: &Search, problem: &Problem, model: Arc<LatencyModel>) -> Worker {
+        match search.timed() {
+            true => Worker::start(problem, model),
+            false => Worker::bounded(problem, model),
+        }
+    }
+
+    fn spawn(problem: &Problem, model: Arc<LatencyModel>, work: Option<u64>) -> Worker {
         let (asks, inbox) = channel::<Ask>();
         let (outbox, answers) = channel::<Answer>();
         let problem = problem.clone();
         std::thread::Builder::new()
             .name("mcmpart-sat".into())
             .stack_size(mcm_core::WORKER_STACK)
-            .spawn(move || serve(&problem, model, inbox, outbox))
+            .spawn(move || serve(&problem, model, work, inbox, outbox))
             .expect("a thread for the SAT worker");
         Worker { asks, answers }
     }
@@ -89,8 +126,12 @@ pub(super) enum Poll {
     Gone,
 }
 
-fn serve(problem: &Problem, model: Arc<LatencyModel>, inbox: Receiver<Ask>, outbox: Sender<Answer>) {
-    let mut oracle = SatOracle::new(problem, true);
+fn serve(problem: &Problem, model: Arc<LatencyModel>, work: Option<u64>, inbox: Receiver<Ask>, outbox: Sender<Answer>) {
+    let trace = std::env::var_os("MCMPART_SAT_TRACE").is_some();
+    let mut oracle = match work {
+        Some(_) => SatOracle::bounded(problem, true),
+        None => SatOracle::new(problem, true),
+    };
     for ask in inbox {
         match ask {
             Ask::Hint(chips) => oracle.suggest(problem, &Placement::new(chips)),
@@ -100,9 +141,28 @@ fn serve(problem: &Problem, model: Arc<LatencyModel>, inbox: Receiver<Ask>, outb
                     model: model.clone(),
                     latency_s: target,
                 }));
-                let a = match oracle.solve(problem, &decisions) {
-                    SatAnswer::Sat(p) => Some(p.chips),
-                    SatAnswer::Unsat(_) => None,
+                let (from, started) = (oracle.work(), std::time::Instant::now());
+                let answer = match work {
+                    Some(w) => oracle.solve_within(problem, &decisions, w),
+                    None => Some(oracle.solve(problem, &decisions)),
+                };
+                if trace {
+                    // The work a call took, for choosing `CALL_WORK`.
+                    let spent = from.zip(oracle.work()).map(|(a, b)| b.saturating_sub(a));
+                    eprintln!(
+                        "sat worker: {} in {:?}, {spent:?} bytes of proof",
+                        match &answer {
+                            Some(SatAnswer::Sat(_)) => "found",
+                            Some(SatAnswer::Unsat(_)) => "none",
+                            None => "unknown",
+                        },
+                        started.elapsed()
+                    );
+                }
+                let a = match answer {
+                    Some(SatAnswer::Sat(p)) => Answer::Found(p.chips),
+                    Some(SatAnswer::Unsat(_)) => Answer::None,
+                    None => Answer::Unknown,
                 };
                 if outbox.send(a).is_err() {
                     return;

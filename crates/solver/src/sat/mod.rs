@@ -21,16 +21,23 @@
 //! model is judged by the checker before it is returned. The first call
 //! starts the search from a greedy placement (see `hint`), later ones from
 //! the previous model (the solver's saved phases).
+//!
+//! A call can be bounded ([`SatOracle::solve_within`], on an oracle made by
+//! [`SatOracle::bounded`]): it then stops after a given amount of work,
+//! counted in the solver's own steps (see `meter`), and says it does not know.
 
 pub(crate) mod encode;
 pub(crate) mod eval;
 mod hint;
+mod meter;
 
 use crate::checker::Checker;
 use encode::{Lazy, Model};
 use mcm_core::problem::{Placement, Problem};
+use meter::{Gauge, Meter};
 use std::collections::HashMap;
-use varisat::{ExtendFormula, Lit, Solver};
+use std::rc::Rc;
+use varisat::{ExtendFormula, Lit, ProofFormat, Solver};
 
 /// The answer of one call.
 #[derive(Clone, Debug)]
@@ -116,6 +123,14 @@ impl Default for SatOptions {
     }
 }
 
+/// Why a run of the lazy loop found no placement.
+enum Halt {
+    /// The assumptions conflict; these failed.
+    Unsat(Vec<Lit>),
+    /// The call's work limit was spent first (see `meter`).
+    Spent,
+}
+
 /// Where an assumption literal comes from.
 #[derive(Clone, Copy, Debug)]
 enum Origin {
@@ -145,6 +160,15 @@ pub struct SatOracle {
     target: Option<crate::target::encode::TargetSat>,
     /// The target calls are under, if any.
     target_now: Option<crate::target::Target>,
+    /// How the problem was encoded (to encode it again, see `rebuild`).
+    options: SatOptions,
+    /// The proof's byte count, on an oracle whose calls may be bounded.
+    gauge: Option<Rc<Gauge>>,
+    /// A call spent its work limit: the solver cannot go on.
+    stopped: bool,
+    /// The placements excluded so far (to exclude them again after a
+    /// rebuild), on an oracle whose calls may be bounded.
+    excluded: Vec<Placement>,
 }
 
 impl SatOracle {
@@ -163,7 +187,29 @@ impl SatOracle {
 
     /// Encodes the static model with these settings.
     pub fn with_options(problem: &Problem, options: &SatOptions) -> SatOracle {
+        SatOracle::build(problem, options, None)
+    }
+
+    /// An oracle whose calls may be bounded ([`SatOracle::solve_within`]).
+    /// Its solver writes a proof of its search, into a sink that only counts
+    /// it (see `meter`): a little more work a conflict, the search itself
+    /// unchanged.
+    pub fn bounded(problem: &Problem, native: bool) -> SatOracle {
+        let options = SatOptions {
+            native,
+            ..SatOptions::default()
+        };
+        SatOracle::build(problem, &options, Some(Gauge::new()))
+    }
+
+    /// The problem encoded under `options`, its solver's proof counted by
+    /// `gauge` if any.
+    fn build(problem: &Problem, options: &SatOptions, gauge: Option<Rc<Gauge>>) -> SatOracle {
         let mut solver = Solver::new();
+        // Before any clause: varisat's proof covers the whole formula.
+        if let Some(g) = &gauge {
+            solver.write_proof(Meter(g.clone()), ProofFormat::Varisat);
+        }
         let (model, lazy) = encode::encode(&mut solver, problem, options);
         let stats = SatStats {
             clauses: model.clauses,
@@ -182,6 +228,10 @@ impl SatOracle {
             stats,
             target: None,
             target_now: None,
+            options: options.clone(),
+            gauge,
+            stopped: false,
+            excluded: Vec::new(),
         }
     }
 
@@ -226,6 +276,59 @@ impl SatOracle {
     /// every `(d, allowed)` in `decisions`? Sat returns such a placement, which
     /// satisfies every constraint as judged by the checker; Unsat returns the core.
     pub fn solve(&mut self, problem: &Problem, decisions: &[(u32, Vec<u32>)]) -> SatAnswer {
+        if let Some(g) = &self.gauge {
+            g.allow(None);
+        }
+        self.answer(problem, decisions)
+            .expect("a call without a work limit runs to its end")
+    }
+
+    /// [`SatOracle::solve`] within `work` bytes of the solver's proof (see
+    /// `meter`), on an oracle made by [`SatOracle::bounded`] (on another,
+    /// without a limit): `None` when the call spent them first, which says
+    /// nothing of the answer. A call stopped before its core was shrunk
+    /// still answers, with the core it had. After a stop the oracle encodes
+    /// the problem again (varisat cannot go on): its exclusions, target and
+    /// last valid placement carry over; what the solver had learned is lost.
+    pub fn solve_within(&mut self, problem: &Problem, decisions: &[(u32, Vec<u32>)], work: u64) -> Option<SatAnswer> {
+        let Some(g) = self.gauge.clone() else {
+            return Some(self.solve(problem, decisions));
+        };
+        g.allow(Some(work));
+        let answer = self.answer(problem, decisions);
+        g.allow(None);
+        if self.stopped {
+            self.rebuild(problem);
+        }
+        answer
+    }
+
+    /// The proof bytes the solver has written, on an oracle made by
+    /// [`SatOracle::bounded`] (the work its calls have done, in the unit of
+    /// [`SatOracle::solve_within`]'s limit).
+    pub fn work(&self) -> Option<u64> {
+        self.gauge.as_ref().map(|g| g.spent())
+    }
+
+    /// The problem encoded afresh after a stopped call (see
+    /// [`SatOracle::solve_within`]).
+    fn rebuild(&mut self, problem: &Problem) {
+        let mut fresh = SatOracle::build(problem, &self.options, self.gauge.clone());
+        fresh.stats = self.stats.clone();
+        fresh.minimize = self.minimize;
+        fresh.hinted = true;
+        for p in &self.excluded {
+            fresh.exclude(p);
+        }
+        fresh.set_target(self.target_now.clone());
+        if let Some(w) = self.witness.take() {
+            fresh.suggest(problem, &w);
+        }
+        *self = fresh;
+    }
+
+    /// [`SatOracle::solve`]; `None` when the work limit was spent first.
+    fn answer(&mut self, problem: &Problem, decisions: &[(u32, Vec<u32>)]) -> Option<SatAnswer> {
         self.stats.calls += 1;
         let n = self.model.n;
         let c = self.model.c as u32;
@@ -239,14 +342,14 @@ impl SatOracle {
             decisions.iter().all(|(d, allowed)| allowed.contains(&w.chip(*d))) && o.meets_target(w)
         };
         if let Some(w) = self.witness.clone().filter(|w| fits(self, w)) {
-            return SatAnswer::Sat(w);
+            return Some(SatAnswer::Sat(w));
         }
         if !self.hinted {
             self.hinted = true;
             if let Some(h) = hint::greedy(problem) {
                 self.suggest(problem, &h);
                 if let Some(w) = self.witness.clone().filter(|w| fits(self, w)) {
-                    return SatAnswer::Sat(w);
+                    return Some(SatAnswer::Sat(w));
                 }
             }
         }
@@ -258,11 +361,11 @@ impl SatOracle {
             set.sort_unstable();
             set.dedup();
             if set.is_empty() {
-                return SatAnswer::Unsat(Core {
+                return Some(SatAnswer::Unsat(Core {
                     decisions: vec![i],
                     constraints: vec![],
                     target: false,
-                });
+                }));
             }
             let lits = self.set_literals(*d, &set);
             for &l in &lits {
@@ -281,9 +384,10 @@ impl SatOracle {
         match self.run(problem, &assumptions, &all) {
             Ok(p) => {
                 self.witness = Some(p.clone());
-                SatAnswer::Sat(p)
+                Some(SatAnswer::Sat(p))
             }
-            Err(mut core) => {
+            Err(Halt::Spent) => None,
+            Err(Halt::Unsat(mut core)) => {
                 let mut keep: Vec<usize> = core_decisions(&core, &origins);
                 // Solving again under the core's decisions alone often gives a
                 // smaller core (cheap: it is known to fail).
@@ -294,7 +398,9 @@ impl SatOracle {
                     let lits = keep.iter().flat_map(|&k| dec_lits[k].iter().copied());
                     let assumptions = self.assumptions(&all, lits);
                     match self.run(problem, &assumptions, &all) {
-                        Err(c2) => {
+                        // The core so far stands.
+                        Err(Halt::Spent) => break,
+                        Err(Halt::Unsat(c2)) => {
                             let inner = core_decisions(&c2, &origins);
                             let shrank = inner.len() < keep.len();
                             keep = inner;
@@ -323,7 +429,8 @@ impl SatOracle {
                         match self.run(problem, &assumptions, &all) {
                             // `cand` is needed; the placement is a valid witness.
                             Ok(p) => self.witness = Some(p),
-                            Err(c2) => {
+                            Err(Halt::Spent) => break,
+                            Err(Halt::Unsat(c2)) => {
                                 // The new core is within `trial`, so within `keep`.
                                 keep = core_decisions(&c2, &origins);
                                 core = c2;
@@ -335,7 +442,7 @@ impl SatOracle {
                     // The constraints conflict on their own: name the fewest.
                     core = self.minimize_constraints(problem, core, &origins);
                 }
-                SatAnswer::Unsat(to_core(&core, &origins))
+                Some(SatAnswer::Unsat(to_core(&core, &origins)))
             }
         }
     }
@@ -350,6 +457,9 @@ impl SatOracle {
             .map(|u| !self.model.x(u, placement.chips[u as usize]))
             .collect();
         self.model.add_plain(&mut self.solver, &clause);
+        if self.gauge.is_some() {
+            self.excluded.push(placement.clone());
+        }
         if self.witness.as_ref() == Some(placement) {
             self.witness = None;
         }
@@ -426,8 +536,12 @@ impl SatOracle {
     }
 
     /// The lazy loop under the given assumptions, checking the `active`
-    /// constraints: a placement valid for them, or the failed assumptions.
-    fn run(&mut self, problem: &Problem, assumptions: &[Lit], active: &[usize]) -> Result<Placement, Vec<Lit>> {
+    /// constraints: a placement valid for them, or the failed assumptions
+    /// (or the work limit spent, see `meter`).
+    fn run(&mut self, problem: &Problem, assumptions: &[Lit], active: &[usize]) -> Result<Placement, Halt> {
+        if self.stopped {
+            return Err(Halt::Spent);
+        }
         let mut mask = vec![false; problem.constraints.len()];
         for &ci in active {
             mask[ci] = true;
@@ -488,7 +602,15 @@ impl SatOracle {
                             core.len()
                         );
                     }
-                    return Err(core);
+                    return Err(Halt::Unsat(core));
+                }
+                // Only the meter fails a call (no other proof is written).
+                Err(e) if self.gauge.is_some() => {
+                    if self.trace {
+                        eprintln!("sat: stopped ({e})");
+                    }
+                    self.stopped = true;
+                    return Err(Halt::Spent);
                 }
                 Err(e) => panic!("the SAT solver failed: {e}"),
             }
@@ -510,9 +632,14 @@ impl SatOracle {
             let trial: Vec<usize> = keep.iter().copied().filter(|&k| k != cand).collect();
             let assumptions = self.assumptions(&trial, std::iter::empty());
             // A placement valid for only some constraints is no witness.
-            if let Err(c2) = self.run(problem, &assumptions, &trial) {
-                keep = to_core(&c2, origins).constraints;
-                core = c2;
+            match self.run(problem, &assumptions, &trial) {
+                Err(Halt::Unsat(c2)) => {
+                    keep = to_core(&c2, origins).constraints;
+                    core = c2;
+                }
+                // The core so far stands.
+                Err(Halt::Spent) => break,
+                Ok(_) => {}
             }
         }
         core

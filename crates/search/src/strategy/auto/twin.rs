@@ -4,7 +4,7 @@
 use super::super::incumbent::Incumbent;
 use super::super::lns::{Learned, Neighbourhood, Question};
 use super::super::rl::Tuner;
-use super::super::sat_worker::{Ask, Poll, Worker};
+use super::super::sat_worker::{Answer, Ask, Poll, Worker};
 use super::super::{settle_full, Search};
 use mcm_core::latency::LatencyModel;
 use mcm_core::problem::{Placement, Problem};
@@ -124,13 +124,13 @@ impl<'p> Twin<'p> {
         let Some((q, asked)) = self.asked.take() else {
             return false;
         };
-        if let Learned::Proved(t) = self.hood.learn(&q, answer.is_some(), asked.elapsed()) {
+        if let Learned::Proved(t) = self.hood.learn(&q, &answer, asked.elapsed()) {
             self.lb = self.lb.max(t);
             if q.least {
                 self.lb = self.lb.max(self.best.latency);
             }
         }
-        if let Some(chips) = answer {
+        if let Answer::Found(chips) = answer {
             // Refused at evaluation (activations the rules do not see).
             if !self.best.offer(search, model, chips.clone()) {
                 self.worker.ask(Ask::Exclude(chips));

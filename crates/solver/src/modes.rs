@@ -164,7 +164,8 @@ pub fn draw_near(solver: &Solver, u: u32, y: u32, probs: Probs, rng: &mut impl R
 /// are filled by the weights `no_skip`'s Hall step ([`crate::rules`]) forces
 /// there once as many are left as chips to fill.
 /// Where weights follow (not [`Weights::Drawn`]), the draws are uniform and
-/// a user rule bounds each chip, the nodes with inputs are paced instead
+/// a user rule bounds each chip and binds ([`Pace::binds`]), the nodes with
+/// inputs are paced instead
 /// ([`Pace`]: the lowest chip allowed until it holds its share, then the
 /// next), in the first pass of uniform SAMPLE but for a stray few.
 fn sample_rest(
@@ -178,8 +179,8 @@ fn sample_rest(
 ) -> Result<bool, Infeasible> {
     // The limit is absolute, fixed once: a rescan must not extend it.
     let limit = budget.map(|b| solver.stats.failures + b);
-    let mut pace =
-        (probs.is_none() && weights != Weights::Drawn && solver.bounds_per_chip()).then(|| Pace::new(solver, order));
+    let mut pace = (probs.is_none() && weights != Weights::Drawn && solver.bounds_per_chip() && Pace::binds(solver))
+        .then(|| Pace::new(solver, order));
     'rescan: loop {
         if let Some(p) = &mut pace {
             p.recount(solver);

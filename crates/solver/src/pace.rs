@@ -37,6 +37,17 @@ impl Pace {
         pace
     }
 
+    /// Whether the rules keep some node with inputs off the last chip in
+    /// the domains at hand (at the start of a pass, the root's): the run
+    /// bounds of a per-chip rule that binds do (a chain node high up has
+    /// no room left for its descendants), one that does not bind leaves
+    /// every chip open, and pacing its chain would only leave more nodes
+    /// open for longer, which costs the propagators more than it saves.
+    pub fn binds(solver: &Solver) -> bool {
+        let last = (solver.num_chips() as u32).saturating_sub(1);
+        (0..solver.num_nodes() as u32).any(|u| has_inputs(solver, u) && solver.dom(u).max < last)
+    }
+
     /// The chip for `u`, at `pos` in the order, when it has inputs: the
     /// lowest of its domain while that chip holds fewer than its share of
     /// the nodes with inputs left (those left over the chips from there to
@@ -82,4 +93,34 @@ impl Pace {
 
 fn has_inputs(solver: &Solver, u: u32) -> bool {
     !solver.net.pred[u as usize].is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Options;
+
+    /// A chain of four on two chips under upward flow: at most two nodes a
+    /// chip keeps `b` (three nodes from it on) off the last chip, so the
+    /// chain is paced; at most four leaves every chip open, and it is not.
+    #[test]
+    fn only_a_count_that_binds_paces() {
+        let binds = |k: u32| {
+            let text = format!(
+                "use std::placement::{{acyclic_flow}}\n\
+                 use std::topologies::ring\n\
+                 let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+                 let g = graph {{ a -> b -> c -> d }}\n\
+                 constraint at_most(k: int) {{ forall d in chips: count(u in nodes where chip(u) == d) <= k }}\n\
+                 partition g onto t {{ require acyclic_flow, at_most({k}) }}\n"
+            );
+            let c = mcm_lang::compile_str("pace.mcm", &text, std::path::Path::new("."));
+            let p = c.problem(None).unwrap();
+            let s = Solver::new(p, Options::default()).unwrap();
+            assert!(s.bounds_per_chip());
+            Pace::binds(&s)
+        };
+        assert!(binds(2));
+        assert!(!binds(4));
+    }
 }

@@ -14,6 +14,7 @@ pub mod generic;
 #[cfg(test)]
 pub(crate) mod harness;
 pub mod modes;
+mod pace;
 pub mod propagator;
 pub mod reduce;
 pub mod rules;

@@ -3,6 +3,7 @@
 //! (seeded) by default or topological.
 
 use super::engine::{Infeasible, Solver};
+use super::pace::Pace;
 use mcm_core::problem::Placement;
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -162,6 +163,11 @@ pub fn draw_near(solver: &Solver, u: u32, y: u32, probs: Probs, rng: &mut impl R
 /// the weights stay with their consumers, and the chips the chain skipped
 /// are filled by the weights `no_skip`'s Hall step ([`crate::rules`]) forces
 /// there once as many are left as chips to fill.
+/// Where weights follow (not [`Weights::Drawn`]), the draws are uniform and
+/// a user rule bounds each chip and binds ([`Pace::binds`]), the nodes with
+/// inputs are paced instead
+/// ([`Pace`]: the lowest chip allowed until it holds its share, then the
+/// next), in the first pass of uniform SAMPLE but for a stray few.
 fn sample_rest(
     solver: &mut Solver,
     order: &[u32],
@@ -173,7 +179,12 @@ fn sample_rest(
 ) -> Result<bool, Infeasible> {
     // The limit is absolute, fixed once: a rescan must not extend it.
     let limit = budget.map(|b| solver.stats.failures + b);
+    let mut pace = (probs.is_none() && weights != Weights::Drawn && solver.bounds_per_chip() && Pace::binds(solver))
+        .then(|| Pace::new(solver, order));
     'rescan: loop {
+        if let Some(p) = &mut pace {
+            p.recount(solver);
+        }
         let base = solver.num_decisions();
         let mut at: Vec<usize> = Vec::new();
         let mut pos = 0;
@@ -191,10 +202,16 @@ fn sample_rest(
                 Weights::Follow => consumer_chip(solver, u),
                 Weights::Mostly(stray) => consumer_chip(solver, u).filter(|_| !rng.random_bool(stray)),
             };
-            let c = match follow {
-                Some(y) if solver.dom(u).contains(y) => y,
-                Some(y) => draw_near(solver, u, y, probs, rng),
-                None => match near.and_then(|p| p.get(u as usize).copied().flatten()) {
+            let paced = match (&pace, weights) {
+                (Some(p), Weights::Mostly(_)) => p.chip(solver, u, pos).filter(|_| !rng.random_bool(p.stray_odds())),
+                (Some(p), _) => p.chip(solver, u, pos),
+                (None, _) => None,
+            };
+            let c = match (paced, follow) {
+                (Some(c), _) => c,
+                (None, Some(y)) if solver.dom(u).contains(y) => y,
+                (None, Some(y)) => draw_near(solver, u, y, probs, rng),
+                (None, None) => match near.and_then(|p| p.get(u as usize).copied().flatten()) {
                     Some(y) => draw_near(solver, u, y, probs, rng),
                     None => draw(solver, u, probs, rng),
                 },
@@ -204,6 +221,13 @@ fn sample_rest(
             let after = solver.set_domain(u, &[c]);
             if let Some(inf) = solver.infeasible() {
                 return Err(inf.clone());
+            }
+            if let Some(p) = &mut pace {
+                if after > before {
+                    p.placed(solver, u);
+                } else {
+                    p.recount(solver);
+                }
             }
             if after > before {
                 pos += 1;
@@ -237,7 +261,8 @@ enum Weights {
     /// weights left without room; each weight that strays may still do so.
     /// Following every time, a weight could never sit off its consumer's
     /// chip where that chip is allowed, and SAMPLE would miss those
-    /// partitions.
+    /// partitions. The paced nodes with inputs stray likewise
+    /// ([`Pace::stray_odds`]).
     Mostly(f64),
 }
 
@@ -758,8 +783,13 @@ const KEEP_FAILURES: u64 = 8;
 
 /// FIX without the keep phase: each node in order, the nodes without inputs
 /// last ([`sources_last`]), takes the chip of its domain nearest to its
-/// proposal ([`draw_near`]). A valid proposal comes back whole; of another,
-/// each node keeps its chip while the nodes decided before it allow. Under
+/// proposal ([`draw_near`]); under a user rule that bounds each chip and
+/// without a distribution, the nodes with inputs are paced instead
+/// ([`Pace`]), since a uniformly random proposal lifts the chain to the
+/// highest chips the run bounds allow (FIX's keep phase, before it, still
+/// returns a valid proposal whole). Unpaced, a valid proposal comes back
+/// whole; of another, each node keeps its chip while the nodes decided
+/// before it allow. Under
 /// rules that bind along the pipeline, a node whose proposal is taken
 /// stays on its inputs' chip or the next one allowed, so a chain fills the
 /// chips in turn instead of jumping ahead and leaving them to weights alone;

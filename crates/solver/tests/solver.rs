@@ -240,14 +240,18 @@ fn sample_reaches_every_valid_partition() {
 }
 
 /// Under a per-chip count, uniform SAMPLE's first pass lets weights follow
-/// their consumers but for about one a pass (`modes.rs`, `Weights::Mostly`),
-/// drawn from its whole domain: every valid partition stays reachable.
+/// their consumers and paces the other nodes (`pace.rs`) but for about one
+/// of each a pass (`modes.rs`, `Weights::Mostly`), drawn from its whole
+/// domain: every valid partition stays reachable.
 #[test]
 fn sample_under_a_per_chip_count_reaches_every_valid_partition() {
-    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    // The cases do not depend on how many draws the sampler takes.
+    let mut cases = ChaCha8Rng::seed_from_u64(12);
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
     let mut checked = 0;
-    for case in 0..60 {
-        let text = instance(&mut rng, 4, 3).replace("partition g onto t { ", "partition g onto t { require balanced\n");
+    for case in 0..150 {
+        let text =
+            instance(&mut cases, 4, 3).replace("partition g onto t { ", "partition g onto t { require balanced\n");
         let p = problem(&text);
         let all = all_valid(&p);
         // Only cases with a weight whose chip is not forced test the strays.
@@ -711,4 +715,44 @@ fn under_a_count_and_an_equality_fix_and_sample_need_no_witness() {
     assert_eq!(s.stats.sat_calls, 0, "{:?}", s.stats);
     // About 85 a partition either way; passes that give up spend 512 each.
     assert!(s.stats.failures < 2000, "{:?}", s.stats);
+}
+
+/// Under every rule of `tight_all.mcm` together (an op count at 1.5x the
+/// average, a compute budget at 3x the flops bound, a unary rule, an edge
+/// rule, and `norm_with_inputs`, which ties each layer norm to its residual
+/// add and its two weights), FIX from uniformly random proposals and
+/// uniform SAMPLE spread the chain of operations evenly over the chips
+/// (`pace.rs`) and complete in their first passes. Drawn from their
+/// domains, or nearest to such proposals, the chain's first nodes climbed
+/// to the highest chips the run bounds allow, every chip above them then had
+/// to be filled to the cap, and each partition took about 1,200 (FIX) or
+/// 3,400 (SAMPLE) failures before the SAT witness. The solver is stopped
+/// after four passes' worth of decisions a partition, so that a run that
+/// meets those dead ends ends in an error soon after its first witness.
+#[test]
+fn under_tight_rules_together_the_chain_is_paced_and_needs_no_witness() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let c = mcm_lang::compile_file(&common::root().join("examples/rules/tight_all.mcm"));
+    let p = c.problem(None).unwrap();
+    let mut s = Solver::new(p, Options::default()).unwrap();
+    let partitions = 3;
+    let checks = std::sync::Arc::new(AtomicUsize::new(0));
+    let limit = 4 * s.num_nodes() * 2 * partitions;
+    let seen = checks.clone();
+    s.set_stop(Some(std::sync::Arc::new(move || {
+        seen.fetch_add(1, Ordering::Relaxed) > limit
+    })));
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let chips = s.num_chips() as u32;
+    for _ in 0..partitions {
+        let order = node_order(&s, Order::Random, &mut rng);
+        let pl = sample(&mut s, &order, None, &mut rng).expect("SAMPLE completes before the stop");
+        assert!(valid(p, &pl));
+        let proposal: Vec<Option<u32>> = (0..s.num_nodes()).map(|_| Some(rng.random_range(0..chips))).collect();
+        let (pl, _) = fix(&mut s, &order, &proposal, None, &mut rng).expect("FIX completes before the stop");
+        assert!(valid(p, &pl));
+    }
+    assert_eq!(s.stats.sat_calls, 0, "{:?}", s.stats);
+    assert!(s.stats.failures < 30 * partitions as u64, "{:?}", s.stats);
+    assert!(checks.load(Ordering::Relaxed) < limit / 2, "{:?}", s.stats);
 }

@@ -1,0 +1,126 @@
+//! How fast a pass climbs the chips under a per-chip user rule (an op
+//! count, a compute budget): the nodes with inputs (the chain of
+//! operations) are spread evenly over the chips left, each staying on the
+//! lowest chip its domain allows until that chip holds its share, then
+//! taking the next one.
+//!
+//! Drawn from their domains (or nearest to a uniformly random proposal), the
+//! chain climbs to the highest chip the run bounds allow within its first
+//! few nodes: each draw lands halfway up what is left. From there every
+//! chip above must be filled to the cap, and where an equality ties each
+//! layer norm to its residual add and its weights (groups of four that do
+//! not split across chips) almost no pass finds that fill. Spread evenly,
+//! each chip keeps room for the weights that follow their consumers, and
+//! the rule binds nowhere.
+
+use crate::engine::Solver;
+
+/// The pace of one pass over an order.
+pub(crate) struct Pace {
+    /// Per position in the order: the nodes with inputs from there on.
+    left: Vec<u32>,
+    /// Per chip: the nodes with inputs the pass has placed there.
+    on: Vec<u32>,
+}
+
+impl Pace {
+    pub fn new(solver: &Solver, order: &[u32]) -> Pace {
+        let mut left = vec![0u32; order.len() + 1];
+        for i in (0..order.len()).rev() {
+            left[i] = left[i + 1] + u32::from(has_inputs(solver, order[i]));
+        }
+        let mut pace = Pace {
+            left,
+            on: vec![0; solver.num_chips()],
+        };
+        pace.recount(solver);
+        pace
+    }
+
+    /// Whether the rules keep some node with inputs off the last chip in
+    /// the domains at hand (at the start of a pass, the root's): the run
+    /// bounds of a per-chip rule that binds do (a chain node high up has
+    /// no room left for its descendants), one that does not bind leaves
+    /// every chip open, and pacing its chain would only leave more nodes
+    /// open for longer, which costs the propagators more than it saves.
+    pub fn binds(solver: &Solver) -> bool {
+        let last = (solver.num_chips() as u32).saturating_sub(1);
+        (0..solver.num_nodes() as u32).any(|u| has_inputs(solver, u) && solver.dom(u).max < last)
+    }
+
+    /// The chip for `u`, at `pos` in the order, when it has inputs: the
+    /// lowest of its domain while that chip holds fewer than its share of
+    /// the nodes with inputs left (those left over the chips from there to
+    /// the last), else the next of its domain.
+    pub fn chip(&self, solver: &Solver, u: u32, pos: usize) -> Option<u32> {
+        if !has_inputs(solver, u) {
+            return None;
+        }
+        let dom = solver.dom(u);
+        let chips = (solver.num_chips() as u32).saturating_sub(dom.min);
+        let share = self.left[pos].div_ceil(chips.max(1));
+        if self.on[dom.min as usize] < share {
+            return Some(dom.min);
+        }
+        let next = dom.iter().nth(1).unwrap_or(dom.min);
+        Some(next)
+    }
+
+    /// The odds that a node with inputs strays from its pace (is drawn from
+    /// its whole domain) in uniform SAMPLE's first pass: about one a pass,
+    /// so that every valid partition stays reachable.
+    pub fn stray_odds(&self) -> f64 {
+        1.0 / self.left[0].max(1) as f64
+    }
+
+    /// `u` was decided and its decision stands.
+    pub fn placed(&mut self, solver: &Solver, u: u32) {
+        if has_inputs(solver, u) && solver.is_fixed(u) {
+            self.on[solver.dom(u).min as usize] += 1;
+        }
+    }
+
+    /// The placed nodes counted again (after backtracking undid some).
+    pub fn recount(&mut self, solver: &Solver) {
+        self.on.fill(0);
+        for v in 0..solver.num_nodes() as u32 {
+            if solver.is_fixed(v) && has_inputs(solver, v) {
+                self.on[solver.dom(v).min as usize] += 1;
+            }
+        }
+    }
+}
+
+fn has_inputs(solver: &Solver, u: u32) -> bool {
+    !solver.net.pred[u as usize].is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Options;
+
+    /// A chain of four on two chips under upward flow: at most two nodes a
+    /// chip keeps `b` (three nodes from it on) off the last chip, so the
+    /// chain is paced; at most four leaves every chip open, and it is not.
+    #[test]
+    fn only_a_count_that_binds_paces() {
+        let binds = |k: u32| {
+            let text = format!(
+                "use std::placement::{{acyclic_flow}}\n\
+                 use std::topologies::ring\n\
+                 let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+                 let g = graph {{ a -> b -> c -> d }}\n\
+                 constraint at_most(k: int) {{ forall d in chips: count(u in nodes where chip(u) == d) <= k }}\n\
+                 partition g onto t {{ require acyclic_flow, at_most({k}) }}\n"
+            );
+            let c = mcm_lang::compile_str("pace.mcm", &text, std::path::Path::new("."));
+            let p = c.problem(None).unwrap();
+            let s = Solver::new(p, Options::default()).unwrap();
+            assert!(s.bounds_per_chip());
+            Pace::binds(&s)
+        };
+        assert!(binds(2));
+        assert!(!binds(4));
+    }
+}

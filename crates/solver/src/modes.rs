@@ -763,7 +763,14 @@ fn near_enough(valid: &[u32], proposal: &[Option<u32>]) -> bool {
         .zip(proposal)
         .filter(|(v, p)| p.is_some_and(|p| p != **v))
         .count();
-    changed <= (valid.len() / 8).max(8)
+    changed <= merge_limit(valid.len())
+}
+
+/// The most nodes a proposal may change and still be worth merging into a
+/// valid partition of `nodes` nodes (an eighth, at least 8): a larger change
+/// (a fresh policy's draw) would spend every trial and keep little.
+pub fn merge_limit(nodes: usize) -> usize {
+    (nodes / 8).max(8)
 }
 
 /// Failures the keep phase of a budgeted FIX pass may take before the pass

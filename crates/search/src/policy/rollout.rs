@@ -248,7 +248,7 @@ pub fn propose_likeliest_moves(
     // A change as large as FIX would not merge into its anchor (more than
     // an eighth of the nodes: a fresh policy expects to move about every
     // node it can) is no refinement of it.
-    if expected > (probs.len() / 8).max(8) {
+    if expected > mcm_solver::modes::merge_limit(probs.len()) {
         return Ok(None);
     }
     let mut order: Vec<usize> = (0..probs.len()).filter(|&u| leave[u] > 0.0).collect();

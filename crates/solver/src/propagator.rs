@@ -52,6 +52,15 @@ impl<'a> Net<'a> {
         self.equal
             .get_or_init(|| crate::families::equal::Groups::find(self.rules, self.graph, self.package))
     }
+
+    /// The placed nodes in the graph's topological order.
+    pub fn placed_order(&self) -> Vec<u32> {
+        self.graph
+            .topological_order()
+            .iter()
+            .filter_map(|&v| self.graph.decision_of(v))
+            .collect()
+    }
 }
 
 /// A propagator's window on the store, for one call, on behalf of one

@@ -293,12 +293,7 @@ impl Pack {
         if !net.upward || n > MAX_NODES || c == 0 || weighted.all(|x| x == first) {
             return None;
         }
-        let order: Vec<u32> = net
-            .graph
-            .topological_order()
-            .iter()
-            .filter_map(|&v| net.graph.decision_of(v))
-            .collect();
+        let order: Vec<u32> = net.placed_order();
         let p: Vec<u32> = order.iter().copied().filter(|&u| w[u as usize] > 0).collect();
         let mut slot = vec![u32::MAX; n];
         for (i, &u) in p.iter().enumerate() {

@@ -330,12 +330,7 @@ const EXACT_CONES: usize = 8192;
 fn cone_bounds(net: &Net, wmin: &[i64], room: &[i64]) -> Vec<(u32, u32)> {
     let n = wmin.len();
     let c = room.len();
-    let order: Vec<u32> = net
-        .graph
-        .topological_order()
-        .iter()
-        .filter_map(|&v| net.graph.decision_of(v))
-        .collect();
+    let order: Vec<u32> = net.placed_order();
     let groups = net.groups();
     let down = cone_weights(n, order.iter().rev(), &net.succ, wmin, groups);
     let up = cone_weights(n, order.iter(), &net.pred, wmin, groups);

@@ -117,6 +117,45 @@ fn auto(p: &Problem, samples: usize, seed: u64) -> Option<Outcome> {
     strategy::run(p, &judge, s.as_mut(), Budget::Samples(samples), seed, None).ok()
 }
 
+/// `fewer` (the run under fewer rules) spent its first `half` samples as
+/// `four` (the four-rule run) did, sample for sample, so it ends no worse
+/// than `four` at `half`, and no worse than `four`'s whole run when
+/// `whole_within` (that run found its best, or ended, within the half); its
+/// best passes the checker under its own rules.
+fn replays_the_twin(
+    p: &Problem,
+    fewer: &Outcome,
+    four: &Outcome,
+    half: usize,
+    whole_within: bool,
+    seed: u64,
+) -> Result<(), TestCaseError> {
+    let score = |o: &Outcome, i: usize| o.records.get(i).map(|r| r.throughput);
+    for i in 0..half.min(four.records.len()) {
+        prop_assert_eq!(
+            score(fewer, i),
+            score(four, i),
+            "seed {}: sample {} differs",
+            seed,
+            i + 1
+        );
+    }
+    let best = fewer.best.as_ref().map(|b| b.throughput);
+    prop_assert!(
+        best >= four.best_at(half),
+        "seed {seed}: {best:?} < {:?}",
+        four.best_at(half)
+    );
+    if whole_within {
+        let four_best = four.best.as_ref().map(|b| b.throughput);
+        prop_assert!(best >= four_best, "seed {seed}: {best:?} < {four_best:?}");
+    }
+    if let Some(b) = &fewer.best {
+        prop_assert!(check(&p.graph, &p.package, &p.constraints, &Placement::new(b.chips.clone())).is_empty());
+    }
+    Ok(())
+}
+
 const SAMPLES: usize = 40;
 
 proptest! {
@@ -143,21 +182,8 @@ proptest! {
             let (Some(fewer), Some(four)) = (auto(&p, SAMPLES, seed), auto(&strict, SAMPLES, seed)) else {
                 continue;
             };
-            let shared = half.min(four.records.len());
-            let score = |o: &Outcome, i: usize| o.records.get(i).map(|r| r.throughput);
-            for i in 0..shared {
-                prop_assert_eq!(score(&fewer, i), score(&four, i), "seed {}: sample {} differs", seed, i + 1);
-            }
-            let best = fewer.best.as_ref().map(|b| b.throughput);
-            prop_assert!(best >= four.best_at(half), "seed {seed}: {best:?} < {:?}", four.best_at(half));
-            let four_best = four.best.as_ref().map(|b| b.throughput);
             let within = four.best.as_ref().is_none_or(|b| b.sample <= half) || four.records.len() <= half;
-            if within {
-                prop_assert!(best >= four_best, "seed {seed}: {best:?} < {four_best:?}");
-            }
-            if let Some(b) = &fewer.best {
-                prop_assert!(check(&p.graph, &p.package, &p.constraints, &Placement::new(b.chips.clone())).is_empty());
-            }
+            replays_the_twin(&p, &fewer, &four, half, within, seed)?;
         }
     }
 }
@@ -194,20 +220,7 @@ proptest! {
             let (Some(fewer), Some(four)) = (dp(&p, DP_SAMPLES, seed), dp(&strict, DP_SAMPLES, seed)) else {
                 continue;
             };
-            let shared = half.min(four.records.len());
-            let score = |o: &Outcome, i: usize| o.records.get(i).map(|r| r.throughput);
-            for i in 0..shared {
-                prop_assert_eq!(score(&fewer, i), score(&four, i), "seed {}: sample {} differs", seed, i + 1);
-            }
-            let best = fewer.best.as_ref().map(|b| b.throughput);
-            prop_assert!(best >= four.best_at(half), "seed {seed}: {best:?} < {:?}", four.best_at(half));
-            if four.records.len() <= half {
-                let four_best = four.best.as_ref().map(|b| b.throughput);
-                prop_assert!(best >= four_best, "seed {seed}: {best:?} < {four_best:?}");
-            }
-            if let Some(b) = &fewer.best {
-                prop_assert!(check(&p.graph, &p.package, &p.constraints, &Placement::new(b.chips.clone())).is_empty());
-            }
+            replays_the_twin(&p, &fewer, &four, half, four.records.len() <= half, seed)?;
         }
     }
 }

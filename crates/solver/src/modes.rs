@@ -268,7 +268,7 @@ enum Weights {
     /// Following every time, a weight could never sit off its consumer's
     /// chip where that chip is allowed, and SAMPLE would miss those
     /// partitions. The paced nodes with inputs stray likewise
-    /// ([`Pace::stray_odds`]).
+    /// ([`Pace::stray_odds`]), each near its pace ([`Pace::stray`]).
     Mostly(f64),
 }
 

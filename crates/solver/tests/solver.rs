@@ -665,7 +665,7 @@ fn under_a_binding_count_samples_let_weights_follow() {
 /// pace stays near it (`Pace::stray`). Drawn from its whole domain, a stray
 /// late in the chain lifted it to the last chips, which had no room left for
 /// the chain and its weights, and the pass backtracked over every node after
-/// it (about 18 failures a partition in `bench solver`; none now).
+/// it.
 #[test]
 fn under_a_binding_count_a_stray_stays_near_its_pace() {
     let text = "use std::placement::{acyclic_flow, no_skip, triangle_dependency, memory_capacity}\n\

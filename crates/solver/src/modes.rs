@@ -203,7 +203,13 @@ fn sample_rest(
                 Weights::Mostly(stray) => consumer_chip(solver, u).filter(|_| !rng.random_bool(stray)),
             };
             let paced = match (&pace, weights) {
-                (Some(p), Weights::Mostly(_)) => p.chip(solver, u, pos).filter(|_| !rng.random_bool(p.stray_odds())),
+                (Some(p), Weights::Mostly(_)) => p.chip(solver, u, pos).map(|c| {
+                    if rng.random_bool(p.stray_odds()) {
+                        p.stray(solver, u, rng)
+                    } else {
+                        c
+                    }
+                }),
                 (Some(p), _) => p.chip(solver, u, pos),
                 (None, _) => None,
             };
@@ -262,7 +268,7 @@ enum Weights {
     /// Following every time, a weight could never sit off its consumer's
     /// chip where that chip is allowed, and SAMPLE would miss those
     /// partitions. The paced nodes with inputs stray likewise
-    /// ([`Pace::stray_odds`]).
+    /// ([`Pace::stray_odds`]), each near its pace ([`Pace::stray`]).
     Mostly(f64),
 }
 

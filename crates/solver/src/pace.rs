@@ -73,6 +73,25 @@ impl Pace {
         1.0 / self.left[0].max(1) as f64
     }
 
+    /// The chip for `u` when it strays from its pace: any of its domain,
+    /// the lowest likeliest, each one above half as likely as the one
+    /// below (the highest as likely as the one below it). Drawn uniformly,
+    /// a stray late in the chain lifted it to near the last chip, where
+    /// the chain and its weights left had no room under the rule, and the
+    /// pass backtracked over every node after it.
+    pub fn stray(&self, solver: &Solver, u: u32, rng: &mut impl rand::Rng) -> u32 {
+        let dom = solver.dom(u);
+        let mut chips = dom.iter();
+        let mut c = chips.next().unwrap_or(dom.min);
+        for next in chips {
+            if !rng.random_bool(0.5) {
+                break;
+            }
+            c = next;
+        }
+        c
+    }
+
     /// `u` was decided and its decision stands.
     pub fn placed(&mut self, solver: &Solver, u: u32) {
         if has_inputs(solver, u) && solver.is_fixed(u) {

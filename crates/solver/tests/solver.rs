@@ -659,6 +659,41 @@ fn under_a_binding_count_samples_let_weights_follow() {
     assert!(s.stats.failures < 200, "SAMPLE: {:?}", s.stats);
 }
 
+/// GPT-2 medium on 32 chips under an op count at 1.5x the average, a
+/// compute budget at 3x the flops bound, a unary and an edge rule: uniform
+/// SAMPLE's first pass paces the chain, and a node that strays from its
+/// pace stays near it (`Pace::stray`). Drawn from its whole domain, a stray
+/// late in the chain lifted it to the last chips, which had no room left for
+/// the chain and its weights, and the pass backtracked over every node after
+/// it.
+#[test]
+fn under_a_binding_count_a_stray_stays_near_its_pace() {
+    let text = "use std::placement::{acyclic_flow, no_skip, triangle_dependency, memory_capacity}\n\
+        use std::topologies::ring\n\
+        let t = ring(n = 32, memory = 256 MiB, compute = 8 TFLOP/s, bandwidth = 25 GB/s)\n\
+        let g = graph(\"examples/graphs/gpt2-medium.json.gz\")\n\
+        constraint ops_cap(k: int) { forall d in chips: count(u in nodes where chip(u) == d) <= k }\n\
+        constraint busy_cap(limit: time) { forall d in chips: sum(u in nodes where chip(u) == d) u.flops / d.compute <= limit }\n\
+        constraint norms_off_last() { forall u in nodes where u.op == \"layer_norm\": chip(u) != 31 }\n\
+        constraint matmul_feeds_near(k: int) { forall (u, v) in edges where u.op == \"matmul\": chip(v) - chip(u) <= k }\n\
+        partition g onto t {\n\
+        require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n\
+        require ops_cap(60), busy_cap(927 us), norms_off_last, matmul_feeds_near(2)\n\
+        }\n";
+    let c = mcm_lang::compile_str("gpt2_tight.mcm", text, &common::root());
+    let p = c.problem(None).unwrap();
+    let mut s = Solver::new(p, Options::default()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let partitions = 30;
+    for _ in 0..partitions {
+        let order = node_order(&s, Order::Random, &mut rng);
+        let pl = sample(&mut s, &order, None, &mut rng).unwrap();
+        assert!(valid(p, &pl));
+    }
+    assert_eq!(s.stats.sat_calls, 0, "{:?}", s.stats);
+    assert!(s.stats.failures < 2 * partitions, "SAMPLE: {:?}", s.stats);
+}
+
 /// Under a per-chip count and an equality chosen by operation (a node of
 /// kind "norm" on the chip of each of its inputs, as `norm_with_inputs`
 /// ties a layer norm to its inputs), uniform SAMPLE reaches every valid

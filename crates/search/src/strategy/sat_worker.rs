@@ -222,20 +222,20 @@ mod tests {
     use super::*;
     use std::time::Instant;
 
-    /// Thirteen nodes of 1 MiB of weights in a chain, on a ring of six
-    /// chips of 2 MiB: thirteen pigeons in twelve holes, whose proof of
+    /// Seventeen nodes of 1 MiB of weights in a chain, on a ring of eight
+    /// chips of 2 MiB: seventeen pigeons in sixteen holes, whose proof of
     /// unsatisfiability runs far past any wait here.
     fn pigeons() -> Problem {
         let mut g = String::from("let g = graph {\n");
-        for i in 0..13 {
+        for i in 0..17 {
             g += &format!("    n{i} {{ flops = 1 MFLOP, params = 1 MiB, output_bytes = 1 KiB }}\n");
         }
-        for i in 1..13 {
+        for i in 1..17 {
             g += &format!("    n{} -> n{i}\n", i - 1);
         }
         g += "}\n";
         let text = format!(
-            "{}let p = ring(n = 6, memory = 2 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n{g}\
+            "{}let p = ring(n = 8, memory = 2 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n{g}\
              partition g onto p {{\n    require memory_capacity\n}}\n",
             mcm_testkit::HEADER
         );
@@ -268,7 +268,7 @@ mod tests {
         );
         drop(w);
         let since = Instant::now();
-        while !thread.is_finished() && since.elapsed() < Duration::from_secs(60) {
+        while !thread.is_finished() && since.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(thread.is_finished(), "the dropped worker's call still runs");

@@ -182,8 +182,9 @@ mod tests {
     }
 
     /// A call running on another thread stops once its stop flag is set,
-    /// and the oracle's later calls answer nothing at once. Thirteen
-    /// pigeons in twelve holes: a proof far past any wait here.
+    /// and the oracle's later calls answer nothing at once. Seventeen
+    /// pigeons in sixteen holes: a proof far past any wait here (fifteen in
+    /// fourteen took 40 s in a test build).
     #[test]
     fn a_flagged_meter_stops_a_running_call() {
         use std::sync::atomic::{AtomicBool, Ordering};
@@ -194,7 +195,7 @@ mod tests {
         let (sender, answers) = mpsc::channel();
         let flag = stop.clone();
         std::thread::spawn(move || {
-            let p = pigeons(13, 6);
+            let p = pigeons(17, 8);
             let mut o = SatOracle::stoppable(&p, true, flag);
             started.send(()).unwrap();
             let first = o.solve_within(&p, &[], u64::MAX);
@@ -206,7 +207,7 @@ mod tests {
         assert!(answers.try_recv().is_err(), "the call ended before the flag was set");
         stop.store(true, Ordering::Relaxed);
         let (first, again) = answers
-            .recv_timeout(Duration::from_secs(60))
+            .recv_timeout(Duration::from_secs(30))
             .expect("the flagged call stops");
         assert!(first && again, "a stopped oracle answers nothing");
     }

@@ -407,6 +407,11 @@ fn run_after<'p>(
     // of half the time, whose best the problem's search starts from.
     let replayed = twin.and_then(|t| twin_half(search, t));
     if search.done() {
+        // The twin's half ran past the whole budget (a step it could not
+        // cut short): the structural bound still holds of the problem.
+        if let Some(lb) = incumbent::structural_bound(problem) {
+            search.prove(lb);
+        }
         return Ok(());
     }
     let cuts = match (whole, search.timed()) {

@@ -13,16 +13,16 @@
 //! It ends when the bound meets the incumbent (proven optimal) or the budget
 //! is spent. When the problem does not require all of the standard
 //! library's pipeline rules, its stricter twin (the same problem with them
-//! added) is searched too. Under a sample budget, and under an objective
-//! the SAT backing cannot encode, the first half of the budget is the run
-//! `auto` makes on the twin alone with the same seed, sample for sample
-//! ([`replay`]); the problem's own search then goes on from its best. So a
-//! problem with fewer rules never ends worse than the twin's run does at
-//! half its budget. Under a time budget (throughput) the twin's search runs
-//! beside the problem's instead ([`Twin`]): the first proposals settled
-//! under the twin's rules, then what `auto` does on a problem with every
-//! rule, around the best partition those rules allow: `lns`'s windows on
-//! one more SAT worker, and a share of the learned policy's rounds
+//! added) is searched too. The first half of the budget, samples or
+//! seconds, is the run `auto` makes on the twin alone with the same seed
+//! ([`replay`]; under a sample budget sample for sample, under a time
+//! budget its SAT calls stopped at the half); the problem's own search then
+//! goes on from its best. So a problem with fewer rules never ends worse
+//! than the twin's run does at half its budget. Under a time budget
+//! (throughput) the twin's search goes on beside the problem's in the
+//! second half ([`Twin`]): what `auto` does on a problem with every rule,
+//! around the best partition those rules allow: `lns`'s windows on one
+//! more SAT worker, and a share of the learned policy's rounds
 //! ([`Split`]).
 //!
 //! Under a time budget both workers run at once and the search waits for
@@ -382,124 +382,137 @@ impl Strategy for Auto {
     }
 
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
-        // Under a sample budget every dp cut (at most one per chip), so the
-        // portfolio holds dp's whole run; under a time budget the best few,
-        // as settling a cut can take seconds on large graphs; none past
-        // [`PORTFOLIO_NODES`], where dp's table (quadratic in the nodes when
-        // memory does not cut stages short) would take hours.
-        let whole = whole_portfolio(search.problem.graph.num_placed());
-        let problem = search.problem;
-        let proxy = search.proxy_target();
-        let twin = problem.stricter();
-        // The stricter twin's run first ([`replay`]), where its path can be
-        // replayed: under a sample budget, and under a proxy target, whose
-        // search on the twin is annealing on this thread.
-        let replayed = twin
-            .filter(|_| !search.timed() || proxy)
-            .and_then(|t| replay(search, t));
-        if search.done() {
-            return Ok(());
-        }
-        let cuts = match (whole, search.timed()) {
-            (false, _) => 0,
-            (true, true) => DP_CUTS,
-            (true, false) => usize::MAX,
-        };
-        // The learned placers' networks think while the heuristics' proposals
-        // are settled; none past the deadline, where nothing more is judged.
-        let learned = (whole && !search.done()).then(|| {
-            let allowed = search.allowed();
-            crate::placers::zero_shot::spawn(search.problem, allowed, search.seed())
-        });
-        let Some(Start { model, mut best, lb }) = incumbent::start(search, cuts)? else {
-            return Ok(());
-        };
-        // The twin's best is where the problem's own search goes on from,
-        // and under a time budget where the twin's search starts (see
-        // [`Twin`]) even when the problem's proposals gave a faster one its
-        // rules refuse: the best of its replayed run, or else the same first
-        // proposals settled under its rules, where pipeline order keeps
-        // activations and weights apart.
-        let mut twin_first = match &replayed {
-            Some(b) => Incumbent::judged(&model, &b.chips, b.throughput, proxy),
-            None => Incumbent::none(proxy),
-        };
-        if let Some(t) = twin.filter(|_| replayed.is_none() && search.timed() && !proxy) {
-            // A twin with no valid partition offers none; the problem may
-            // still have some.
-            let _ = search.on_twin(t, |s| incumbent::first(s, &model, &mut twin_first, cuts));
-        }
-        best.adopt(&twin_first);
-        if !whole {
-            search.prove(lb);
-            return Ok(());
-        }
-        if best.found() {
-            super::rl::policy_offers(search, &model, &mut best, POLICY_DRAWS)?;
-            if let Some(pending) = learned {
-                super::proposals::judge_learned(search, &model, &mut best, pending)?;
-            }
-        }
-        if proxy {
-            return refine(search, &model, &mut best);
-        }
-        search.prove(lb);
-        // Under a time budget the stricter twin is searched too (see
-        // [`Twin`]), and asked first when nothing valid is found yet. Not
-        // under a sample budget, whose SAT calls are waited for to their end:
-        // a question below a refused answer can take long.
-        let twin = match search.timed() {
-            true => twin.map(|t| (t, Worker::start(t, model.clone()))),
-            false => None,
-        };
-        if let (false, Some((_, w))) = (best.found(), &twin) {
-            seek_balanced(search, w, &model, &mut best, lb);
-        }
-        let exact = Worker::for_search(search, problem, model.clone());
-        if !best.found() {
-            seek_any(search, &exact, &model, &mut best);
-        }
-        if !best.found() {
-            return Ok(());
-        }
-        let lns = Worker::for_search(search, problem, model.clone());
-        let twin = twin.map(|(t, worker)| {
-            let mut twin = Twin::new(t, worker, model.clone(), lb, twin_first);
-            twin.consider(&best);
-            twin
-        });
-        for w in [&lns, &exact] {
-            w.ask(Ask::Hint(best.chips.clone()));
-        }
-        let mut p = Portfolio {
-            hood: Neighbourhood::new(model.clone(), search.timed()),
-            model,
-            best,
-            lb,
-            lns,
-            exact,
-            lns_asked: None,
-            exact_asked: None,
-            lns_over: false,
-            exact_on: search.timed()
-                || problem.graph.num_placed() * problem.package.num_chips().saturating_sub(1) <= FREE_CAP,
-            twin,
-        };
-        if search.timed() {
-            let tuner = Tuner::new(search, &p.best);
-            p.race(search, tuner);
-            return Ok(());
-        }
-        p.turns(search);
-        // The workers stop asking before a sample budget is spent when lns
-        // finds nothing in its sweeps and exact is off (a large problem):
-        // the samples left anneal from the best, as under a proxy target,
-        // so that auto is not behind a strategy that spends them.
-        if !search.done() && !p.optimal() {
-            return refine(search, &p.model, &mut p.best);
-        }
-        Ok(())
+        run_after(search, replay)
     }
+}
+
+/// `auto`'s run, its first half on the stricter twin made by `twin_half`
+/// ([`replay`]; a stand-in of known result in tests) when the problem has
+/// one.
+fn run_after<'p>(
+    search: &mut Search<'p>,
+    twin_half: impl FnOnce(&mut Search<'p>, &'p Problem) -> Option<Best>,
+) -> Result<(), Infeasible> {
+    // Under a sample budget every dp cut (at most one per chip), so the
+    // portfolio holds dp's whole run; under a time budget the best few,
+    // as settling a cut can take seconds on large graphs; none past
+    // [`PORTFOLIO_NODES`], where dp's table (quadratic in the nodes when
+    // memory does not cut stages short) would take hours.
+    let whole = whole_portfolio(search.problem.graph.num_placed());
+    let problem = search.problem;
+    let proxy = search.proxy_target();
+    let twin = problem.stricter();
+    // The stricter twin's run first ([`replay`]): under a sample budget
+    // the same path as the twin's run alone; under a time budget a run
+    // of half the time, whose best the problem's search starts from.
+    let replayed = twin.and_then(|t| twin_half(search, t));
+    if search.done() {
+        // The twin's half ran past the whole budget (a step it could not
+        // cut short): the structural bound still holds of the problem.
+        if let Some(lb) = incumbent::structural_bound(problem) {
+            search.prove(lb);
+        }
+        return Ok(());
+    }
+    let cuts = match (whole, search.timed()) {
+        (false, _) => 0,
+        (true, true) => DP_CUTS,
+        (true, false) => usize::MAX,
+    };
+    // The learned placers' networks think while the heuristics' proposals
+    // are settled; none past the deadline, where nothing more is judged.
+    let learned = (whole && !search.done()).then(|| {
+        let allowed = search.allowed();
+        crate::placers::zero_shot::spawn(search.problem, allowed, search.seed())
+    });
+    let Some(Start { model, mut best, lb }) = incumbent::start(search, cuts)? else {
+        return Ok(());
+    };
+    // The twin's best is where the problem's own search goes on from,
+    // and under a time budget where the twin's search starts (see
+    // [`Twin`]) even when the problem's proposals gave a faster one its
+    // rules refuse: the best of its replayed run, or else the same first
+    // proposals settled under its rules, where pipeline order keeps
+    // activations and weights apart.
+    let mut twin_first = match &replayed {
+        Some(b) => Incumbent::judged(&model, &b.chips, b.throughput, proxy),
+        None => Incumbent::none(proxy),
+    };
+    if let Some(t) = twin.filter(|_| replayed.is_none() && search.timed() && !proxy) {
+        // A twin with no valid partition offers none; the problem may
+        // still have some.
+        let _ = search.on_twin(t, |s| incumbent::first(s, &model, &mut twin_first, cuts));
+    }
+    best.adopt(&twin_first);
+    if !whole {
+        search.prove(lb);
+        return Ok(());
+    }
+    if best.found() {
+        super::rl::policy_offers(search, &model, &mut best, POLICY_DRAWS)?;
+        if let Some(pending) = learned {
+            super::proposals::judge_learned(search, &model, &mut best, pending)?;
+        }
+    }
+    if proxy {
+        return refine(search, &model, &mut best);
+    }
+    search.prove(lb);
+    // Under a time budget the stricter twin is searched too (see
+    // [`Twin`]), and asked first when nothing valid is found yet. Not
+    // under a sample budget, whose SAT calls are waited for to their end:
+    // a question below a refused answer can take long.
+    let twin = match search.timed() {
+        true => twin.map(|t| (t, Worker::start(t, model.clone()))),
+        false => None,
+    };
+    if let (false, Some((_, w))) = (best.found(), &twin) {
+        seek_balanced(search, w, &model, &mut best, lb);
+    }
+    let exact = Worker::for_search(search, problem, model.clone());
+    if !best.found() {
+        seek_any(search, &exact, &model, &mut best);
+    }
+    if !best.found() {
+        return Ok(());
+    }
+    let lns = Worker::for_search(search, problem, model.clone());
+    let twin = twin.map(|(t, worker)| {
+        let mut twin = Twin::new(t, worker, model.clone(), lb, twin_first);
+        twin.consider(&best);
+        twin
+    });
+    for w in [&lns, &exact] {
+        w.ask(Ask::Hint(best.chips.clone()));
+    }
+    let mut p = Portfolio {
+        hood: Neighbourhood::new(model.clone(), search.timed()),
+        model,
+        best,
+        lb,
+        lns,
+        exact,
+        lns_asked: None,
+        exact_asked: None,
+        lns_over: false,
+        exact_on: search.timed()
+            || problem.graph.num_placed() * problem.package.num_chips().saturating_sub(1) <= FREE_CAP,
+        twin,
+    };
+    if search.timed() {
+        let tuner = Tuner::new(search, &p.best);
+        p.race(search, tuner);
+        return Ok(());
+    }
+    p.turns(search);
+    // The workers stop asking before a sample budget is spent when lns
+    // finds nothing in its sweeps and exact is off (a large problem):
+    // the samples left anneal from the best, as under a proxy target,
+    // so that auto is not behind a strategy that spends them.
+    if !search.done() && !p.optimal() {
+        return refine(search, &p.model, &mut p.best);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -603,5 +616,46 @@ mod tests {
         // pipeline rules; under the twin's, none does.
         assert!(invalid(false) > 0);
         assert_eq!(invalid(true), 0);
+    }
+
+    /// Under a time budget the problem's run starts with the twin's half
+    /// and goes on from its best: with a stand-in for the twin's run that
+    /// judges one known partition the twin's rules allow, that partition is
+    /// the run's first sample, judged on the twin within the half, and the
+    /// run ends no worse than it.
+    #[test]
+    fn under_a_time_budget_the_problem_goes_on_from_the_twins_half() {
+        use crate::cost::{Judge, JudgeOptions};
+        let p = chain("auto-twin-timed", "memory_capacity");
+        let twin = p.stricter().expect("memory_capacity alone has a twin");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let model = LatencyModel::new(p.graph.clone(), p.package.clone()).unwrap();
+        // Valid under the twin's rules: the chain in order over the ring.
+        let ahead: Vec<u32> = vec![0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3];
+        let mut search = Search::new(&p, &judge, super::super::Budget::Seconds(2.0), 1).unwrap();
+        let mut half = None;
+        run_after(&mut search, |s, t| {
+            assert!(std::ptr::eq(t, twin));
+            let _ = s.replay_on(t, |s| {
+                half = s.time_left();
+                let mut b = Incumbent::none(false);
+                assert!(b.offer(s, &model, ahead.clone()), "the twin allows it");
+            });
+            s.best().cloned()
+        })
+        .unwrap();
+        let half = half.expect("the twin's half ran");
+        assert!(half <= 1.0, "{half} s: at most half the time");
+        let first = &search.records[0];
+        let judged = first.throughput.expect("valid");
+        assert_eq!(
+            search.best().unwrap().throughput,
+            search.records.iter().filter_map(|r| r.throughput).fold(0.0, f64::max)
+        );
+        assert!(
+            search.best().unwrap().throughput >= judged,
+            "never worse than the twin's half"
+        );
+        assert!(search.records.len() > 1, "the problem's own search went on");
     }
 }

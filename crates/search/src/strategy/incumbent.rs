@@ -15,6 +15,7 @@ use super::dp::candidates;
 use super::{greedy_start, proposals, settle_full, Search};
 use crate::cost::{CostModel, Verdict};
 use mcm_core::latency::LatencyModel;
+use mcm_core::problem::Problem;
 use mcm_solver::Infeasible;
 use std::sync::Arc;
 
@@ -25,6 +26,12 @@ const ROUNDING: f64 = 1e-9;
 /// in other orders than the model, so they are proven up to rounding.
 fn structural(cost: &CostModel) -> f64 {
     cost.bound_latency() * (1.0 - ROUNDING)
+}
+
+/// The structural bound of `problem` ([`Start::lb`]) without a search's
+/// first steps; `None` without the analytical model.
+pub(super) fn structural_bound(problem: &Problem) -> Option<f64> {
+    CostModel::new(problem).ok().map(|c| structural(&c))
 }
 
 /// dp's cuts judged for the first incumbent, best estimate first.

@@ -10,12 +10,18 @@
 //! amount of the solver's work ([`CALL_WORK`], counted in its own steps, so
 //! a seed still gives the same run), and a call that spends it answers
 //! [`Answer::Unknown`].
+//!
+//! A worker dropped while a call runs stops that call when its oracle is
+//! metered (bounded, or [`Worker::stoppable`]): the stricter twin's run in
+//! the first half of a time budget abandons its calls at the half, and they
+//! would otherwise spin through the problem's own half.
 
 use super::Search;
 use mcm_core::latency::LatencyModel;
 use mcm_core::problem::{Placement, Problem};
 use mcm_solver::sat::{SatAnswer, SatOracle};
 use mcm_solver::Target;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,38 +63,63 @@ pub(super) fn below(x: f64) -> f64 {
 pub(super) struct Worker {
     asks: Sender<Ask>,
     answers: Receiver<Answer>,
+    /// Set when the worker is dropped: a metered oracle stops its call.
+    stop: Arc<AtomicBool>,
+}
+
+/// How a worker's oracle runs its calls.
+#[derive(Clone, Copy)]
+enum Calls {
+    /// To their end, unmetered (a time budget abandons them).
+    Free,
+    /// To their end or until the worker is dropped.
+    Stoppable,
+    /// Each within this much work, or until the worker is dropped.
+    Bounded(u64),
 }
 
 impl Worker {
     /// A worker whose calls run to their end (a time budget abandons them).
     pub(super) fn start(problem: &Problem, model: Arc<LatencyModel>) -> Worker {
-        Worker::spawn(problem, model, None)
+        Worker::spawn(problem, model, Calls::Free)
     }
 
     /// A worker whose calls each stop after [`CALL_WORK`] (sample budgets).
     pub(super) fn bounded(problem: &Problem, model: Arc<LatencyModel>) -> Worker {
-        Worker::spawn(problem, model, Some(CALL_WORK))
+        Worker::spawn(problem, model, Calls::Bounded(CALL_WORK))
+    }
+
+    /// A worker whose calls run to their end unless it is dropped first,
+    /// which stops the call (its solver writes a proof to be stoppable: a
+    /// little more work a conflict).
+    pub(super) fn stoppable(problem: &Problem, model: Arc<LatencyModel>) -> Worker {
+        Worker::spawn(problem, model, Calls::Stoppable)
     }
 
     /// The worker a search's budget wants: bounded under a sample budget,
-    /// whose every answer is waited for.
+    /// whose every answer is waited for; under a time budget stoppable in
+    /// a part of it that ends before the budget does (the twin's half, see
+    /// [`Search::replay_on`]), whose calls would outlive it.
     pub(super) fn for_search(search: &Search, problem: &Problem, model: Arc<LatencyModel>) -> Worker {
-        match search.timed() {
-            true => Worker::start(problem, model),
-            false => Worker::bounded(problem, model),
+        match (search.timed(), search.cap.is_some()) {
+            (true, false) => Worker::start(problem, model),
+            (true, true) => Worker::stoppable(problem, model),
+            (false, _) => Worker::bounded(problem, model),
         }
     }
 
-    fn spawn(problem: &Problem, model: Arc<LatencyModel>, work: Option<u64>) -> Worker {
+    fn spawn(problem: &Problem, model: Arc<LatencyModel>, calls: Calls) -> Worker {
         let (asks, inbox) = channel::<Ask>();
         let (outbox, answers) = channel::<Answer>();
+        let stop = Arc::new(AtomicBool::new(false));
         let problem = problem.clone();
+        let flag = stop.clone();
         std::thread::Builder::new()
             .name("mcmpart-sat".into())
             .stack_size(mcm_core::WORKER_STACK)
-            .spawn(move || serve(&problem, model, work, inbox, outbox))
+            .spawn(move || serve(&problem, model, calls, flag, inbox, outbox))
             .expect("a thread for the SAT worker");
-        Worker { asks, answers }
+        Worker { asks, answers, stop }
     }
 
     pub(super) fn ask(&self, a: Ask) {
@@ -118,6 +149,12 @@ impl Worker {
     }
 }
 
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 /// What [`Worker::poll`] saw.
 pub(super) enum Poll {
     Ready(Answer),
@@ -126,11 +163,19 @@ pub(super) enum Poll {
     Gone,
 }
 
-fn serve(problem: &Problem, model: Arc<LatencyModel>, work: Option<u64>, inbox: Receiver<Ask>, outbox: Sender<Answer>) {
+fn serve(
+    problem: &Problem,
+    model: Arc<LatencyModel>,
+    calls: Calls,
+    stop: Arc<AtomicBool>,
+    inbox: Receiver<Ask>,
+    outbox: Sender<Answer>,
+) {
     let trace = std::env::var_os("MCMPART_SAT_TRACE").is_some();
-    let mut oracle = match work {
-        Some(_) => SatOracle::bounded(problem, true),
-        None => SatOracle::new(problem, true),
+    let (mut oracle, work) = match calls {
+        Calls::Free => (SatOracle::new(problem, true), None),
+        Calls::Stoppable => (SatOracle::stoppable(problem, true, stop), Some(u64::MAX)),
+        Calls::Bounded(w) => (SatOracle::stoppable(problem, true, stop), Some(w)),
     };
     for ask in inbox {
         match ask {
@@ -169,5 +214,63 @@ fn serve(problem: &Problem, model: Arc<LatencyModel>, work: Option<u64>, inbox: 
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// Seventeen nodes of 1 MiB of weights in a chain, on a ring of eight
+    /// chips of 2 MiB: seventeen pigeons in sixteen holes, whose proof of
+    /// unsatisfiability runs far past any wait here.
+    fn pigeons() -> Problem {
+        let mut g = String::from("let g = graph {\n");
+        for i in 0..17 {
+            g += &format!("    n{i} {{ flops = 1 MFLOP, params = 1 MiB, output_bytes = 1 KiB }}\n");
+        }
+        for i in 1..17 {
+            g += &format!("    n{} -> n{i}\n", i - 1);
+        }
+        g += "}\n";
+        let text = format!(
+            "{}let p = ring(n = 8, memory = 2 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n{g}\
+             partition g onto p {{\n    require memory_capacity\n}}\n",
+            mcm_testkit::HEADER
+        );
+        mcm_testkit::compile_ok(&text).problems[0].clone()
+    }
+
+    /// A stoppable worker's thread ends soon after the worker is dropped in
+    /// the middle of a call, where a free worker's would run the call on.
+    #[test]
+    fn a_dropped_stoppable_worker_stops_its_call() {
+        let p = pigeons();
+        let model = Arc::new(LatencyModel::new(p.graph.clone(), p.package.clone()).unwrap());
+        let (asks, inbox) = channel::<Ask>();
+        let (outbox, answers) = channel::<Answer>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let w = Worker {
+            asks,
+            answers,
+            stop: stop.clone(),
+        };
+        let (q, m) = (p.clone(), model.clone());
+        let thread = std::thread::spawn(move || serve(&q, m, Calls::Stoppable, stop, inbox, outbox));
+        w.ask(Ask::Solve {
+            target: f64::MAX,
+            decisions: Vec::new(),
+        });
+        assert!(
+            matches!(w.poll(Duration::from_millis(300)), Poll::Waiting),
+            "the call runs"
+        );
+        drop(w);
+        let since = Instant::now();
+        while !thread.is_finished() && since.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(thread.is_finished(), "the dropped worker's call still runs");
     }
 }

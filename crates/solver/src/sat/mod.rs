@@ -37,6 +37,8 @@ use mcm_core::problem::{Placement, Problem};
 use meter::{Gauge, Meter};
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use varisat::{ExtendFormula, Lit, ProofFormat, Solver};
 
 /// The answer of one call.
@@ -202,6 +204,21 @@ impl SatOracle {
         SatOracle::build(problem, &options, Some(Gauge::new()))
     }
 
+    /// A bounded oracle ([`SatOracle::bounded`]) whose calls also stop, as
+    /// one past its work limit does, once `stop` is set (from any thread):
+    /// a call whose answer will not be read is ended at the solver's next
+    /// proof step or lazy round. After that every call answers `None` at
+    /// once (without encoding the problem again). Its calls go through
+    /// [`SatOracle::solve_within`] (a stopped [`SatOracle::solve`] has no
+    /// answer to give).
+    pub fn stoppable(problem: &Problem, native: bool, stop: Arc<AtomicBool>) -> SatOracle {
+        let options = SatOptions {
+            native,
+            ..SatOptions::default()
+        };
+        SatOracle::build(problem, &options, Some(Gauge::with_stop(Some(stop))))
+    }
+
     /// The problem encoded under `options`, its solver's proof counted by
     /// `gauge` if any.
     fn build(problem: &Problem, options: &SatOptions, gauge: Option<Rc<Gauge>>) -> SatOracle {
@@ -297,7 +314,7 @@ impl SatOracle {
         g.allow(Some(work));
         let answer = self.answer(problem, decisions);
         g.allow(None);
-        if self.stopped {
+        if self.stopped && !g.halted() {
             self.rebuild(problem);
         }
         answer
@@ -547,6 +564,12 @@ impl SatOracle {
             mask[ci] = true;
         }
         loop {
+            // A stop between the lazy loop's rounds (a round that learns
+            // nothing writes no proof).
+            if self.gauge.as_ref().is_some_and(|g| g.halted()) {
+                self.stopped = true;
+                return Err(Halt::Spent);
+            }
             self.solver.assume(assumptions);
             self.stats.solves += 1;
             let started = self.trace.then(std::time::Instant::now);

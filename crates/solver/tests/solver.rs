@@ -561,8 +561,8 @@ fn a_stopped_solver_gives_its_passes_up() {
 /// (`tight_compute_2x.mcm`), uniform SAMPLE and FIX from uniformly random
 /// proposals make partitions without the SAT witness: the resource family
 /// packs whole operations along the pipeline. With the divisible sum alone,
-/// every pass climbed the chips past where the operations fit (about 3,400
-/// failures a SAMPLE partition, 1,200 a FIX one, and one SAT call each).
+/// every pass climbs the chips past where the operations fit, and each
+/// partition ends in the SAT witness.
 #[test]
 fn under_a_budget_at_twice_the_flops_bound_no_witness_is_needed() {
     let c = mcm_lang::compile_file(&common::root().join("examples/rules/tight_compute_2x.mcm"));
@@ -758,10 +758,10 @@ fn under_a_count_and_an_equality_fix_and_sample_need_no_witness() {
 /// add and its two weights), FIX from uniformly random proposals and
 /// uniform SAMPLE spread the chain of operations evenly over the chips
 /// (`pace.rs`) and complete in their first passes. Drawn from their
-/// domains, or nearest to such proposals, the chain's first nodes climbed
-/// to the highest chips the run bounds allow, every chip above them then had
-/// to be filled to the cap, and each partition took about 1,200 (FIX) or
-/// 3,400 (SAMPLE) failures before the SAT witness. The solver is stopped
+/// domains, or nearest to such proposals, the chain's first nodes climb
+/// to the highest chips the run bounds allow, every chip above them then has
+/// to be filled to the cap, and each partition needs thousands of failures
+/// before the SAT witness. The solver is stopped
 /// after four passes' worth of decisions a partition, so that a run that
 /// meets those dead ends ends in an error soon after its first witness.
 #[test]

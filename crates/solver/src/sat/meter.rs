@@ -183,8 +183,9 @@ mod tests {
 
     /// A call running on another thread stops once its stop flag is set,
     /// and the oracle's later calls answer nothing at once. Seventeen
-    /// pigeons in sixteen holes: a proof far past any wait here (fifteen in
-    /// fourteen took 40 s in a test build).
+    /// pigeons in sixteen holes: resolution proofs of the pigeonhole
+    /// principle grow exponentially, so the call cannot end on its own
+    /// within any wait here.
     #[test]
     fn a_flagged_meter_stops_a_running_call() {
         use std::sync::atomic::{AtomicBool, Ordering};

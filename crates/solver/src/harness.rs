@@ -278,46 +278,70 @@ pub(crate) fn check_incremental_against_scratch_sized(
             failures += 1;
             continue;
         }
-        let mut decisions: Vec<(u32, Vec<u32>)> = Vec::new();
-        for step in 0..steps {
-            if !decisions.is_empty() && rng.random_bool(0.25) {
+        failures += walk_against_scratch(&mut rng, &mut inc, &g, (case, steps), true, &scratch);
+    }
+    failures
+}
+
+/// A decision of a random walk: a node and the chips left to it.
+pub(crate) type Decision = (u32, Vec<u32>);
+
+/// The domains after propagating a list of decisions from scratch (`None`:
+/// it fails).
+pub(crate) type Scratch<'a> = &'a dyn Fn(&[Decision]) -> Option<Vec<Vec<u32>>>;
+
+/// From `inc`'s root, `steps` random decisions (each a fix, or with
+/// `subsets` half the time a random proper subset of the domain), each
+/// undone now and then, comparing after every step incremental propagation
+/// with `scratch`'s from-scratch propagation of the standing decisions: the
+/// same domains, or both fail. Returns how many decisions failed.
+pub(crate) fn walk_against_scratch(
+    rng: &mut impl Rng,
+    inc: &mut TestSolver,
+    g: &Graph,
+    (case, steps): (usize, usize),
+    subsets: bool,
+    scratch: Scratch<'_>,
+) -> usize {
+    let mut failures = 0;
+    let mut decisions: Vec<Decision> = Vec::new();
+    for step in 0..steps {
+        if !decisions.is_empty() && rng.random_bool(0.25) {
+            inc.pop();
+            decisions.pop();
+        } else {
+            let open: Vec<u32> = (0..g.num_placed() as u32).filter(|&x| inc.dom(x).len() > 1).collect();
+            if open.is_empty() {
+                break;
+            }
+            let x = open[rng.random_range(0..open.len())];
+            let dom = inc.dom(x);
+            let chips: Vec<u32> = if !subsets || rng.random_bool(0.5) {
+                vec![dom[rng.random_range(0..dom.len())]]
+            } else {
+                let mut keep: Vec<u32> = dom.iter().copied().filter(|_| rng.random_bool(0.5)).collect();
+                if keep.is_empty() || keep.len() == dom.len() {
+                    keep = dom[1..].to_vec();
+                }
+                keep
+            };
+            inc.push();
+            decisions.push((x, chips.clone()));
+            let r = inc.set(x, &chips).and_then(|_| inc.propagate());
+            let expected = scratch(&decisions);
+            assert_eq!(
+                r.ok().map(|_| inc.domains()),
+                expected,
+                "case {case}, step {step}, decisions {decisions:?}, graph {:?}",
+                g.placed_edges()
+            );
+            if r.is_err() {
+                failures += 1;
                 inc.pop();
                 decisions.pop();
-            } else {
-                let open: Vec<u32> = (0..g.num_placed() as u32).filter(|&x| inc.dom(x).len() > 1).collect();
-                if open.is_empty() {
-                    break;
-                }
-                let x = open[rng.random_range(0..open.len())];
-                let dom = inc.dom(x);
-                // A fix, or a random proper subset.
-                let chips: Vec<u32> = if rng.random_bool(0.5) {
-                    vec![dom[rng.random_range(0..dom.len())]]
-                } else {
-                    let mut keep: Vec<u32> = dom.iter().copied().filter(|_| rng.random_bool(0.5)).collect();
-                    if keep.is_empty() || keep.len() == dom.len() {
-                        keep = dom[1..].to_vec();
-                    }
-                    keep
-                };
-                inc.push();
-                decisions.push((x, chips.clone()));
-                let r = inc.set(x, &chips).and_then(|_| inc.propagate());
-                let expected = scratch(&decisions);
-                assert_eq!(
-                    r.ok().map(|_| inc.domains()),
-                    expected,
-                    "case {case}, step {step}, decisions {decisions:?}, graph {:?}",
-                    g.placed_edges()
-                );
-                if r.is_err() {
-                    failures += 1;
-                    inc.pop();
-                    decisions.pop();
-                }
             }
-            assert_eq!(Some(inc.domains()), scratch(&decisions), "case {case} after undoing");
         }
+        assert_eq!(Some(inc.domains()), scratch(&decisions), "case {case} after undoing");
     }
     failures
 }

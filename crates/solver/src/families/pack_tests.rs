@@ -3,7 +3,7 @@
 
 use super::build;
 use super::tests::{completions, some_fixed, sound};
-use crate::harness::{graph, on, random_instance, ring, rule, TestSolver};
+use crate::harness::{graph, on, random_instance, ring, rule, walk_against_scratch, TestSolver};
 use crate::rules::Precedence;
 use mcm_core::graph::Graph;
 use mcm_core::problem::{CmpOp, Formula, GroundConstraint, Term};
@@ -169,35 +169,7 @@ fn packing_matches_from_scratch() {
         if root.is_err() {
             continue;
         }
-        let mut decisions: Vec<(u32, Vec<u32>)> = Vec::new();
-        for step in 0..12 {
-            if !decisions.is_empty() && rng.random_bool(0.25) {
-                inc.pop();
-                decisions.pop();
-            } else {
-                let open: Vec<u32> = (0..g.num_placed() as u32).filter(|&x| inc.dom(x).len() > 1).collect();
-                if open.is_empty() {
-                    break;
-                }
-                let x = open[rng.random_range(0..open.len())];
-                let dom = inc.dom(x);
-                let chips = vec![dom[rng.random_range(0..dom.len())]];
-                inc.push();
-                decisions.push((x, chips.clone()));
-                let r = inc.set(x, &chips).and_then(|_| inc.propagate());
-                assert_eq!(
-                    r.ok().map(|_| inc.domains()),
-                    scratch(&decisions),
-                    "case {case}, step {step}"
-                );
-                if r.is_err() {
-                    failures += 1;
-                    inc.pop();
-                    decisions.pop();
-                }
-            }
-            assert_eq!(Some(inc.domains()), scratch(&decisions), "case {case} after undoing");
-        }
+        failures += walk_against_scratch(&mut rng, &mut inc, &g, (case, 12), false, &scratch);
     }
     assert!(failures > 0, "some decisions fail");
 }

@@ -56,6 +56,7 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool) -> Opti
         compute: &compute,
         bandwidth: &bandwidth,
         weights: None,
+        window: 1,
     };
     let latency_s = stage_cuts::relax(graph, &chain_flops, &chips)?;
     let name = |u: usize| &graph.placed_node(u as u32).id;

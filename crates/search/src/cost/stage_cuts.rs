@@ -35,6 +35,23 @@
 //! bytes hold at most bw_{d−1}·T of weights together. Both ends grow with
 //! φ, so a chip that goes further still never hurts the next, and the last
 //! chip holds the rest of the weights too.
+//!
+//! **Any package** (when the routes do not run along a line: a mesh, a
+//! torus, a ring with links both ways): U_d is still an ideal and chip d
+//! still computes F(U_d) − F(U_{d−1}), but a tensor leaving U_d may cross
+//! out of chips 0..=d on any link x → y with x ≤ d < y, charged to x. With
+//! X_d those sources, the crossing links carry at least cut(U_d), so
+//! cut(U_d) ≤ B · Σ_{x ∈ X_d} (T − compute(x)), B the widest such link.
+//! When every X_d lies within the last k chips d−k+1..=d (k = the columns
+//! of a row-major mesh), the window holds X_d and each other chip in it
+//! adds a term ≥ 0, so
+//!
+//!   k·T ≥ (F(U_d) − F(U_{d−k})) / c + cut(U_d) / B,
+//!
+//! c the fastest chip, beside T ≥ (F(U_d) − F(U_{d−1})) / c_d. Going as far
+//! as it can is still best for each chip (a chip that stays put keeps the
+//! window the one before it met), and a stage's outgoing tensors sent
+//! before a memory boundary are at most k·B·T. With k = 1 this is the line.
 
 use super::bounds::{Bound, BoundKind};
 use mcm_core::graph::Graph;
@@ -63,7 +80,10 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, ordered: bool, memory: 
     if !ordered || n == 0 || n > MAX_NODES {
         return None;
     }
-    let line = Line::of(model)?;
+    let (line, window) = match Line::of(model) {
+        Some(line) => (line, 1),
+        None => Line::windowed(model)?,
+    };
     let flops: Vec<f64> = (0..n as u32).map(|u| graph.placed_node(u).flops as f64).collect();
     let capacity: Vec<f64> = (0..line.compute.len() as u32)
         .map(|d| model.package.memory_or_unlimited(d))
@@ -76,12 +96,20 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, ordered: bool, memory: 
         compute: &line.compute,
         bandwidth: &line.bandwidth,
         weights: memory.then_some(weights),
+        window,
     };
     let latency_s = relax(graph, &flops, &chips)?;
+    let because = match window {
+        1 => "stage boundaries: each chip's flops plus the cheapest cut its boundary can take".into(),
+        k => format!(
+            "stage boundaries in chip order: each chip's flops, and the cheapest cut of each boundary \
+             on the links that cross it from the last {k} chips"
+        ),
+    };
     Some(Bound {
         kind: BoundKind::StageCuts,
         latency_s,
-        because: "stage boundaries: each chip's flops plus the cheapest cut its boundary can take".into(),
+        because,
     })
 }
 
@@ -106,6 +134,46 @@ impl Line {
             compute: model.compute.clone(),
             bandwidth: links.iter().map(|&l| model.bandwidth[l]).collect(),
         })
+    }
+}
+
+impl Line {
+    /// Any package with op times of flops over rates: the chips in id
+    /// order, each boundary's cut on the widest link that crosses it, and
+    /// the window `k` of chips d−k+1..=d that holds every source of a link
+    /// across boundary d (see the module's notes).
+    fn windowed(model: &LatencyModel) -> Option<(Line, usize)> {
+        let c = model.num_chips();
+        if model.is_profiled() || !(2..=MAX_CHIPS).contains(&c) {
+            return None;
+        }
+        let package = &model.package;
+        // Per chip, the farthest chip above it that a link reaches: link
+        // x -> y crosses every boundary d with x <= d < y.
+        let mut reach = vec![0usize; c];
+        let mut widest: f64 = 0.0;
+        for (l, link) in package.links.iter().enumerate() {
+            let (x, y) = (link.src as usize, link.dst as usize);
+            if x < y {
+                reach[x] = reach[x].max(y);
+                widest = widest.max(model.bandwidth[l]);
+            }
+        }
+        let mut window = 1;
+        for d in 0..c - 1 {
+            if let Some(x) = (0..=d).find(|&x| reach[x] > d) {
+                window = window.max(d - x + 1);
+            }
+        }
+        // No link goes up: nothing crosses a boundary, and no cut is charged.
+        let widest = if widest > 0.0 { widest } else { f64::INFINITY };
+        Some((
+            Line {
+                compute: model.compute.clone(),
+                bandwidth: vec![widest; c - 1],
+            },
+            window,
+        ))
     }
 }
 
@@ -212,6 +280,10 @@ pub(super) struct Chips<'a> {
     pub bandwidth: &'a [f64],
     /// When `memory_capacity` holds.
     pub weights: Option<Weights<'a>>,
+    /// The chips d−k+1..=d whose links carry boundary d's cut: 1 on a line
+    /// (chip d's own link), more on other packages, whose `bandwidth` is
+    /// then the widest crossing link for every boundary.
+    pub window: usize,
 }
 
 /// Memory per chip and the weights the stages share.
@@ -229,6 +301,10 @@ fn reaches(intervals: &[Interval], total: f64, chips: &Chips, t: f64) -> bool {
     let mut phi = 0.0;
     // The most weights U_{d−1} can hold (nothing before chip 0).
     let mut before = 0.0;
+    let k = chips.window.max(1);
+    let fastest = chips.compute.iter().copied().fold(0.0, f64::max);
+    // φ_{d−1}, φ_{d−2}, …: the window's start is φ_{d−k} (0 before chip 0).
+    let mut reached: Vec<f64> = Vec::with_capacity(chips.compute.len());
     for (d, &cd) in chips.compute.iter().enumerate() {
         let room_for = |held: f64| chips.weights.as_ref().is_none_or(|w| held - before <= w.capacity[d]);
         if (total - phi) / cd <= t && room_for(chips.weights.as_ref().map_or(0.0, |w| w.total)) {
@@ -237,25 +313,37 @@ fn reaches(intervals: &[Interval], total: f64, chips: &Chips, t: f64) -> bool {
         let Some(&bw) = chips.bandwidth.get(d) else {
             return false;
         };
+        // The window's chips (d−k+1..=d, fewer near chip 0) and where it
+        // starts; on a line (k = 1) chip d alone, at its own rate.
+        let (width, start, rate) = match k {
+            1 => (1.0, phi, cd),
+            _ => (
+                (k.min(d + 1)) as f64,
+                d.checked_sub(k).map_or(0.0, |j| reached[j]),
+                fastest,
+            ),
+        };
         let mut best = phi;
         for i in intervals.iter().filter(|i| i.hi >= phi && i.cut.is_finite()) {
-            let room = t - i.cut / bw;
+            let room = width * t - i.cut / bw;
             if room < 0.0 || !room_for(i.held) {
                 continue;
             }
-            let psi = i.hi.min(phi + cd * room);
+            let psi = i.hi.min(phi + cd * t).min(start + rate * room);
             if psi >= i.lo.max(phi) && psi > best {
                 best = psi;
             }
         }
         phi = best;
+        reached.push(phi);
         if chips.weights.is_some() {
             // U_d may lie in any interval starting at or below φ_d; its
-            // boundary sends at most bw_d · t.
+            // boundary sends at most bw_d · t over each of the window's
+            // chips.
             before = intervals
                 .iter()
                 .take_while(|i| i.at <= phi)
-                .map(|i| i.most_weights(bw * t))
+                .map(|i| i.most_weights(width * bw * t))
                 .fold(0.0, f64::max);
         }
     }

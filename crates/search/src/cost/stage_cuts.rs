@@ -49,9 +49,10 @@
 //!   k·T ≥ (F(U_d) − F(U_{d−k})) / c + cut(U_d) / B,
 //!
 //! c the fastest chip, beside T ≥ (F(U_d) − F(U_{d−1})) / c_d. Going as far
-//! as it can is still best for each chip (a chip that stays put keeps the
-//! window the one before it met), and a stage's outgoing tensors sent
-//! before a memory boundary are at most k·B·T. With k = 1 this is the line.
+//! as it can is still best for each chip (a further start only loosens the
+//! windows after it, and a chip may always stay put), and the tensors that
+//! cross a boundary before a memory check are at most k·B·T. With k = 1
+//! this is the line.
 
 use super::bounds::{Bound, BoundKind};
 use mcm_core::graph::Graph;
@@ -135,9 +136,7 @@ impl Line {
             bandwidth: links.iter().map(|&l| model.bandwidth[l]).collect(),
         })
     }
-}
 
-impl Line {
     /// Any package with op times of flops over rates: the chips in id
     /// order, each boundary's cut on the widest link that crosses it, and
     /// the window `k` of chips d−k+1..=d that holds every source of a link

@@ -505,3 +505,33 @@ fn the_stage_cut_bound_off_a_line_is_never_above_the_optimum_and_binds() {
     assert!(solved >= 200, "{solved}");
     assert!(binds * 10 >= solved, "binds on {binds} of {solved}");
 }
+
+#[test]
+fn the_stage_cut_bound_off_a_line_charges_the_boundaries_cuts() {
+    // The same problems with links a million times wider: the bound is
+    // never higher there, and lower on some, where a boundary's cut over
+    // the window of chips whose links cross it is what binds.
+    let mut rng = ChaCha8Rng::seed_from_u64(39);
+    let (mut compared, mut tighter) = (0, 0);
+    for case in 0..300 {
+        let text = windowed_instance(&mut rng, false);
+        let m = CostModel::new(&problem(&text)).unwrap();
+        // Off a line only (two chips all linked are a line).
+        let Some(slow) = m
+            .bounds()
+            .iter()
+            .find(|b| b.kind == BoundKind::StageCuts && b.because.contains("in chip order"))
+            .map(|b| b.latency_s)
+        else {
+            continue;
+        };
+        let at = text.find("bandwidth = ").expect("a rate") + "bandwidth = ".len();
+        let wide = format!("{}1000000{}", &text[..at], &text[at + 1..]);
+        let fast = stage_cut(&CostModel::new(&problem(&wide)).unwrap()).unwrap();
+        compared += 1;
+        assert!(slow >= fast * (1.0 - 1e-9), "case {case}: {slow} < {fast}\n{text}");
+        tighter += usize::from(slow > fast * (1.0 + 1e-9));
+    }
+    assert!(compared >= 200, "{compared}");
+    assert!(tighter >= 10, "tighter on {tighter} of {compared}");
+}

@@ -305,6 +305,16 @@ fn geomean(xs: &[f64]) -> f64 {
 /// Zero-shot and fine-tuned scores of the checkpoint `stem` on `val`.
 pub fn validate(stem: &Path, val: &[Task], cfg: &TrainConfig) -> Result<(f64, f64), PolicyError> {
     let device = Device::Cpu;
+    // Fine-tuned at the deployment's learning rate, not the training's, as
+    // `validate_in_rounds` does: a checkpoint's score is its own, so two
+    // training runs at different rates score a common checkpoint alike.
+    let cfg = &TrainConfig {
+        ppo: PpoConfig {
+            lr: RlOptions::default().ppo.lr,
+            ..cfg.ppo.clone()
+        },
+        ..cfg.clone()
+    };
     let mut zero = Vec::new();
     let mut tuned = Vec::new();
     for (i, task) in val.iter().enumerate() {

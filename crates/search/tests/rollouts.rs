@@ -202,3 +202,40 @@ fn the_likeliest_change_moves_the_nodes_the_policy_expects_to_leave() {
     assert_eq!(r.credit, Some(vec![n(0) as u32]));
     assert_eq!((r.chips[W], r.chips[n(0)], r.chips[INPUT]), (1, 1, 0), "{:?}", r.chips);
 }
+
+/// A weight the repair left behind rejoins its user: the change sends n1
+/// from chip 1 to chip 2 (n2 follows), `no_skip` then needs a node on chip
+/// 1, and FIX, keeping the input and n0's weight on chip 0 (decided before
+/// n0), moves n0 there alone. Rejoined, the weight sits with n0 and
+/// nothing else moves; with nothing left behind there is nothing to do.
+#[test]
+fn a_weight_the_repair_left_behind_rejoins_its_user() {
+    use mcm_search::policy::rollout::rejoin_weights;
+    let p = chain("rejoin", 3);
+    //               input w  n0 n1 n2 n3 n4 n5
+    let anchor = [0, 0, 0, 1, 1, 2, 2, 2];
+    let probs = certain(&anchor, 3, &[(n(1), 2)]);
+    for seed in 0..5 {
+        let (chips, _) = run(&p, &probs, Draw::Moves(1), &anchor, seed);
+        assert_eq!(
+            (chips[W], chips[n(0)], chips[n(1)]),
+            (0, 1, 2),
+            "seed {seed}: {chips:?}"
+        );
+        let mut solver = Solver::new(&p, Options::default()).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let joined = rejoin_weights(&probs, &chips, &mut solver, &mut rng, &anchor)
+            .unwrap()
+            .expect("the weight rejoins n0");
+        let broken = check(&p.graph, &p.package, &p.constraints, &Placement::new(joined.clone()));
+        assert!(broken.is_empty(), "{joined:?} breaks {broken:?}");
+        let mut expected = chips.clone();
+        expected[W] = 1;
+        assert_eq!(joined, expected, "seed {seed}");
+        assert_eq!(
+            rejoin_weights(&probs, &joined, &mut solver, &mut rng, &anchor).unwrap(),
+            None,
+            "nothing left behind"
+        );
+    }
+}

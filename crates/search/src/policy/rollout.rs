@@ -304,6 +304,59 @@ pub fn fix_near(
     Ok((!p.fell_back).then_some(p.chips))
 }
 
+/// `chips` (a valid partition, a rollout's repair of a change to `anchor`)
+/// with the weights that the repair left behind back beside their users,
+/// where the rules let them: each weight that `anchor` kept beside its only
+/// user and that now sits on another chip than that user is proposed on the
+/// user's chip, FIX deciding every other node first (each keeps its chip)
+/// and those weights last (each on its user's chip, or drawn where the
+/// rules let it when that chip is refused). `None` when no weight was left
+/// behind, or when the pass would have moved any other node.
+///
+/// FIX puts a node the rules no longer allow on its chip on the nearest
+/// allowed one (a cell whose consumer a change sent two chips on, past
+/// `no_skip`), and the weights decided before it stay where they were: they
+/// then stream their bytes over a link at every inference (on a recurrent
+/// net, a cell moved one chip from its ten megabytes of weights ran at a
+/// fifth of its anchor's throughput). A draw of moves takes a picked node's
+/// weights along; this does the same for the nodes its repair moved.
+pub fn rejoin_weights(
+    probs: &[Vec<f32>],
+    chips: &[u32],
+    solver: &mut Solver,
+    rng: &mut impl Rng,
+    anchor: &[u32],
+) -> Result<Option<Vec<u32>>, Infeasible> {
+    let users = solver.problem.graph.weight_users();
+    let left: Vec<bool> = (0..chips.len())
+        .map(|w| users[w].is_some_and(|u| anchor[u as usize] == anchor[w] && chips[u as usize] != chips[w]))
+        .collect();
+    if !left.contains(&true) {
+        return Ok(None);
+    }
+    let proposal: Vec<Option<u32>> = (0..chips.len())
+        .map(|w| match (left[w], users[w]) {
+            (true, Some(u)) => Some(chips[u as usize]),
+            _ => Some(chips[w]),
+        })
+        .collect();
+    let (mut order, last): (Vec<u32>, Vec<u32>) = node_order(solver, Order::Random, rng)
+        .into_iter()
+        .partition(|&u| !left[u as usize]);
+    order.extend(last);
+    let before = solver.stats.fallbacks;
+    let joined = fix_or(solver, &order, &proposal, Some(probs), rng, Some(chips))?
+        .0
+        .chips;
+    let others_kept = joined
+        .iter()
+        .zip(chips)
+        .enumerate()
+        .all(|(u, (a, b))| a == b || left[u]);
+    let changed = joined.as_slice() != chips;
+    Ok((changed && others_kept && solver.stats.fallbacks == before).then_some(joined))
+}
+
 /// The proposal of chosen chips, the partition FIX'd, or as they are
 /// without the solver. With `moved_first`, FIX decides the nodes whose chip
 /// differs from `fallback` first (in the random topological order's turn),

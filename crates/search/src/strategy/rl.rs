@@ -16,8 +16,8 @@ use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::{CostModel, Verdict};
 use crate::policy::ppo::{self, Batch, PpoConfig, Rollout, UpdateStats};
 use crate::policy::rollout::{
-    fix_near, propose, propose_among, propose_likeliest, propose_likeliest_moves, Correction, Draw, Proposal, Style,
-    FELL_BACK,
+    fix_near, propose, propose_among, propose_likeliest, propose_likeliest_moves, rejoin_weights, Correction, Draw,
+    Proposal, Style, FELL_BACK,
 };
 use crate::policy::{checkpoint, Policy, PolicyConfig, PolicyError};
 use candle_core::{DType, Device};
@@ -99,6 +99,21 @@ impl Default for RlOptions {
 
 /// Moves per rollout unless told otherwise (anneal's move makes one to three changes too).
 pub const DEFAULT_MOVES: usize = 3;
+
+/// Repairs the likeliest change gets at most while none is as fast as its
+/// anchor ([`Rl::likeliest_change`]): the same change repaired by FIX in
+/// different random orders can land far apart (which weight fills a chip
+/// the change emptied, which node FIX moves), and it is the one rollout
+/// per anchor made from all the policy knows rather than a draw.
+const LIKELIEST_REPAIRS: usize = 4;
+
+/// The analytical model's slowest stage of a partition, seconds (infinite
+/// without a model or a stage time).
+fn slowest_stage(model: Option<&CostModel>, chips: &[u32]) -> f64 {
+    model
+        .and_then(|m| m.stage_times(chips).ok())
+        .map_or(f64::INFINITY, |s| s.into_iter().fold(0.0, f64::max))
+}
 
 pub struct Rl {
     name: String,
@@ -195,19 +210,16 @@ impl Rl {
         probs: &[Vec<f32>],
         model: Option<&CostModel>,
         from: &[u32],
-        p: &Proposal,
+        chips: &[u32],
     ) -> Result<Option<Vec<u32>>, Infeasible> {
         let (Some(nb), Some(model)) = (self.nb.as_ref(), model) else {
             return Ok(None);
         };
-        if p.fell_back {
-            return Ok(None);
-        }
         let Ok(before) = model.stage_times(from) else {
             return Ok(None);
         };
         let max = before.iter().copied().fold(0.0, f64::max);
-        let mut at = p.chips.clone();
+        let mut at = chips.to_vec();
         let mut moved = false;
         for c in 0..before.len() as u32 {
             let Ok(stages) = model.stage_times(&at) else {
@@ -240,29 +252,90 @@ impl Rl {
         // Kept only when the analytical model's slowest stage is no slower
         // than the rollout's own: FIX may have had to move much more than
         // the chain to make it valid.
-        let slowest = |chips: &[u32]| {
-            model
-                .stage_times(chips)
-                .map_or(f64::INFINITY, |s| s.into_iter().fold(0.0, f64::max))
-        };
-        let fixed = fix_near(probs, &at, &mut search.solver, &mut search.rng, &p.chips)?;
-        Ok(fixed.filter(|c| slowest(c) <= slowest(&p.chips)))
+        let fixed = fix_near(probs, &at, &mut search.solver, &mut search.rng, chips)?;
+        Ok(fixed.filter(|c| slowest_stage(Some(model), c) <= slowest_stage(Some(model), chips)))
+    }
+
+    /// Makes `p`'s partition the best of what its repair can become, by the
+    /// analytical model's slowest stage: the partition as FIX made it and,
+    /// under moves made valid by FIX, the same with the weights the repair
+    /// left behind rejoined ([`rejoin_weights`]), each carried on when
+    /// carrying applies ([`Rl::carried`]); ties keep the first. Returns that slowest stage (infinite when FIX gave up or
+    /// there is no model).
+    ///
+    /// Why both: a weight left a chip before its user feeds it over one
+    /// link, costly when it is large (a recurrent cell's) and nearly free
+    /// when it is small, and then it also fills that chip, which a later
+    /// move or carry can empty without having to draw a weight from afar to
+    /// keep `no_skip`. The model says which counts for the partition at hand.
+    fn settle_rollout(
+        &self,
+        search: &mut Search,
+        probs: &[Vec<f32>],
+        model: Option<&CostModel>,
+        from: &[u32],
+        p: &mut Proposal,
+    ) -> Result<f64, Infeasible> {
+        if p.fell_back {
+            return Ok(f64::INFINITY);
+        }
+        let mut candidates = vec![p.chips.clone()];
+        if model.is_some() && matches!(self.style.draw, Draw::Moves(_)) && self.style.mode == Correction::Fix {
+            candidates.extend(rejoin_weights(
+                probs,
+                &p.chips,
+                &mut search.solver,
+                &mut search.rng,
+                from,
+            )?);
+        }
+        let mut best: Option<(f64, Vec<u32>)> = None;
+        for chips in candidates {
+            let chips = self.carried(search, probs, model, from, &chips)?.unwrap_or(chips);
+            let s = slowest_stage(model, &chips);
+            if best.as_ref().is_none_or(|(b, _)| s < *b) {
+                best = Some((s, chips));
+            }
+        }
+        let (s, chips) = best.unwrap_or((f64::INFINITY, p.chips.clone()));
+        p.chips = chips;
+        Ok(s)
     }
 
     /// Under moves made valid by FIX, the policy's likeliest change to
     /// `anchor`, proposed once per anchor (the policy's view of an anchor
-    /// changes little between rounds, and a repeat would be judged again).
+    /// changes little between rounds, and a repeat would be judged again),
+    /// settled ([`Rl::settle_rollout`]): repaired again, each FIX pass in a
+    /// random order of its own, until a repair's slowest stage (by the
+    /// analytical model) is no slower than the anchor's, at most
+    /// [`LIKELIEST_REPAIRS`] times, and the fastest repair kept.
     fn likeliest_change(
         &mut self,
         search: &mut Search,
         probs: &[Vec<f32>],
+        model: Option<&CostModel>,
         anchor: &[u32],
     ) -> Result<Option<Proposal>, Infeasible> {
         if !self.opts.likeliest || !matches!(self.style.draw, Draw::Moves(_)) || self.style.mode != Correction::Fix {
             return Ok(None);
         }
         self.likeliest_for = Some(anchor.to_vec());
-        propose_likeliest_moves(probs, &mut search.solver, &mut search.rng, anchor)
+        let tries = if model.is_some() { LIKELIEST_REPAIRS } else { 1 };
+        let at = slowest_stage(model, anchor);
+        let mut best: Option<(f64, Proposal)> = None;
+        for _ in 0..tries {
+            let Some(mut p) = propose_likeliest_moves(probs, &mut search.solver, &mut search.rng, anchor)? else {
+                return Ok(None);
+            };
+            let s = self.settle_rollout(search, probs, model, anchor, &mut p)?;
+            if best.as_ref().is_none_or(|(b, _)| s < *b) {
+                best = Some((s, p));
+            }
+            if s <= at {
+                break;
+            }
+        }
+        Ok(best.map(|(_, p)| p))
     }
 
     fn round(
@@ -301,9 +374,12 @@ impl Rl {
                 // is its most likely placement made valid; the others are
                 // draws, and without the solver the ablation only samples.
                 let likeliest = match i == 0 && self.likeliest_for.as_deref() != Some(seen.as_slice()) {
-                    true => self.likeliest_change(search, &probs, &seen).map_err(Stop::Infeasible)?,
+                    true => self
+                        .likeliest_change(search, &probs, score.model.as_ref(), &seen)
+                        .map_err(Stop::Infeasible)?,
                     false => None,
                 };
+                let settled = likeliest.is_some();
                 let p = if let Some(p) = likeliest {
                     Ok(p)
                 } else if i == 0 && self.style.draw == Draw::Dense && self.style.mode != Correction::NoSolver {
@@ -324,11 +400,9 @@ impl Rl {
                     propose(&probs, self.style, &mut search.solver, &mut search.rng, Some(&from))
                 };
                 let mut p = p.map_err(Stop::Infeasible)?;
-                if let Some(chips) = self
-                    .carried(search, &probs, score.model.as_ref(), &from, &p)
-                    .map_err(Stop::Infeasible)?
-                {
-                    p.chips = chips;
+                if !settled {
+                    self.settle_rollout(search, &probs, score.model.as_ref(), &from, &mut p)
+                        .map_err(Stop::Infeasible)?;
                 }
                 chunk.push(p);
             }

@@ -13,14 +13,17 @@
 //! It ends when the bound meets the incumbent (proven optimal) or the budget
 //! is spent. When the problem does not require all of the standard
 //! library's pipeline rules, its stricter twin (the same problem with them
-//! added) is searched too. The first half of the budget, samples or
-//! seconds, is the run `auto` makes on the twin alone with the same seed
-//! ([`replay`]; under a sample budget sample for sample, under a time
-//! budget its SAT calls stopped at the half); the problem's own search then
-//! goes on from its best. So a problem with fewer rules never ends worse
-//! than the twin's run does at half its budget. Under a time budget
-//! (throughput) the twin's search goes on beside the problem's in the
-//! second half ([`Twin`]): what `auto` does on a problem with every rule,
+//! added) is searched too. The first part of the budget is the run `auto`
+//! makes on the twin alone with the same seed ([`replay`]): under a sample
+//! budget its first half, sample for sample; under a time budget at least
+//! the first half and on while that run still gains, until halfway from
+//! its last gain to the deadline, its SAT calls stopped there. The
+//! problem's own search then goes on from its best. So a problem with fewer
+//! rules never ends worse than the twin's run does at half its budget, nor,
+//! under a time budget, than the twin's whole run when that one gains
+//! nothing after its part ends. Under a time budget (throughput) the twin's
+//! search goes on beside the problem's after its part ([`Twin`]): what
+//! `auto` does on a problem with every rule,
 //! around the best partition those rules allow: `lns`'s windows on one
 //! more SAT worker, and a share of the learned policy's rounds
 //! ([`Split`]).
@@ -340,17 +343,21 @@ fn seek_balanced(search: &mut Search, sat: &Worker, model: &LatencyModel, best: 
     }
 }
 
-/// The first half of the budget spent as `auto` would spend it on `twin`,
+/// The first part of the budget spent as `auto` would spend it on `twin`,
 /// the problem's stricter twin ([`Problem::stricter`]), on its own with this
 /// budget and seed ([`Search::replay_on`]): the same samples in the same
-/// order, each valid here too (the twin has every rule of the problem). So
-/// the problem's run ends at least as good as the twin's run would at half
-/// of its budget, and as good as the twin's whole run when that one finds
-/// its best in its first half or proves it optimal there (it then stops).
+/// order, each valid here too (the twin has every rule of the problem). The
+/// part is the first half of a sample budget; of a time budget, the first
+/// half and on while the twin's run gains, until it has gone as long
+/// without a gain as the time it would leave. So the problem's run ends at
+/// least as good as the twin's run would at half of its budget, and as good
+/// as the twin's whole run when that one finds its best in its part or
+/// proves it optimal there (it then stops); under a time budget a twin's
+/// run that gains late keeps the time it gains in.
 /// Called before the first sample; returns the best the twin's run found.
 fn replay<'p>(search: &mut Search<'p>, twin: &'p Problem) -> Option<Best> {
     // A twin with no valid partition offers none; the problem may still
-    // have some, and a twin's pass cut short at the deadline ends its half.
+    // have some, and a twin's pass cut short at the deadline ends its part.
     let _ = search.replay_on(twin, |s| Auto.run(s));
     search.best().cloned()
 }
@@ -386,12 +393,12 @@ impl Strategy for Auto {
     }
 }
 
-/// `auto`'s run, its first half on the stricter twin made by `twin_half`
+/// `auto`'s run, its first part on the stricter twin made by `twin_part`
 /// ([`replay`]; a stand-in of known result in tests) when the problem has
 /// one.
 fn run_after<'p>(
     search: &mut Search<'p>,
-    twin_half: impl FnOnce(&mut Search<'p>, &'p Problem) -> Option<Best>,
+    twin_part: impl FnOnce(&mut Search<'p>, &'p Problem) -> Option<Best>,
 ) -> Result<(), Infeasible> {
     // Under a sample budget every dp cut (at most one per chip), so the
     // portfolio holds dp's whole run; under a time budget the best few,
@@ -403,12 +410,14 @@ fn run_after<'p>(
     let proxy = search.proxy_target();
     let twin = problem.stricter();
     // The stricter twin's run first ([`replay`]): under a sample budget
-    // the same path as the twin's run alone; under a time budget a run
-    // of half the time, whose best the problem's search starts from.
-    let replayed = twin.and_then(|t| twin_half(search, t));
+    // the same path as the twin's run alone, for half of it; under a time
+    // budget a run of at least half the time, on while it gains, whose
+    // best the problem's search starts from.
+    let replayed = twin.and_then(|t| twin_part(search, t));
     if search.done() {
-        // The twin's half ran past the whole budget (a step it could not
-        // cut short): the structural bound still holds of the problem.
+        // The twin's part ran to the end of the budget (gaining late, or a
+        // step it could not cut short): the structural bound still holds
+        // of the problem.
         if let Some(lb) = incumbent::structural_bound(problem) {
             search.prove(lb);
         }
@@ -585,6 +594,65 @@ mod tests {
         let left = search.replay_on(twin, |s| s.time_left()).unwrap().unwrap();
         assert!(left <= 500.0 && left > 400.0, "{left}");
         assert!(search.time_left().unwrap() > 900.0);
+    }
+
+    /// Under a time budget the twin's part goes on past the half while the
+    /// twin's run gains: it ends halfway from its last better sample to the
+    /// deadline. The samples' times are set here, as if found then: the
+    /// rule follows what the records say, not the clock of a test.
+    #[test]
+    fn under_a_time_budget_the_twins_part_goes_on_while_it_gains() {
+        use crate::cost::{Judge, JudgeOptions};
+        let p = chain("auto-twin-gains", "memory_capacity");
+        let twin = p.stricter().expect("memory_capacity alone has a twin");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let model = LatencyModel::new(p.graph.clone(), p.package.clone()).unwrap();
+        // Valid under the twin's rules: the chain in order over the ring,
+        // then the same with a faster last stage.
+        let slower: Vec<u32> = vec![0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3];
+        let faster: Vec<u32> = vec![0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3];
+        let mut search = Search::new(&p, &judge, super::super::Budget::Seconds(1_000.0), 1).unwrap();
+        let end = |s: &Search| s.elapsed() + s.time_left().unwrap();
+        let ends = search
+            .replay_on(twin, |s| {
+                let mut b = Incumbent::none(false);
+                let stalled = end(s);
+                assert!(b.offer(s, &model, slower.clone()), "the twin allows it");
+                s.records.last_mut().unwrap().elapsed_s = 600.0;
+                let first = end(s);
+                assert!(b.offer(s, &model, faster.clone()) && b.chips == faster);
+                s.records.last_mut().unwrap().elapsed_s = 900.0;
+                let gained = end(s);
+                // A sample no better than the best moves nothing.
+                b.offer(s, &model, slower.clone());
+                assert_eq!(b.chips, faster);
+                s.records.last_mut().unwrap().elapsed_s = 990.0;
+                (stalled, first, gained, end(s), s.done())
+            })
+            .unwrap();
+        let (stalled, first, gained, after, done) = ends;
+        assert!(
+            (500.0..501.0).contains(&stalled),
+            "{stalled}: halfway from the part's start"
+        );
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert!(near(first, 800.0), "{first}: halfway from the gain at 600 s to 1,000 s");
+        assert!(
+            near(gained, 950.0) && near(after, 950.0),
+            "{gained}, {after}: from the last gain, at 900 s"
+        );
+        assert!(!done, "the twin's part goes on past the half");
+        assert!(search.time_left().unwrap() > 900.0, "the problem's own part: the rest");
+    }
+
+    #[test]
+    fn a_parts_end_is_halfway_from_its_last_gain_to_the_budgets() {
+        assert_eq!(super::super::part_end(30.0, 0.0, None), 15.0);
+        assert_eq!(super::super::part_end(30.0, 2.0, None), 16.0);
+        assert_eq!(super::super::part_end(30.0, 2.0, Some(20.0)), 25.0);
+        // A gain before the part started (the caller's) is no gain of the part.
+        assert_eq!(super::super::part_end(30.0, 2.0, Some(1.0)), 16.0);
+        assert_eq!(super::super::part_end(30.0, 0.0, Some(40.0)), 30.0);
     }
 
     #[test]

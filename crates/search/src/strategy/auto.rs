@@ -236,7 +236,7 @@ impl<'p> Portfolio<'p> {
     /// Every worker at once, until the deadline (time budgets): the
     /// SAT workers on their threads, the learned policy's rounds on this
     /// one, in the time it would otherwise wait for their answers.
-    fn race(&mut self, search: &mut Search<'p>, mut tuner: Option<Tuner>) {
+    fn race(&mut self, search: &mut Search<'p>, mut tuner: Option<Tuner>) -> Option<Tuner> {
         let mut rounds = 0usize;
         let mut split = Split::default();
         while !search.done() && !self.optimal() {
@@ -292,6 +292,7 @@ impl<'p> Portfolio<'p> {
                 Poll::Waiting => {}
             }
         }
+        tuner
     }
 
     /// One worker at a time, each answer waited for (sample budgets).
@@ -355,11 +356,26 @@ fn seek_balanced(search: &mut Search, sat: &Worker, model: &LatencyModel, best: 
 /// proves it optimal there (it then stops); under a time budget a twin's
 /// run that gains late keeps the time it gains in.
 /// Called before the first sample; returns the best the twin's run found.
-fn replay<'p>(search: &mut Search<'p>, twin: &'p Problem) -> Option<Best> {
+fn replay<'p>(search: &mut Search<'p>, twin: &'p Problem) -> (Option<Best>, Option<Carried>) {
     // A twin with no valid partition offers none; the problem may still
     // have some, and a twin's pass cut short at the deadline ends its part.
-    let _ = search.replay_on(twin, |s| Auto.run(s));
-    search.best().cloned()
+    let carried = search
+        .replay_on(twin, |s| portfolio(s, replay))
+        .ok()
+        .and_then(Result::ok)
+        .flatten();
+    (search.best().cloned(), carried)
+}
+
+/// What the race of a time budget leaves when it ends: its `lns` worker
+/// with the window it is working on, `lns`'s neighbourhood, the proven
+/// bound and the learned policy fine-tuned in its rounds. The twin's part
+/// ([`replay`]) hands them to the twin's search beside the problem's
+/// ([`Twin::resume`]), which so goes on where the part stopped (its
+/// window's answer, its caps, its policy) instead of starting over.
+pub(super) struct Carried {
+    lns: Worker,
+    resume: twin::Resume,
 }
 
 /// The rest of the budget under a proxy target (an objective the SAT
@@ -389,17 +405,17 @@ impl Strategy for Auto {
     }
 
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
-        run_after(search, replay)
+        portfolio(search, replay).map(|_| ())
     }
 }
 
 /// `auto`'s run, its first part on the stricter twin made by `twin_part`
 /// ([`replay`]; a stand-in of known result in tests) when the problem has
-/// one.
-fn run_after<'p>(
+/// one. Returns what its race left under a time budget ([`Carried`]).
+fn portfolio<'p>(
     search: &mut Search<'p>,
-    twin_part: impl FnOnce(&mut Search<'p>, &'p Problem) -> Option<Best>,
-) -> Result<(), Infeasible> {
+    twin_part: impl FnOnce(&mut Search<'p>, &'p Problem) -> (Option<Best>, Option<Carried>),
+) -> Result<Option<Carried>, Infeasible> {
     // Under a sample budget every dp cut (at most one per chip), so the
     // portfolio holds dp's whole run; under a time budget the best few,
     // as settling a cut can take seconds on large graphs; none past
@@ -413,7 +429,10 @@ fn run_after<'p>(
     // the same path as the twin's run alone, for half of it; under a time
     // budget a run of at least half the time, on while it gains, whose
     // best the problem's search starts from.
-    let replayed = twin.and_then(|t| twin_part(search, t));
+    let (replayed, carried) = match twin {
+        Some(t) => twin_part(search, t),
+        None => (None, None),
+    };
     if search.done() {
         // The twin's part ran to the end of the budget (gaining late, or a
         // step it could not cut short): the structural bound still holds
@@ -421,7 +440,7 @@ fn run_after<'p>(
         if let Some(lb) = incumbent::structural_bound(problem) {
             search.prove(lb);
         }
-        return Ok(());
+        return Ok(None);
     }
     let cuts = match (whole, search.timed()) {
         (false, _) => 0,
@@ -435,7 +454,7 @@ fn run_after<'p>(
         crate::placers::zero_shot::spawn(search.problem, allowed, search.seed())
     });
     let Some(Start { model, mut best, lb }) = incumbent::start(search, cuts)? else {
-        return Ok(());
+        return Ok(None);
     };
     // The twin's best is where the problem's own search goes on from,
     // and under a time budget where the twin's search starts (see
@@ -455,7 +474,7 @@ fn run_after<'p>(
     best.adopt(&twin_first);
     if !whole {
         search.prove(lb);
-        return Ok(());
+        return Ok(None);
     }
     if best.found() {
         super::rl::policy_offers(search, &model, &mut best, POLICY_DRAWS)?;
@@ -464,18 +483,23 @@ fn run_after<'p>(
         }
     }
     if proxy {
-        return refine(search, &model, &mut best);
+        return refine(search, &model, &mut best).map(|_| None);
     }
     search.prove(lb);
     // Under a time budget the stricter twin is searched too (see
     // [`Twin`]), and asked first when nothing valid is found yet. Not
     // under a sample budget, whose SAT calls are waited for to their end:
-    // a question below a refused answer can take long.
+    // a question below a refused answer can take long. Its search goes on
+    // from what its part left (which found a valid partition, so none is
+    // asked for here) or starts.
     let twin = match search.timed() {
-        true => twin.map(|t| (t, Worker::start(t, model.clone()))),
+        true => twin.map(|t| match carried {
+            Some(c) => (t, c.lns, Some(c.resume)),
+            None => (t, Worker::start(t, model.clone()), None),
+        }),
         false => None,
     };
-    if let (false, Some((_, w))) = (best.found(), &twin) {
+    if let (false, Some((_, w, _))) = (best.found(), &twin) {
         seek_balanced(search, w, &model, &mut best, lb);
     }
     let exact = Worker::for_search(search, problem, model.clone());
@@ -483,11 +507,14 @@ fn run_after<'p>(
         seek_any(search, &exact, &model, &mut best);
     }
     if !best.found() {
-        return Ok(());
+        return Ok(None);
     }
     let lns = Worker::for_search(search, problem, model.clone());
-    let twin = twin.map(|(t, worker)| {
+    let twin = twin.map(|(t, worker, resume)| {
         let mut twin = Twin::new(t, worker, model.clone(), lb, twin_first);
+        if let Some(r) = resume {
+            twin.resume(r);
+        }
         twin.consider(&best);
         twin
     });
@@ -510,8 +537,16 @@ fn run_after<'p>(
     };
     if search.timed() {
         let tuner = Tuner::new(search, &p.best);
-        p.race(search, tuner);
-        return Ok(());
+        let tuner = p.race(search, tuner);
+        return Ok(Some(Carried {
+            resume: twin::Resume {
+                hood: p.hood,
+                asked: p.lns_asked,
+                lb: p.lb,
+                tuner,
+            },
+            lns: p.lns,
+        }));
     }
     p.turns(search);
     // The workers stop asking before a sample budget is spent when lns
@@ -519,9 +554,9 @@ fn run_after<'p>(
     // the samples left anneal from the best, as under a proxy target,
     // so that auto is not behind a strategy that spends them.
     if !search.done() && !p.optimal() {
-        return refine(search, &p.model, &mut p.best);
+        refine(search, &p.model, &mut p.best)?;
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -702,14 +737,14 @@ mod tests {
         let ahead: Vec<u32> = vec![0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3];
         let mut search = Search::new(&p, &judge, super::super::Budget::Seconds(2.0), 1).unwrap();
         let mut half = None;
-        run_after(&mut search, |s, t| {
+        portfolio(&mut search, |s, t| {
             assert!(std::ptr::eq(t, twin));
             let _ = s.replay_on(t, |s| {
                 half = s.time_left();
                 let mut b = Incumbent::none(false);
                 assert!(b.offer(s, &model, ahead.clone()), "the twin allows it");
             });
-            s.best().cloned()
+            (s.best().cloned(), None)
         })
         .unwrap();
         let half = half.expect("the twin's half ran");

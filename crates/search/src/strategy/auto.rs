@@ -17,13 +17,14 @@
 //! makes on the twin alone with the same seed ([`replay`]): under a sample
 //! budget its first half, sample for sample; under a time budget at least
 //! the first half and on while that run still gains, until halfway from
-//! its last gain to the deadline, its SAT calls stopped there. The
+//! its last gain to the deadline, its `exact` calls stopped there. The
 //! problem's own search then goes on from its best. So a problem with fewer
 //! rules never ends worse than the twin's run does at half its budget, nor,
 //! under a time budget, than the twin's whole run when that one gains
 //! nothing after its part ends. Under a time budget (throughput) the twin's
-//! search goes on beside the problem's after its part ([`Twin`]): what
-//! `auto` does on a problem with every rule,
+//! search goes on beside the problem's after its part ([`Twin`]), from
+//! where the part left it ([`Carried`]: its `lns` worker and window, its
+//! fine-tuned policy): what `auto` does on a problem with every rule,
 //! around the best partition those rules allow: `lns`'s windows on one
 //! more SAT worker, and a share of the learned policy's rounds
 //! ([`Split`]).

@@ -13,8 +13,9 @@
 //!
 //! A worker dropped while a call runs stops that call when its oracle is
 //! metered (bounded, or [`Worker::stoppable`]): the stricter twin's run in
-//! the first part of a time budget abandons its calls where its part ends,
-//! and they would otherwise spin through the problem's own part.
+//! the first part of a time budget abandons its `exact` call where its part
+//! ends (its `lns` worker goes on in the twin's search beside the
+//! problem's), and it would otherwise spin through the problem's own part.
 
 use super::Search;
 use mcm_core::latency::LatencyModel;

@@ -13,14 +13,18 @@
 //! It ends when the bound meets the incumbent (proven optimal) or the budget
 //! is spent. When the problem does not require all of the standard
 //! library's pipeline rules, its stricter twin (the same problem with them
-//! added) is searched too. The first half of the budget, samples or
-//! seconds, is the run `auto` makes on the twin alone with the same seed
-//! ([`replay`]; under a sample budget sample for sample, under a time
-//! budget its SAT calls stopped at the half); the problem's own search then
-//! goes on from its best. So a problem with fewer rules never ends worse
-//! than the twin's run does at half its budget. Under a time budget
-//! (throughput) the twin's search goes on beside the problem's in the
-//! second half ([`Twin`]): what `auto` does on a problem with every rule,
+//! added) is searched too. The first part of the budget is the run `auto`
+//! makes on the twin alone with the same seed ([`replay`]): under a sample
+//! budget its first half, sample for sample; under a time budget at least
+//! the first half and on while that run still gains, until halfway from
+//! its last gain to the deadline, its `exact` calls stopped there. The
+//! problem's own search then goes on from its best. So a problem with fewer
+//! rules never ends worse than the twin's run does at half its budget, nor,
+//! under a time budget, than the twin's whole run when that one gains
+//! nothing after its part ends. Under a time budget (throughput) the twin's
+//! search goes on beside the problem's after its part ([`Twin`]), from
+//! where the part left it ([`Carried`]: its `lns` worker and window, its
+//! fine-tuned policy): what `auto` does on a problem with every rule,
 //! around the best partition those rules allow: `lns`'s windows on one
 //! more SAT worker, and a share of the learned policy's rounds
 //! ([`Split`]).
@@ -233,7 +237,7 @@ impl<'p> Portfolio<'p> {
     /// Every worker at once, until the deadline (time budgets): the
     /// SAT workers on their threads, the learned policy's rounds on this
     /// one, in the time it would otherwise wait for their answers.
-    fn race(&mut self, search: &mut Search<'p>, mut tuner: Option<Tuner>) {
+    fn race(&mut self, search: &mut Search<'p>, mut tuner: Option<Tuner>) -> Option<Tuner> {
         let mut rounds = 0usize;
         let mut split = Split::default();
         while !search.done() && !self.optimal() {
@@ -289,6 +293,7 @@ impl<'p> Portfolio<'p> {
                 Poll::Waiting => {}
             }
         }
+        tuner
     }
 
     /// One worker at a time, each answer waited for (sample budgets).
@@ -340,19 +345,38 @@ fn seek_balanced(search: &mut Search, sat: &Worker, model: &LatencyModel, best: 
     }
 }
 
-/// The first half of the budget spent as `auto` would spend it on `twin`,
+/// The first part of the budget spent as `auto` would spend it on `twin`,
 /// the problem's stricter twin ([`Problem::stricter`]), on its own with this
 /// budget and seed ([`Search::replay_on`]): the same samples in the same
-/// order, each valid here too (the twin has every rule of the problem). So
-/// the problem's run ends at least as good as the twin's run would at half
-/// of its budget, and as good as the twin's whole run when that one finds
-/// its best in its first half or proves it optimal there (it then stops).
+/// order, each valid here too (the twin has every rule of the problem). The
+/// part is the first half of a sample budget; of a time budget, the first
+/// half and on while the twin's run gains, until it has gone as long
+/// without a gain as the time it would leave. So the problem's run ends at
+/// least as good as the twin's run would at half of its budget, and as good
+/// as the twin's whole run when that one finds its best in its part or
+/// proves it optimal there (it then stops); under a time budget a twin's
+/// run that gains late keeps the time it gains in.
 /// Called before the first sample; returns the best the twin's run found.
-fn replay<'p>(search: &mut Search<'p>, twin: &'p Problem) -> Option<Best> {
+fn replay<'p>(search: &mut Search<'p>, twin: &'p Problem) -> (Option<Best>, Option<Carried>) {
     // A twin with no valid partition offers none; the problem may still
-    // have some, and a twin's pass cut short at the deadline ends its half.
-    let _ = search.replay_on(twin, |s| Auto.run(s));
-    search.best().cloned()
+    // have some, and a twin's pass cut short at the deadline ends its part.
+    let carried = search
+        .replay_on(twin, |s| portfolio(s, replay))
+        .ok()
+        .and_then(Result::ok)
+        .flatten();
+    (search.best().cloned(), carried)
+}
+
+/// What the race of a time budget leaves when it ends: its `lns` worker
+/// with the window it is working on, `lns`'s neighbourhood, the proven
+/// bound and the learned policy fine-tuned in its rounds. The twin's part
+/// ([`replay`]) hands them to the twin's search beside the problem's
+/// ([`Twin::resume`]), which so goes on where the part stopped (its
+/// window's answer, its caps, its policy) instead of starting over.
+pub(super) struct Carried {
+    lns: Worker,
+    resume: twin::Resume,
 }
 
 /// The rest of the budget under a proxy target (an objective the SAT
@@ -382,17 +406,17 @@ impl Strategy for Auto {
     }
 
     fn run(&mut self, search: &mut Search) -> Result<(), Infeasible> {
-        run_after(search, replay)
+        portfolio(search, replay).map(|_| ())
     }
 }
 
-/// `auto`'s run, its first half on the stricter twin made by `twin_half`
+/// `auto`'s run, its first part on the stricter twin made by `twin_part`
 /// ([`replay`]; a stand-in of known result in tests) when the problem has
-/// one.
-fn run_after<'p>(
+/// one. Returns what its race left under a time budget ([`Carried`]).
+fn portfolio<'p>(
     search: &mut Search<'p>,
-    twin_half: impl FnOnce(&mut Search<'p>, &'p Problem) -> Option<Best>,
-) -> Result<(), Infeasible> {
+    twin_part: impl FnOnce(&mut Search<'p>, &'p Problem) -> (Option<Best>, Option<Carried>),
+) -> Result<Option<Carried>, Infeasible> {
     // Under a sample budget every dp cut (at most one per chip), so the
     // portfolio holds dp's whole run; under a time budget the best few,
     // as settling a cut can take seconds on large graphs; none past
@@ -403,16 +427,21 @@ fn run_after<'p>(
     let proxy = search.proxy_target();
     let twin = problem.stricter();
     // The stricter twin's run first ([`replay`]): under a sample budget
-    // the same path as the twin's run alone; under a time budget a run
-    // of half the time, whose best the problem's search starts from.
-    let replayed = twin.and_then(|t| twin_half(search, t));
+    // the same path as the twin's run alone, for half of it; under a time
+    // budget a run of at least half the time, on while it gains, whose
+    // best the problem's search starts from.
+    let (replayed, carried) = match twin {
+        Some(t) => twin_part(search, t),
+        None => (None, None),
+    };
     if search.done() {
-        // The twin's half ran past the whole budget (a step it could not
-        // cut short): the structural bound still holds of the problem.
+        // The twin's part ran to the end of the budget (gaining late, or a
+        // step it could not cut short): the structural bound still holds
+        // of the problem.
         if let Some(lb) = incumbent::structural_bound(problem) {
             search.prove(lb);
         }
-        return Ok(());
+        return Ok(None);
     }
     let cuts = match (whole, search.timed()) {
         (false, _) => 0,
@@ -426,7 +455,7 @@ fn run_after<'p>(
         crate::placers::zero_shot::spawn(search.problem, allowed, search.seed())
     });
     let Some(Start { model, mut best, lb }) = incumbent::start(search, cuts)? else {
-        return Ok(());
+        return Ok(None);
     };
     // The twin's best is where the problem's own search goes on from,
     // and under a time budget where the twin's search starts (see
@@ -446,7 +475,7 @@ fn run_after<'p>(
     best.adopt(&twin_first);
     if !whole {
         search.prove(lb);
-        return Ok(());
+        return Ok(None);
     }
     if best.found() {
         super::rl::policy_offers(search, &model, &mut best, POLICY_DRAWS)?;
@@ -455,18 +484,23 @@ fn run_after<'p>(
         }
     }
     if proxy {
-        return refine(search, &model, &mut best);
+        return refine(search, &model, &mut best).map(|_| None);
     }
     search.prove(lb);
     // Under a time budget the stricter twin is searched too (see
     // [`Twin`]), and asked first when nothing valid is found yet. Not
     // under a sample budget, whose SAT calls are waited for to their end:
-    // a question below a refused answer can take long.
+    // a question below a refused answer can take long. Its search goes on
+    // from what its part left (which found a valid partition, so none is
+    // asked for here) or starts.
     let twin = match search.timed() {
-        true => twin.map(|t| (t, Worker::start(t, model.clone()))),
+        true => twin.map(|t| match carried {
+            Some(c) => (t, c.lns, Some(c.resume)),
+            None => (t, Worker::start(t, model.clone()), None),
+        }),
         false => None,
     };
-    if let (false, Some((_, w))) = (best.found(), &twin) {
+    if let (false, Some((_, w, _))) = (best.found(), &twin) {
         seek_balanced(search, w, &model, &mut best, lb);
     }
     let exact = Worker::for_search(search, problem, model.clone());
@@ -474,11 +508,14 @@ fn run_after<'p>(
         seek_any(search, &exact, &model, &mut best);
     }
     if !best.found() {
-        return Ok(());
+        return Ok(None);
     }
     let lns = Worker::for_search(search, problem, model.clone());
-    let twin = twin.map(|(t, worker)| {
+    let twin = twin.map(|(t, worker, resume)| {
         let mut twin = Twin::new(t, worker, model.clone(), lb, twin_first);
+        if let Some(r) = resume {
+            twin.resume(r);
+        }
         twin.consider(&best);
         twin
     });
@@ -501,8 +538,16 @@ fn run_after<'p>(
     };
     if search.timed() {
         let tuner = Tuner::new(search, &p.best);
-        p.race(search, tuner);
-        return Ok(());
+        let tuner = p.race(search, tuner);
+        return Ok(Some(Carried {
+            resume: twin::Resume {
+                hood: p.hood,
+                asked: p.lns_asked,
+                lb: p.lb,
+                tuner,
+            },
+            lns: p.lns,
+        }));
     }
     p.turns(search);
     // The workers stop asking before a sample budget is spent when lns
@@ -510,9 +555,9 @@ fn run_after<'p>(
     // the samples left anneal from the best, as under a proxy target,
     // so that auto is not behind a strategy that spends them.
     if !search.done() && !p.optimal() {
-        return refine(search, &p.model, &mut p.best);
+        refine(search, &p.model, &mut p.best)?;
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -587,6 +632,65 @@ mod tests {
         assert!(search.time_left().unwrap() > 900.0);
     }
 
+    /// Under a time budget the twin's part goes on past the half while the
+    /// twin's run gains: it ends halfway from its last better sample to the
+    /// deadline. The samples' times are set here, as if found then: the
+    /// rule follows what the records say, not the clock of a test.
+    #[test]
+    fn under_a_time_budget_the_twins_part_goes_on_while_it_gains() {
+        use crate::cost::{Judge, JudgeOptions};
+        let p = chain("auto-twin-gains", "memory_capacity");
+        let twin = p.stricter().expect("memory_capacity alone has a twin");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let model = LatencyModel::new(p.graph.clone(), p.package.clone()).unwrap();
+        // Valid under the twin's rules: the chain in order over the ring,
+        // then the same with a faster last stage.
+        let slower: Vec<u32> = vec![0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3];
+        let faster: Vec<u32> = vec![0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3];
+        let mut search = Search::new(&p, &judge, super::super::Budget::Seconds(1_000.0), 1).unwrap();
+        let end = |s: &Search| s.elapsed() + s.time_left().unwrap();
+        let ends = search
+            .replay_on(twin, |s| {
+                let mut b = Incumbent::none(false);
+                let stalled = end(s);
+                assert!(b.offer(s, &model, slower.clone()), "the twin allows it");
+                s.records.last_mut().unwrap().elapsed_s = 600.0;
+                let first = end(s);
+                assert!(b.offer(s, &model, faster.clone()) && b.chips == faster);
+                s.records.last_mut().unwrap().elapsed_s = 900.0;
+                let gained = end(s);
+                // A sample no better than the best moves nothing.
+                b.offer(s, &model, slower.clone());
+                assert_eq!(b.chips, faster);
+                s.records.last_mut().unwrap().elapsed_s = 990.0;
+                (stalled, first, gained, end(s), s.done())
+            })
+            .unwrap();
+        let (stalled, first, gained, after, done) = ends;
+        assert!(
+            (500.0..501.0).contains(&stalled),
+            "{stalled}: halfway from the part's start"
+        );
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert!(near(first, 800.0), "{first}: halfway from the gain at 600 s to 1,000 s");
+        assert!(
+            near(gained, 950.0) && near(after, 950.0),
+            "{gained}, {after}: from the last gain, at 900 s"
+        );
+        assert!(!done, "the twin's part goes on past the half");
+        assert!(search.time_left().unwrap() > 900.0, "the problem's own part: the rest");
+    }
+
+    #[test]
+    fn a_parts_end_is_halfway_from_its_last_gain_to_the_budgets() {
+        assert_eq!(super::super::part_end(30.0, 0.0, None), 15.0);
+        assert_eq!(super::super::part_end(30.0, 2.0, None), 16.0);
+        assert_eq!(super::super::part_end(30.0, 2.0, Some(20.0)), 25.0);
+        // A gain before the part started (the caller's) is no gain of the part.
+        assert_eq!(super::super::part_end(30.0, 2.0, Some(1.0)), 16.0);
+        assert_eq!(super::super::part_end(30.0, 0.0, Some(40.0)), 30.0);
+    }
+
     #[test]
     fn the_policys_rounds_on_the_twin_keep_its_rules() {
         use crate::cost::{Judge, JudgeOptions};
@@ -634,14 +738,14 @@ mod tests {
         let ahead: Vec<u32> = vec![0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 3];
         let mut search = Search::new(&p, &judge, super::super::Budget::Seconds(2.0), 1).unwrap();
         let mut half = None;
-        run_after(&mut search, |s, t| {
+        portfolio(&mut search, |s, t| {
             assert!(std::ptr::eq(t, twin));
             let _ = s.replay_on(t, |s| {
                 half = s.time_left();
                 let mut b = Incumbent::none(false);
                 assert!(b.offer(s, &model, ahead.clone()), "the twin allows it");
             });
-            s.best().cloned()
+            (s.best().cloned(), None)
         })
         .unwrap();
         let half = half.expect("the twin's half ran");

@@ -169,8 +169,8 @@ pub(super) fn start(search: &mut Search, cuts: usize) -> Result<Option<Start>, I
 }
 
 /// The first incumbent: the given start, greedy's fill, dp's `cuts` best
-/// cuts, each settled under every rule and judged (one sample each) while
-/// the budget lasts; under a proxy target (an objective the SAT backing
+/// cuts (and the next ones until one is valid), each settled under every
+/// rule and judged (one sample each) while the budget lasts; under a proxy target (an objective the SAT backing
 /// cannot encode, such as step time) instead greedy's fill, every heuristic
 /// of the device-placement literature, which aim at that objective where
 /// the pipeline's target does not, and every dp cut, each settled as its own
@@ -201,12 +201,64 @@ pub(super) fn first(
     } else {
         candidates(problem, &allowed)
     };
-    for (_, cut) in made.into_iter().take(cuts) {
-        if search.done() {
+    // Past the `cuts` best, the others while none is valid yet: a cut that
+    // FIX settles is a first partition in a fraction of the time a SAT
+    // question for any valid one takes, where the best estimates overflow a
+    // chip with activations the estimates do not see.
+    for (i, (_, cut)) in made.into_iter().enumerate() {
+        if search.done() || (i >= cuts && best.found()) {
             break;
         }
         let chips = settle_full(search, &cut)?;
         best.offer(search, model, chips);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::{Judge, JudgeOptions};
+    use crate::strategy::Budget;
+
+    /// GoogLeNet on a 3 x 4 mesh of 6 MiB tiles (one of 24 MiB, one of 12)
+    /// under the four pipeline rules: greedy's fill and dp's best estimated
+    /// cuts, settled by FIX, overflow a tile with activations that the
+    /// estimates do not see; a later cut fits. The first incumbent goes on
+    /// through the cuts until one is valid, and no further.
+    #[test]
+    fn past_the_best_cuts_the_next_until_one_is_valid() {
+        let graph = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/graphs/googlenet.json.gz");
+        let text = format!(
+            "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
+             use std::topologies::mesh\n\
+             topology small_tiles(s: bytes) {{\n\
+                 include mesh(rows = 3, cols = 4, memory = s, compute = 3 TFLOP/s, bandwidth = 40 GB/s)\n\
+                 set tile[5] {{ memory = 24 MiB, compute = 10 TFLOP/s }}\n\
+                 set tile[10] {{ memory = 12 MiB, compute = 6 TFLOP/s }}\n\
+             }}\n\
+             let package = small_tiles(s = 6 MiB)\n\
+             let net = graph(\"{graph}\")\n\
+             partition net onto package {{\n\
+                 require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n\
+                 maximize throughput\n\
+             }}\n"
+        );
+        let c = mcm_testkit::compile_in(&mcm_testkit::scratch("incumbent-cuts"), &text);
+        let p = c.problem(None).expect("a problem").clone();
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let mut search = Search::new(&p, &judge, Budget::Samples(1_000), 1).unwrap();
+        let Start { best, .. } = start(&mut search, DP_CUTS).unwrap().expect("the analytical model");
+        assert!(best.found(), "a cut past the best {DP_CUTS} is valid");
+        let judged = &search.records;
+        assert!(
+            judged.len() > 1 + DP_CUTS,
+            "greedy's fill and the best cuts are invalid"
+        );
+        assert!(judged[..judged.len() - 1].iter().all(|r| r.throughput.is_none()));
+        assert!(
+            judged.last().unwrap().throughput.is_some(),
+            "the first valid cut is the last judged"
+        );
+    }
 }

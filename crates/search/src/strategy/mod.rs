@@ -341,9 +341,31 @@ pub struct Search<'p> {
     /// its twin, and grounding the twin's solver each time is repeated work).
     twin: Option<TwinState<'p>>,
     /// A share of the budget a part of the run keeps within
-    /// ([`Search::replay_on`]): a sample count or a moment in seconds from
-    /// the start, of the budget's own kind.
-    cap: Option<Budget>,
+    /// ([`Search::replay_on`]).
+    cap: Option<Cap>,
+}
+
+/// Where a part of a run ends ([`Search::replay_on`]), of the budget's own
+/// kind.
+#[derive(Clone, Copy, Debug)]
+enum Cap {
+    /// At this many samples in all.
+    Samples(usize),
+    /// Halfway from the part's start (`since` seconds from the run's start,
+    /// after sample `from`) or its last better sample, whichever is later,
+    /// to the budget's end ([`part_end`]).
+    Seconds { since: f64, from: usize },
+}
+
+/// When a part of a time budget of `total` seconds that started at `since`
+/// ends (see [`Search::replay_on`]): halfway from its start to the end when
+/// it has not gained, else halfway from its last gain, at `gained`, to the
+/// end. What comes after the part gets as long as the part has gone
+/// without a gain: a part that keeps gaining keeps the time, one that
+/// stalls hands on the rest, and it ends before `total`.
+fn part_end(total: f64, since: f64, gained: Option<f64>) -> f64 {
+    let last = gained.map_or(since, |g| g.max(since));
+    0.5 * (total + last.min(total))
 }
 
 /// A twin's solver and root domains (see [`Search::on_twin`]).
@@ -437,17 +459,24 @@ impl<'p> Search<'p> {
         Ok(r)
     }
 
-    /// Runs `f` on `twin` ([`Search::on_twin`]) within the first half of
-    /// what is left of the budget, as a run of its own on `twin` from here
-    /// would spend it: the budget's fraction spent ([`Search::progress`])
-    /// still counts the whole budget, and what `f` proves or sets of FIX's
-    /// order is dropped afterwards (a bound on the twin is none on this
-    /// problem). Called before the first sample, `f`'s samples are those of
-    /// a run on `twin` alone with this budget and seed, up to the half.
+    /// Runs `f` on `twin` ([`Search::on_twin`]) as a run of its own on
+    /// `twin` from here would spend the budget, for a part of it: the first
+    /// half of the samples left; of a time budget, the first half of the
+    /// time left and on while `f` still gains, until halfway from its last
+    /// better sample to the end ([`part_end`]: `f` stops when it has gone as
+    /// long without a gain as the time it would leave). The budget's
+    /// fraction spent ([`Search::progress`]) still counts the whole budget,
+    /// and what `f` proves or sets of FIX's order is dropped afterwards (a
+    /// bound on the twin is none on this problem). Called before the first
+    /// sample, `f`'s samples are those of a run on `twin` alone with this
+    /// budget and seed, up to where the part ends.
     pub fn replay_on<R>(&mut self, twin: &'p Problem, f: impl FnOnce(&mut Search<'p>) -> R) -> Result<R, Infeasible> {
         let half = match self.budget {
-            Budget::Samples(_) => Budget::Samples(self.records.len().saturating_add(self.remaining().div_ceil(2))),
-            Budget::Seconds(_) => Budget::Seconds(self.elapsed() + self.time_left().unwrap_or(0.0) / 2.0),
+            Budget::Samples(_) => Cap::Samples(self.records.len().saturating_add(self.remaining().div_ceil(2))),
+            Budget::Seconds(_) => Cap::Seconds {
+                since: self.elapsed(),
+                from: self.records.len(),
+            },
         };
         let outer = self.cap.replace(half);
         let (proven, order) = (self.proven.take(), self.order);
@@ -462,10 +491,19 @@ impl<'p> Search<'p> {
     /// or seconds from the start (see [`Search::replay_on`]).
     fn end(&self) -> Budget {
         match (self.budget, self.cap) {
-            (Budget::Samples(n), Some(Budget::Samples(c))) => Budget::Samples(n.min(c)),
-            (Budget::Seconds(t), Some(Budget::Seconds(c))) => Budget::Seconds(t.min(c)),
+            (Budget::Samples(n), Some(Cap::Samples(c))) => Budget::Samples(n.min(c)),
+            (Budget::Seconds(t), Some(Cap::Seconds { since, from })) => {
+                Budget::Seconds(part_end(t, since, self.gained_after(from)))
+            }
             (b, _) => b,
         }
+    }
+
+    /// When (seconds from the start) the best so far was found, if that was
+    /// after sample `from`.
+    fn gained_after(&self, from: usize) -> Option<f64> {
+        let b = self.best.as_ref().filter(|b| b.sample > from)?;
+        self.records.get(b.sample - 1).map(|r| r.elapsed_s)
     }
 
     /// What memory relief needs (see [`start::settle`]), made on first use.

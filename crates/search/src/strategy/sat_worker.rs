@@ -13,8 +13,9 @@
 //!
 //! A worker dropped while a call runs stops that call when its oracle is
 //! metered (bounded, or [`Worker::stoppable`]): the stricter twin's run in
-//! the first half of a time budget abandons its calls at the half, and they
-//! would otherwise spin through the problem's own half.
+//! the first part of a time budget abandons its `exact` call where its part
+//! ends (its `lns` worker goes on in the twin's search beside the
+//! problem's), and it would otherwise spin through the problem's own part.
 
 use super::Search;
 use mcm_core::latency::LatencyModel;
@@ -98,7 +99,7 @@ impl Worker {
 
     /// The worker a search's budget wants: bounded under a sample budget,
     /// whose every answer is waited for; under a time budget stoppable in
-    /// a part of it that ends before the budget does (the twin's half, see
+    /// a part of it that ends before the budget does (the twin's part, see
     /// [`Search::replay_on`]), whose calls would outlive it.
     pub(super) fn for_search(search: &Search, problem: &Problem, model: Arc<LatencyModel>) -> Worker {
         match (search.timed(), search.cap.is_some()) {

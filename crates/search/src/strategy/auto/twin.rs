@@ -43,6 +43,18 @@ pub(super) struct Twin<'p> {
     over: bool,
 }
 
+/// Where the twin's search goes on from (see [`super::Carried`]): what the
+/// race of the twin's part left.
+pub(in super::super) struct Resume {
+    pub hood: Neighbourhood,
+    /// The window its `lns` worker is working on, and since when.
+    pub asked: Option<(Question, Instant)>,
+    /// No partition of the twin is faster.
+    pub lb: f64,
+    /// The learned policy as its rounds left it.
+    pub tuner: Option<Tuner>,
+}
+
 impl<'p> Twin<'p> {
     /// The twin's side from `best`, the best partition judged valid under
     /// the twin's rules so far (none: see [`Twin::round`]); `lb` a bound
@@ -63,6 +75,16 @@ impl<'p> Twin<'p> {
             untunable: false,
             over: false,
         }
+    }
+
+    /// Goes on from what the twin's part left: its neighbourhood and the
+    /// window its worker (this twin's, see [`super::Carried`]) is working
+    /// on, its proven bound and its fine-tuned policy.
+    pub fn resume(&mut self, r: Resume) {
+        self.hood = r.hood;
+        self.asked = r.asked;
+        self.lb = self.lb.max(r.lb);
+        self.tuner = r.tuner;
     }
 
     /// Takes the shared incumbent as the twin's best when it is faster and
@@ -180,6 +202,39 @@ mod tests {
     use super::*;
     use crate::cost::{Judge, JudgeOptions};
     use crate::strategy::Budget;
+
+    /// Under a time budget the twin's part hands what its race left to the
+    /// twin's search beside the problem's: the twin's best, a bound proven
+    /// on the twin, the policy its rounds fine-tuned and its `lns` worker,
+    /// whose window (when one is open) the twin's search then takes the
+    /// answer of.
+    #[test]
+    fn the_twins_search_goes_on_from_what_its_part_left() {
+        let p = super::super::tests::chain("auto-twin-carried", "memory_capacity");
+        let twin = p.stricter().expect("memory_capacity alone has a twin");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let model = Arc::new(LatencyModel::new(p.graph.clone(), p.package.clone()).unwrap());
+        let mut search = Search::new(&p, &judge, Budget::Seconds(2.0), 1).unwrap();
+        let (best, carried) = super::super::replay(&mut search, twin);
+        let best = best.expect("the twin's part found a partition");
+        let c = carried.expect("its race ran and left its state");
+        let latency = model.latency(&best.chips).unwrap();
+        let lb = c.resume.lb;
+        assert!(lb > 0.0 && lb <= latency, "{lb} proven, {latency} found");
+        assert!(c.resume.tuner.is_some(), "the policy its rounds fine-tuned");
+        let open = c.resume.asked.is_some();
+        let first = Incumbent::judged(&model, &best.chips, best.throughput, false);
+        let mut t = Twin::new(twin, c.lns, model.clone(), 0.0, first);
+        t.resume(c.resume);
+        assert_eq!(t.lb, lb);
+        assert!(t.tuner.is_some());
+        assert_eq!(t.asked.is_some(), open);
+        if open {
+            let mut shared = Incumbent::judged(&model, &best.chips, best.throughput, false);
+            let mut more = Search::new(&p, &judge, Budget::Samples(10), 1).unwrap();
+            assert!(t.poll(&mut more, &model, &mut shared, Duration::from_secs(60)));
+        }
+    }
 
     /// On a chain under `memory_capacity` alone, the twin keeps as its best
     /// only a partition its pipeline rules allow, asks its windows around

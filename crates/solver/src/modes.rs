@@ -230,7 +230,7 @@ fn sample_rest(
             }
             if let Some(p) = &mut pace {
                 if after > before {
-                    p.placed(solver, u);
+                    p.placed(solver);
                 } else {
                     p.recount(solver);
                 }

@@ -19,8 +19,10 @@ use crate::engine::Solver;
 pub(crate) struct Pace {
     /// Per position in the order: the nodes with inputs from there on.
     left: Vec<u32>,
-    /// Per chip: the nodes with inputs the pass has placed there.
+    /// Per chip: the nodes with inputs fixed there.
     on: Vec<u32>,
+    /// Per node: whether it is counted in `on`.
+    counted: Vec<bool>,
 }
 
 impl Pace {
@@ -32,6 +34,7 @@ impl Pace {
         let mut pace = Pace {
             left,
             on: vec![0; solver.num_chips()],
+            counted: vec![false; solver.num_nodes()],
         };
         pace.recount(solver);
         pace
@@ -92,18 +95,29 @@ impl Pace {
         c
     }
 
-    /// `u` was decided and its decision stands.
-    pub fn placed(&mut self, solver: &Solver, u: u32) {
-        if has_inputs(solver, u) && solver.is_fixed(u) {
-            self.on[solver.dom(u).min as usize] += 1;
+    /// A decision stands: the nodes with inputs it fixed are counted, the
+    /// decided node and every one its propagation fixed with it. Counting
+    /// the decided node alone, a chip whose nodes come in groups (an
+    /// equality tying an attention matmul to its inputs, a chain squeezed
+    /// onto one chip by the flow) held far more than its share before the
+    /// pace moved on, and the last chips were left with the weights that
+    /// had no room beside the first ones.
+    pub fn placed(&mut self, solver: &Solver) {
+        for v in solver.changed_by_last_decision() {
+            if !self.counted[v as usize] && solver.is_fixed(v) && has_inputs(solver, v) {
+                self.counted[v as usize] = true;
+                self.on[solver.dom(v).min as usize] += 1;
+            }
         }
     }
 
-    /// The placed nodes counted again (after backtracking undid some).
+    /// The fixed nodes counted again (after backtracking undid some).
     pub fn recount(&mut self, solver: &Solver) {
         self.on.fill(0);
         for v in 0..solver.num_nodes() as u32 {
-            if solver.is_fixed(v) && has_inputs(solver, v) {
+            let fixed = solver.is_fixed(v) && has_inputs(solver, v);
+            self.counted[v as usize] = fixed;
+            if fixed {
                 self.on[solver.dom(v).min as usize] += 1;
             }
         }
@@ -141,5 +155,30 @@ mod tests {
         };
         assert!(binds(2));
         assert!(!binds(4));
+    }
+
+    /// Under upward flow, `d` decided on chip 0 takes `b` and `c` (and the
+    /// source `a`) there with it: the pace counts the three nodes with
+    /// inputs on chip 0, past their share (two of the three left over two
+    /// chips), so `e` moves on to chip 1, where counting `d` alone kept it
+    /// on chip 0.
+    #[test]
+    fn a_decision_counts_every_node_it_fixes() {
+        let text = "use std::placement::{acyclic_flow}\n\
+                    use std::topologies::ring\n\
+                    let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+                    let g = graph { a -> b -> c -> d -> e -> f -> h }\n\
+                    partition g onto t { require acyclic_flow }\n";
+        let c = mcm_lang::compile_str("pace.mcm", text, std::path::Path::new("."));
+        let p = c.problem(None).unwrap();
+        let g = &p.graph;
+        let id = |name: &str| g.decision_of(g.node_index(name).unwrap()).unwrap();
+        let mut s = Solver::new(p, Options::default()).unwrap();
+        let order: Vec<u32> = ["d", "a", "b", "c", "e", "f", "h"].iter().map(|n| id(n)).collect();
+        let mut pace = Pace::new(&s, &order);
+        assert_eq!(s.set_domain(id("d"), &[0]), 1);
+        pace.placed(&s);
+        assert_eq!(pace.on, [3, 0]);
+        assert_eq!(pace.chip(&s, id("e"), 4), Some(1));
     }
 }

@@ -155,6 +155,14 @@ impl Store {
         self.levels.len()
     }
 
+    /// The variables whose domain changed in the last open level (none at
+    /// the root), in the order they first changed; a variable may appear
+    /// twice when the level stamp wrapped within the level.
+    pub fn changed_in_level(&self) -> impl Iterator<Item = u32> + '_ {
+        let from = self.levels.last().map_or(self.trail.len(), |l| l.0);
+        self.trail[from..].iter().copied().filter(|e| e & CELL == 0)
+    }
+
     // ------------------------------------------------------------ cells
 
     /// A new trailed integer for a propagator's state.

@@ -316,6 +316,11 @@ impl<'p> Solver<'p> {
         self.store.changed_in_level()
     }
 
+    /// How many nodes have one chip left.
+    pub(crate) fn num_fixed(&self) -> usize {
+        self.store.num_fixed()
+    }
+
     pub fn num_decisions(&self) -> usize {
         self.decisions.len()
     }

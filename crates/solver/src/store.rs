@@ -147,6 +147,10 @@ impl Store {
     }
 
     /// Whether every variable has exactly one chip left.
+    pub fn num_fixed(&self) -> usize {
+        self.nfixed
+    }
+
     pub fn all_fixed(&self) -> bool {
         self.nfixed == self.n
     }

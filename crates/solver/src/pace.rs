@@ -135,7 +135,6 @@ impl Pace {
                     break;
                 }
                 if solver.is_fixed(v) && !self.counted[v as usize] {
-                    self.counted[v as usize] = true;
                     left -= 1;
                     self.count(solver, v);
                 }
@@ -208,9 +207,8 @@ mod tests {
 
     /// Under upward flow, `d` decided on chip 0 takes `b` and `c` (and the
     /// source `a`) there with it: the pace counts the three nodes with
-    /// inputs on chip 0, past their share (two of the three left over two
-    /// chips), so `e` moves on to chip 1, where counting `d` alone kept it
-    /// on chip 0.
+    /// inputs on chip 0, its share (half of the six), so `e` moves on to
+    /// chip 1, where counting `d` alone kept it on chip 0.
     #[test]
     fn a_decision_counts_every_node_it_fixes() {
         let text = "use std::placement::{acyclic_flow}\n\
@@ -233,9 +231,9 @@ mod tests {
 
     /// The nodes with weights (`c` to `f`) are kept off the last of three
     /// chips, and under upward flow so is `b`: five of the six nodes with
-    /// inputs must share chips 0 and 1, three a chip, where spread over all
-    /// three chips two a chip would leave chip 1 with three and chip 2 with
-    /// the one node that may go there.
+    /// inputs must share chips 0 and 1, three on one of them. Spread over
+    /// all three chips, two a chip, chip 0 would take two, chip 1 the
+    /// other three, and chip 2 only `h`.
     #[test]
     fn the_share_counts_the_chips_the_tail_may_take() {
         let text = "use std::placement::{acyclic_flow}\n\

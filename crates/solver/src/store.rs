@@ -146,11 +146,12 @@ impl Store {
         self.max[x as usize]
     }
 
-    /// Whether every variable has exactly one chip left.
+    /// How many variables have exactly one chip left.
     pub fn num_fixed(&self) -> usize {
         self.nfixed
     }
 
+    /// Whether every variable has exactly one chip left.
     pub fn all_fixed(&self) -> bool {
         self.nfixed == self.n
     }

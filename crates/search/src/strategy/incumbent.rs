@@ -170,11 +170,11 @@ pub(super) fn start(search: &mut Search, cuts: usize) -> Result<Option<Start>, I
 
 /// The first incumbent: the given start, greedy's fill, dp's `cuts` best
 /// cuts (and the next ones until one is valid), each settled under every
-/// rule and judged (one sample each) while the budget lasts; under a proxy target (an objective the SAT backing
-/// cannot encode, such as step time) instead greedy's fill, every heuristic
-/// of the device-placement literature, which aim at that objective where
-/// the pipeline's target does not, and every dp cut, each settled as its own
-/// strategy settles it ([`proposals`]). `Err` only when the problem has no
+/// rule and judged (one sample each) while the budget lasts; under a proxy
+/// target (an objective the SAT backing cannot encode, such as step time)
+/// instead greedy's fill, every heuristic of the device-placement
+/// literature, which aim at that objective where the pipeline's target does
+/// not, and every dp cut, each settled as its own strategy settles it ([`proposals`]). `Err` only when the problem has no
 /// valid partition.
 pub(super) fn first(
     search: &mut Search,

@@ -366,6 +366,80 @@ fn the_chain_bound_is_never_above_the_optimum_and_binds() {
     assert!(binds >= 10, "binds on {binds} of {solved}");
 }
 
+/// A random tiny residual block (ops in a line, the first read by the
+/// last, so all of them lie on two chips) whose ops read weights (no flops,
+/// params as large as their output) that slow links and a few MB of memory
+/// per chip make expensive, on a ring of 4-5 chips under `acyclic_flow`,
+/// `triangle_dependency` and `memory_capacity`.
+fn streamed_instance(rng: &mut ChaCha8Rng) -> String {
+    let n = rng.random_range(3..=4);
+    let c = rng.random_range(4..=5);
+    let memory = rng.random_range(3..=5);
+    let mut g = String::new();
+    for i in 0..n {
+        g += &format!(
+            "  n{i} {{ flops = {} GFLOP, output_bytes = {} MB }}\n",
+            rng.random_range(0..=2),
+            rng.random_range(0..=1)
+        );
+    }
+    for j in 1..n {
+        g += &format!("  n{} -> n{j}\n", j - 1);
+    }
+    g += &format!("  n0 -> n{}\n", n - 1);
+    for w in 0..3 {
+        let size = rng.random_range(memory - 1..=memory);
+        g += &format!("  w{w} {{ params = {size} MB, output_bytes = {size} MB }}\n");
+        g += &format!("  w{w} -> n{}\n", rng.random_range(0..n));
+    }
+    format!(
+        "use std::placement::{{acyclic_flow, triangle_dependency, memory_capacity}}\n\
+         use std::topologies::ring\n\
+         let t = ring(n = {c}, memory = {memory} MB, compute = {} TFLOP/s, bandwidth = 1 GB/s)\n\
+         let g = graph {{\n{g}}}\n\
+         partition g onto t {{ require acyclic_flow, triangle_dependency, memory_capacity }}\n",
+        rng.random_range(1..=3)
+    )
+}
+
+#[test]
+fn the_weights_a_chain_streams_bound_it_never_past_the_optimum() {
+    let mut rng = ChaCha8Rng::seed_from_u64(39);
+    let (mut solved, mut binds) = (0, 0);
+    for case in 0..200 {
+        let text = streamed_instance(&mut rng);
+        let p = problem(&text);
+        let m = CostModel::new(&p).unwrap();
+        let Some(best) = latencies(&p, &m).into_iter().reduce(f64::min) else {
+            continue;
+        };
+        solved += 1;
+        for b in m.bounds() {
+            assert!(
+                b.latency_s <= best * (1.0 + 1e-9),
+                "case {case}: {b:?} above the optimum {best}\n{text}"
+            );
+        }
+        let streams = |b: &&mcm_search::cost::Bound| b.because.contains("weights streamed");
+        let others = m
+            .bounds()
+            .iter()
+            .filter(|b| !streams(b))
+            .map(|b| b.latency_s)
+            .fold(0.0, f64::max);
+        binds += usize::from(
+            m.bounds()
+                .iter()
+                .filter(streams)
+                .any(|b| b.latency_s > others * (1.0 + 1e-9)),
+        );
+    }
+    // Removing the streamed-weights inequality fails here: it is strictly
+    // above every other bound on some cases.
+    assert!(solved >= 150, "{solved}");
+    assert!(binds >= 10, "binds on {binds} of {solved}");
+}
+
 #[test]
 fn the_stage_cut_bound_charges_whole_ops() {
     // A diamond a(1) -> b(2), c(2) -> d(3) GFLOP on two 1 TFLOP/s chips,

@@ -163,7 +163,7 @@ impl CostModel {
             };
             let mut all = bounds::structural(&self.graph, &chips, self.confined);
             all.extend(stage_cuts::bound(&self.graph, &self.core, self.ordered, self.bounded));
-            all.extend(chain_cuts::bound(&self.graph, &self.core, self.confined));
+            all.extend(chain_cuts::bound(&self.graph, &self.core, self.confined, self.bounded));
             all
         })
     }

@@ -16,6 +16,14 @@
 //!
 //! The chain is the one whose W carries the most flops per chip (a
 //! parametric longest path: Σ (gain − λ) over paths, λ bisected).
+//!
+//! Under `memory_capacity` W's chips also hold only so much of the weights
+//! W reads: a weight W reads that sits below its consumer's chip q crosses
+//! the link q−1 -> q (on a line, every route up passes it), and W's at most
+//! m chips have at most m such links, each at most T of some chip's stage.
+//! So m·T·(the widest link) is at least the bytes of the weights W's chips
+//! cannot hold ([`streamed`]): an encoder-decoder's decoder, confined to
+//! two chips, streams what two chips' memory cannot hold.
 
 use super::bounds::{Bound, BoundKind, Reach};
 use super::stage_cuts::{self, Chips, Line};
@@ -25,22 +33,26 @@ use mcm_core::latency::LatencyModel;
 /// Bisection steps on the flops per chip of the chain.
 const STEPS: usize = 60;
 
-/// The bound, when `confined` (`acyclic_flow` and `triangle_dependency`
-/// required) on a line of chips, for the chain with the most flops per
-/// chip when it has fewer nodes than the package has chips; `None`
-/// otherwise.
-pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool) -> Option<Bound> {
+/// The bounds, when `confined` (`acyclic_flow` and `triangle_dependency`
+/// required) on a line of chips, for the chain with the most flops per chip
+/// when it has fewer nodes than the package has chips: the stage-cut
+/// relaxation of W, and, under `memory` (`memory_capacity` required), the
+/// weights W reads beyond what its chips hold ([`streamed`]) over its at
+/// most m links in. Empty otherwise.
+pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool, memory: bool) -> Vec<Bound> {
     let n = graph.num_placed();
     if !confined || !(2..=stage_cuts::MAX_NODES).contains(&n) {
-        return None;
+        return Vec::new();
     }
-    let line = Line::of(model)?;
+    let Some(line) = Line::of(model) else {
+        return Vec::new();
+    };
     let flops: Vec<f64> = (0..n as u32).map(|u| graph.placed_node(u).flops as f64).collect();
     let reach = Reach::new(graph);
     let chain = best_chain(graph, &reach, &flops);
     let m = chain.len();
     if m >= line.compute.len() {
-        return None;
+        return Vec::new();
     }
     let mut in_w = vec![false; n];
     in_w[chain[0]] = true;
@@ -58,17 +70,68 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool) -> Opti
         weights: None,
         window: 1,
     };
-    let latency_s = stage_cuts::relax(graph, &chain_flops, &chips)?;
     let name = |u: usize| &graph.placed_node(u as u32).id;
-    Some(Bound {
-        kind: BoundKind::StageCuts,
-        latency_s,
-        because: format!(
-            "stage boundaries of the chain `{}` -> ... -> `{}`: its {m} nodes and those between them on at most {m} chips",
-            name(chain[0]),
-            name(chain[m - 1])
-        ),
-    })
+    let chain_is = format!("the chain `{}` -> ... -> `{}`", name(chain[0]), name(chain[m - 1]));
+    let mut out = Vec::new();
+    if let Some(latency_s) = stage_cuts::relax(graph, &chain_flops, &chips) {
+        out.push(Bound {
+            kind: BoundKind::StageCuts,
+            latency_s,
+            because: format!(
+                "stage boundaries of {chain_is}: its {m} nodes and those between them on at most {m} chips"
+            ),
+        });
+    }
+    if memory {
+        let roomiest = (0..line.compute.len() as u32)
+            .map(|d| model.package.memory_or_unlimited(d))
+            .fold(0.0, f64::max);
+        let latency_s = streamed(graph, &in_w, m as f64 * roomiest) / (m as f64 * widest);
+        if latency_s > 0.0 {
+            out.push(Bound {
+                kind: BoundKind::StageCuts,
+                latency_s,
+                because: format!(
+                    "weights streamed into {chain_is}: its {m} nodes and those between them on at most {m} chips, whose memory holds only part of the weights they read"
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// The least bytes of weights that the links into `in_w`'s chips carry, a
+/// set on chips of `capacity` bytes of memory together, on a line under
+/// `acyclic_flow`: a placed node with params outside the set that an edge
+/// reads into it sits on one of those chips, or below the consumer's chip
+/// q, and then its output (at least the smallest of its edges into the
+/// set) crosses the link q−1 -> q, one of the set's at most m links in
+/// (the caller divides by m times the widest). Which weights fit is a
+/// knapsack; its fractional relaxation (the largest bytes per param kept
+/// first) is below every choice. The set's own params take room first.
+fn streamed(graph: &Graph, in_w: &[bool], capacity: f64) -> f64 {
+    let n = in_w.len();
+    let mut sent = vec![f64::INFINITY; n];
+    for e in graph.placed_edges() {
+        let (u, v) = (e.src as usize, e.dst as usize);
+        if in_w[v] && !in_w[u] {
+            sent[u] = sent[u].min(e.bytes as f64);
+        }
+    }
+    let params = |u: usize| graph.placed_node(u as u32).params as f64;
+    let mut room = capacity - (0..n).filter(|&u| in_w[u]).map(params).sum::<f64>();
+    let mut read: Vec<(f64, f64)> = (0..n)
+        .filter(|&u| sent[u].is_finite() && sent[u] > 0.0 && params(u) > 0.0)
+        .map(|u| (sent[u], params(u)))
+        .collect();
+    read.sort_by(|a, b| (b.0 / b.1).total_cmp(&(a.0 / a.1)));
+    let mut streamed = 0.0;
+    for (bytes, p) in read {
+        let kept = room.clamp(0.0, p);
+        room -= kept;
+        streamed += bytes * (p - kept) / p;
+    }
+    streamed
 }
 
 /// The chain (placed nodes, each an edge from the last) whose W has the

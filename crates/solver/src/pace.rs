@@ -67,9 +67,8 @@ impl Pace {
     /// the last chip (every node left spread over every chip from `m` on)
     /// unless the rules keep the tail off the last chips. Spread over every
     /// chip regardless, the chain reached the last chips it may take with
-    /// more left than they hold (BERT-large with `gelu` kept off the last
-    /// chip: chips 17 and 18 had to hold the last 83, and each of them
-    /// failed on chip 18 before it went to chip 17).
+    /// more left than they hold (a unary rule keeping `gelu` off the last
+    /// chip leaves the chips below it the whole tail).
     pub fn chip(&self, solver: &Solver, u: u32) -> Option<u32> {
         if !has_inputs(solver, u) {
             return None;

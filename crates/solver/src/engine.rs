@@ -309,18 +309,6 @@ impl<'p> Solver<'p> {
             .sum()
     }
 
-    /// The nodes whose domain the last standing decision changed, itself
-    /// and those its propagation narrowed (an equality's mates, a chain
-    /// squeezed by the flow), each at least once.
-    pub(crate) fn changed_by_last_decision(&self) -> impl Iterator<Item = u32> + '_ {
-        self.store.changed_in_level()
-    }
-
-    /// How many nodes have one chip left.
-    pub(crate) fn num_fixed(&self) -> usize {
-        self.store.num_fixed()
-    }
-
     pub fn num_decisions(&self) -> usize {
         self.decisions.len()
     }

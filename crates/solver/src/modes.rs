@@ -203,14 +203,14 @@ fn sample_rest(
                 Weights::Mostly(stray) => consumer_chip(solver, u).filter(|_| !rng.random_bool(stray)),
             };
             let paced = match (&pace, weights) {
-                (Some(p), Weights::Mostly(_)) => p.chip(solver, u).map(|c| {
+                (Some(p), Weights::Mostly(_)) => p.chip(solver, u, pos).map(|c| {
                     if rng.random_bool(p.stray_odds()) {
                         p.stray(solver, u, rng)
                     } else {
                         c
                     }
                 }),
-                (Some(p), _) => p.chip(solver, u),
+                (Some(p), _) => p.chip(solver, u, pos),
                 (None, _) => None,
             };
             let c = match (paced, follow) {

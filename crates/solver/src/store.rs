@@ -146,11 +146,6 @@ impl Store {
         self.max[x as usize]
     }
 
-    /// How many variables have exactly one chip left.
-    pub fn num_fixed(&self) -> usize {
-        self.nfixed
-    }
-
     /// Whether every variable has exactly one chip left.
     pub fn all_fixed(&self) -> bool {
         self.nfixed == self.n
@@ -158,14 +153,6 @@ impl Store {
 
     pub fn level(&self) -> usize {
         self.levels.len()
-    }
-
-    /// The variables whose domain changed in the last open level (none at
-    /// the root), in the order they first changed; a variable may appear
-    /// twice when the level stamp wrapped within the level.
-    pub fn changed_in_level(&self) -> impl Iterator<Item = u32> + '_ {
-        let from = self.levels.last().map_or(self.trail.len(), |l| l.0);
-        self.trail[from..].iter().copied().filter(|e| e & CELL == 0)
     }
 
     // ------------------------------------------------------------ cells

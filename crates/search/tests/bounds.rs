@@ -328,12 +328,20 @@ fn chain_instance(rng: &mut ChaCha8Rng) -> String {
     )
 }
 
-#[test]
-fn the_chain_bound_is_never_above_the_optimum_and_binds() {
-    let mut rng = ChaCha8Rng::seed_from_u64(38);
+/// Over `cases` random instances made by `make`: every bound of each at or
+/// below the optimum exhaustive search finds, and on how many the bounds
+/// `marked` picks lie strictly above every other bound. Returns the
+/// instances with a valid partition and that count.
+fn never_above_the_optimum(
+    seed: u64,
+    cases: usize,
+    mut make: impl FnMut(&mut ChaCha8Rng) -> String,
+    marked: impl Fn(&mcm_search::cost::Bound) -> bool,
+) -> (usize, usize) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut solved, mut binds) = (0, 0);
-    for case in 0..300 {
-        let text = chain_instance(&mut rng);
+    for case in 0..cases {
+        let text = make(&mut rng);
         let p = problem(&text);
         let m = CostModel::new(&p).unwrap();
         let Some(best) = latencies(&p, &m).into_iter().reduce(f64::min) else {
@@ -346,20 +354,25 @@ fn the_chain_bound_is_never_above_the_optimum_and_binds() {
                 "case {case}: {b:?} above the optimum {best}\n{text}"
             );
         }
-        let is_chain = |b: &&mcm_search::cost::Bound| b.because.contains("chain");
         let others = m
             .bounds()
             .iter()
-            .filter(|b| !is_chain(b))
+            .filter(|b| !marked(b))
             .map(|b| b.latency_s)
             .fold(0.0, f64::max);
         binds += usize::from(
             m.bounds()
                 .iter()
-                .filter(is_chain)
+                .filter(|b| marked(b))
                 .any(|b| b.latency_s > others * (1.0 + 1e-9)),
         );
     }
+    (solved, binds)
+}
+
+#[test]
+fn the_chain_bound_is_never_above_the_optimum_and_binds() {
+    let (solved, binds) = never_above_the_optimum(38, 300, chain_instance, |b| b.because.contains("chain"));
     // Removing the chain bound fails here: it is strictly above every
     // other bound on some cases.
     assert!(solved >= 250, "{solved}");
@@ -404,36 +417,8 @@ fn streamed_instance(rng: &mut ChaCha8Rng) -> String {
 
 #[test]
 fn the_weights_a_chain_streams_bound_it_never_past_the_optimum() {
-    let mut rng = ChaCha8Rng::seed_from_u64(39);
-    let (mut solved, mut binds) = (0, 0);
-    for case in 0..200 {
-        let text = streamed_instance(&mut rng);
-        let p = problem(&text);
-        let m = CostModel::new(&p).unwrap();
-        let Some(best) = latencies(&p, &m).into_iter().reduce(f64::min) else {
-            continue;
-        };
-        solved += 1;
-        for b in m.bounds() {
-            assert!(
-                b.latency_s <= best * (1.0 + 1e-9),
-                "case {case}: {b:?} above the optimum {best}\n{text}"
-            );
-        }
-        let streams = |b: &&mcm_search::cost::Bound| b.because.contains("weights streamed");
-        let others = m
-            .bounds()
-            .iter()
-            .filter(|b| !streams(b))
-            .map(|b| b.latency_s)
-            .fold(0.0, f64::max);
-        binds += usize::from(
-            m.bounds()
-                .iter()
-                .filter(streams)
-                .any(|b| b.latency_s > others * (1.0 + 1e-9)),
-        );
-    }
+    let (solved, binds) =
+        never_above_the_optimum(39, 200, streamed_instance, |b| b.because.contains("weights streamed"));
     // Removing the streamed-weights inequality fails here: it is strictly
     // above every other bound on some cases.
     assert!(solved >= 150, "{solved}");

@@ -14,6 +14,7 @@
 //! the rule binds nowhere.
 
 use crate::engine::Solver;
+use crate::families::equal::ALONE;
 
 /// The pace of one pass over an order.
 pub(crate) struct Pace {
@@ -92,11 +93,28 @@ impl Pace {
         c
     }
 
-    /// `u` was decided and its decision stands.
+    /// `u` was decided and its decision stands: it is counted, and so are
+    /// the mates an equality ties to it (an attention matmul and its
+    /// inputs), which the decision fixed on the same chip. Counting `u`
+    /// alone, a chip whose nodes come in such groups took several times
+    /// its share before the pace moved on, and the weights decided last
+    /// found no room beside them. Nodes the flow squeezed onto the chip are
+    /// not counted: the first chips filling to a cap pins them all at once
+    /// where an even spread would narrow them one decision at a time.
     pub fn placed(&mut self, solver: &Solver, u: u32) {
-        if has_inputs(solver, u) && solver.is_fixed(u) {
-            self.on[solver.dom(u).min as usize] += 1;
+        if !solver.is_fixed(u) {
+            return;
         }
+        let groups = solver.net.groups();
+        let mates = match groups.of(u) {
+            ALONE => std::slice::from_ref(&u),
+            g => groups.members(g),
+        };
+        let fixed = mates
+            .iter()
+            .filter(|&&v| has_inputs(solver, v) && solver.is_fixed(v))
+            .count();
+        self.on[solver.dom(u).min as usize] += fixed as u32;
     }
 
     /// The placed nodes counted again (after backtracking undid some).
@@ -122,6 +140,35 @@ mod tests {
     /// A chain of four on two chips under upward flow: at most two nodes a
     /// chip keeps `b` (three nodes from it on) off the last chip, so the
     /// chain is paced; at most four leaves every chip open, and it is not.
+    /// An equality ties `b` and `d` to `c` (edges into an `mm`): deciding
+    /// `b` on chip 0 fixes the three there, and the pace counts them all
+    /// (counting the decided node alone, chip 0 held three nodes where
+    /// the pace saw one).
+    #[test]
+    fn a_decision_counts_the_mates_an_equality_fixes_with_it() {
+        let text = "use std::placement::{acyclic_flow}\n\
+                    use std::topologies::ring\n\
+                    let t = ring(n = 2, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+                    let g = graph {\n  a\n  b\n  c { op = \"mm\" }\n  d { op = \"mm\" }\n  e\n  f\n\
+                    a -> b\n  b -> c\n  c -> d\n  d -> e\n  e -> f\n}\n\
+                    constraint glued() { forall (u, v) in edges where v.op == \"mm\": chip(u) == chip(v) }\n\
+                    partition g onto t { require acyclic_flow, glued }\n";
+        let c = mcm_lang::compile_str("pace.mcm", text, std::path::Path::new("."));
+        let p = c.problem(None).unwrap();
+        let g = &p.graph;
+        let id = |name: &str| g.decision_of(g.node_index(name).unwrap()).unwrap();
+        let mut s = Solver::new(p, Options::default()).unwrap();
+        let order: Vec<u32> = ["b", "a", "c", "d", "e", "f"].iter().map(|n| id(n)).collect();
+        let mut pace = Pace::new(&s, &order);
+        assert!(s.set_domain(id("b"), &[0]) > 0);
+        assert!(
+            s.is_fixed(id("c")) && s.is_fixed(id("d")),
+            "the equality fixes the mates"
+        );
+        pace.placed(&s, id("b"));
+        assert_eq!(pace.on, [3, 0]);
+    }
+
     #[test]
     fn only_a_count_that_binds_paces() {
         let binds = |k: u32| {

@@ -149,6 +149,35 @@ fn ordered_instance(rng: &mut ChaCha8Rng, weights: bool) -> String {
         1 => "fast_first()".to_string(),
         _ => "fast_last()".to_string(),
     };
+    let (g, rules) = graph_and_rules(rng, n, weights);
+    format!(
+        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
+         use std::topologies::ring\n\
+         topology fast_first() {{\n\
+             chips fast[1] {{ memory = {memory}, compute = 3 TFLOP/s }}\n\
+             chips die[2] {{ memory = {memory}, compute = 1 TFLOP/s }}\n\
+             link fast[0] -> die[0] {{ bandwidth = 1 GB/s }}\n\
+             link die[0] -> die[1] {{ bandwidth = 2 GB/s }}\n\
+         }}\n\
+         topology fast_last() {{\n\
+             chips die[2] {{ memory = {memory}, compute = 1 TFLOP/s }}\n\
+             chips fast[1] {{ memory = {memory}, compute = 3 TFLOP/s }}\n\
+             link die[0] -> die[1] {{ bandwidth = 2 GB/s }}\n\
+             link die[1] -> fast[0] {{ bandwidth = 1 GB/s }}\n\
+         }}\n\
+         let t = {topo}\n\
+         let g = graph {{\n{g}}}\n\
+         partition g onto t {{ {} }}\n",
+        common::require_line(&rules)
+    )
+}
+
+/// A random connected graph of `n` ops in id order (with `weights`, some of
+/// them weights: no flops, no inputs, params as large as their output) and
+/// the rules its problem requires: `acyclic_flow`, each of
+/// `triangle_dependency` and `no_skip` at random, `memory_capacity` with
+/// weights.
+fn graph_and_rules(rng: &mut ChaCha8Rng, n: usize, weights: bool) -> (String, Vec<&'static str>) {
     let mut g = String::new();
     let mut sources = vec![false; n];
     for (i, source) in sources.iter_mut().enumerate() {
@@ -177,7 +206,7 @@ fn ordered_instance(rng: &mut ChaCha8Rng, weights: bool) -> String {
             }
         }
     }
-    let rules: Vec<&str> = [
+    let rules = [
         ("acyclic_flow", true),
         ("triangle_dependency", rng.random_bool(0.5)),
         ("no_skip", rng.random_bool(0.5)),
@@ -186,26 +215,7 @@ fn ordered_instance(rng: &mut ChaCha8Rng, weights: bool) -> String {
     .into_iter()
     .filter_map(|(r, on)| on.then_some(r))
     .collect();
-    format!(
-        "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
-         use std::topologies::ring\n\
-         topology fast_first() {{\n\
-             chips fast[1] {{ memory = {memory}, compute = 3 TFLOP/s }}\n\
-             chips die[2] {{ memory = {memory}, compute = 1 TFLOP/s }}\n\
-             link fast[0] -> die[0] {{ bandwidth = 1 GB/s }}\n\
-             link die[0] -> die[1] {{ bandwidth = 2 GB/s }}\n\
-         }}\n\
-         topology fast_last() {{\n\
-             chips die[2] {{ memory = {memory}, compute = 1 TFLOP/s }}\n\
-             chips fast[1] {{ memory = {memory}, compute = 3 TFLOP/s }}\n\
-             link die[0] -> die[1] {{ bandwidth = 2 GB/s }}\n\
-             link die[1] -> fast[0] {{ bandwidth = 1 GB/s }}\n\
-         }}\n\
-         let t = {topo}\n\
-         let g = graph {{\n{g}}}\n\
-         partition g onto t {{ {} }}\n",
-        common::require_line(&rules)
-    )
+    (g, rules)
 }
 
 /// The stage-cut bound of a model, if it has one.
@@ -482,42 +492,7 @@ fn windowed_instance(rng: &mut ChaCha8Rng, weights: bool) -> String {
         3 => format!("bidirectional_ring(n = {}, {rates})", rng.random_range(3..=5)),
         _ => format!("fully_connected(n = {}, {rates})", rng.random_range(2..=4)),
     };
-    let mut g = String::new();
-    let mut sources = vec![false; n];
-    for (i, source) in sources.iter_mut().enumerate() {
-        if weights && rng.random_bool(0.4) {
-            *source = true;
-            let size = rng.random_range(1..=5);
-            g += &format!("  n{i} {{ params = {size} MB, output_bytes = {size} MB }}\n");
-        } else {
-            let params = if weights { rng.random_range(0..=2) } else { 0 };
-            g += &format!(
-                "  n{i} {{ flops = {} GFLOP, params = {params} MB, output_bytes = {} MB }}\n",
-                rng.random_range(0..=8),
-                rng.random_range(0..=4)
-            );
-        }
-    }
-    for (j, &source) in sources.iter().enumerate().skip(1) {
-        if source {
-            continue;
-        }
-        let first = rng.random_range(0..j);
-        for i in 0..j {
-            if i == first || rng.random_bool(0.3) {
-                g += &format!("  n{i} -> n{j}\n");
-            }
-        }
-    }
-    let rules: Vec<&str> = [
-        ("acyclic_flow", true),
-        ("triangle_dependency", rng.random_bool(0.5)),
-        ("no_skip", rng.random_bool(0.5)),
-        ("memory_capacity", weights),
-    ]
-    .into_iter()
-    .filter_map(|(r, on)| on.then_some(r))
-    .collect();
+    let (g, rules) = graph_and_rules(rng, n, weights);
     format!(
         "use std::placement::{{acyclic_flow, no_skip, triangle_dependency, memory_capacity}}\n\
          use std::topologies::{{mesh, torus, bidirectional_ring, fully_connected}}\n\

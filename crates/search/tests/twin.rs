@@ -28,13 +28,17 @@ fn corners(rules: &str) -> Problem {
     common::compile_ok(&text).problem(None).unwrap().clone()
 }
 
-fn solve(p: &Problem, name: &str, budget: Budget) -> Option<Vec<u32>> {
+/// Strategy `name`'s run on `p` under `budget` with `seed`.
+fn run(p: &Problem, name: &str, budget: Budget, seed: u64) -> Option<Outcome> {
     let judge = Judge::new(p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
     let mut s = strategy::by_name(name, &Default::default())
         .unwrap()
         .expect("a strategy");
-    let o = strategy::run(p, &judge, s.as_mut(), budget, 1, None).ok()?;
-    o.best.map(|b| b.chips)
+    strategy::run(p, &judge, s.as_mut(), budget, seed, None).ok()
+}
+
+fn solve(p: &Problem, name: &str, budget: Budget) -> Option<Vec<u32>> {
+    run(p, name, budget, 1)?.best.map(|b| b.chips)
 }
 
 #[test]
@@ -111,10 +115,23 @@ fn small_problem(c: &Small, rules: &str, objective: &str) -> Option<Problem> {
     compiled.problem(None).ok().cloned()
 }
 
-fn auto(p: &Problem, samples: usize, seed: u64) -> Option<Outcome> {
-    let judge = Judge::new(p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
-    let mut s = strategy::by_name("auto", &Default::default()).unwrap().expect("auto");
-    strategy::run(p, &judge, s.as_mut(), Budget::Samples(samples), seed, None).ok()
+/// The small problem under `memory_capacity` alone and under the four
+/// rules in its twin's order (the problem's rules, then those it lacks),
+/// both under throughput or both under step time.
+fn with_four_rules(c: &Small, step: bool) -> Option<(Problem, Problem)> {
+    let objective = if step {
+        "minimize step_time"
+    } else {
+        "maximize throughput"
+    };
+    Some((
+        small_problem(c, "memory_capacity", objective)?,
+        small_problem(
+            c,
+            "memory_capacity, acyclic_flow, no_skip, triangle_dependency",
+            objective,
+        )?,
+    ))
 }
 
 /// `fewer` (the run under fewer rules) spent its first `half` samples as
@@ -169,29 +186,19 @@ proptest! {
     /// optimal). Under both objectives, on three seeds.
     #[test]
     fn under_a_sample_budget_fewer_rules_never_end_worse(c in small(), step in any::<bool>()) {
-        let objective = if step { "minimize step_time" } else { "maximize throughput" };
-        let (Some(p), Some(strict)) = (
-            small_problem(&c, "memory_capacity", objective),
-            // The twin's order: the problem's rules, then those it lacks.
-            small_problem(&c, "memory_capacity, acyclic_flow, no_skip, triangle_dependency", objective),
-        ) else {
+        let Some((p, strict)) = with_four_rules(&c, step) else {
             return Ok(());
         };
         let half = SAMPLES.div_ceil(2);
+        let auto = |p: &Problem, seed| run(p, "auto", Budget::Samples(SAMPLES), seed);
         for seed in 0..3 {
-            let (Some(fewer), Some(four)) = (auto(&p, SAMPLES, seed), auto(&strict, SAMPLES, seed)) else {
+            let (Some(fewer), Some(four)) = (auto(&p, seed), auto(&strict, seed)) else {
                 continue;
             };
             let within = four.best.as_ref().is_none_or(|b| b.sample <= half) || four.records.len() <= half;
             replays_the_twin(&p, &fewer, &four, half, within, seed)?;
         }
     }
-}
-
-fn dp(p: &Problem, samples: usize, seed: u64) -> Option<Outcome> {
-    let judge = Judge::new(p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
-    let mut s = strategy::by_name("dp", &Default::default()).unwrap().expect("dp");
-    strategy::run(p, &judge, s.as_mut(), Budget::Samples(samples), seed, None).ok()
 }
 
 /// Few enough for dp's whole run on the twin (at most one partition a cut,
@@ -208,16 +215,13 @@ proptest! {
     /// run when that fits in the half. Under both objectives, on two seeds.
     #[test]
     fn dp_with_fewer_rules_never_ends_worse(c in small(), step in any::<bool>()) {
-        let objective = if step { "minimize step_time" } else { "maximize throughput" };
-        let (Some(p), Some(strict)) = (
-            small_problem(&c, "memory_capacity", objective),
-            small_problem(&c, "memory_capacity, acyclic_flow, no_skip, triangle_dependency", objective),
-        ) else {
+        let Some((p, strict)) = with_four_rules(&c, step) else {
             return Ok(());
         };
         let half = DP_SAMPLES.div_ceil(2);
+        let dp = |p: &Problem, seed| run(p, "dp", Budget::Samples(DP_SAMPLES), seed);
         for seed in 0..2 {
-            let (Some(fewer), Some(four)) = (dp(&p, DP_SAMPLES, seed), dp(&strict, DP_SAMPLES, seed)) else {
+            let (Some(fewer), Some(four)) = (dp(&p, seed), dp(&strict, seed)) else {
                 continue;
             };
             replays_the_twin(&p, &fewer, &four, half, four.records.len() <= half, seed)?;

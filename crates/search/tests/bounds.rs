@@ -226,6 +226,34 @@ fn stage_cut(m: &CostModel) -> Option<f64> {
         .map(|b| b.latency_s)
 }
 
+/// The stage-cut bound of `text`'s problem (case `case`), checked at or
+/// below the optimum exhaustive search finds, and the highest of its other
+/// bounds; `None` when no partition is valid, or when no node has flops
+/// (then there is no stage-cut bound, which is checked).
+fn stage_cut_below_the_optimum(case: usize, text: &str) -> Option<(f64, f64)> {
+    let p = problem(text);
+    let m = CostModel::new(&p).unwrap();
+    let best = latencies(&p, &m).into_iter().reduce(f64::min)?;
+    let Some(stage) = stage_cut(&m) else {
+        assert!(
+            p.graph.nodes.iter().all(|v| v.flops == 0),
+            "case {case}: no stage-cut bound under acyclic_flow\n{text}"
+        );
+        return None;
+    };
+    assert!(
+        stage <= best * (1.0 + 1e-9),
+        "case {case}: {stage} above the optimum {best}\n{text}"
+    );
+    let others = m
+        .bounds()
+        .iter()
+        .filter(|b| b.kind != BoundKind::StageCuts)
+        .map(|b| b.latency_s)
+        .fold(0.0, f64::max);
+    Some((stage, others))
+}
+
 #[test]
 fn the_stage_cut_bound_is_never_above_the_optimum_and_binds() {
     let mut rng = ChaCha8Rng::seed_from_u64(36);
@@ -269,24 +297,10 @@ fn memory_tightens_the_stage_cut_bound_never_past_the_optimum() {
     let (mut solved, mut tighter) = (0, 0);
     for case in 0..300 {
         let text = ordered_instance(&mut rng, true);
-        let p = problem(&text);
-        let m = CostModel::new(&p).unwrap();
-        let Some(best) = latencies(&p, &m).into_iter().reduce(f64::min) else {
-            continue;
-        };
-        // No flops at all: no stage-cut bound to check.
-        let Some(stage) = stage_cut(&m) else {
-            assert!(
-                p.graph.nodes.iter().all(|v| v.flops == 0),
-                "case {case}: no stage-cut bound\n{text}"
-            );
+        let Some((stage, _)) = stage_cut_below_the_optimum(case, &text) else {
             continue;
         };
         solved += 1;
-        assert!(
-            stage <= best * (1.0 + 1e-9),
-            "case {case}: {stage} above the optimum {best}\n{text}"
-        );
         // The same problem without `memory_capacity`: its bound ignores
         // the weights.
         let loose = text.replace(", memory_capacity }", " }");
@@ -509,29 +523,10 @@ fn the_stage_cut_bound_off_a_line_is_never_above_the_optimum_and_binds() {
     let (mut solved, mut binds) = (0, 0);
     for case in 0..300 {
         let text = windowed_instance(&mut rng, case % 2 == 1);
-        let p = problem(&text);
-        let m = CostModel::new(&p).unwrap();
-        let Some(best) = latencies(&p, &m).into_iter().reduce(f64::min) else {
-            continue;
-        };
-        let Some(stage) = stage_cut(&m) else {
-            assert!(
-                p.graph.nodes.iter().all(|v| v.flops == 0),
-                "case {case}: no stage-cut bound under acyclic_flow\n{text}"
-            );
+        let Some((stage, others)) = stage_cut_below_the_optimum(case, &text) else {
             continue;
         };
         solved += 1;
-        assert!(
-            stage <= best * (1.0 + 1e-9),
-            "case {case}: {stage} above the optimum {best}\n{text}"
-        );
-        let others = m
-            .bounds()
-            .iter()
-            .filter(|b| b.kind != BoundKind::StageCuts)
-            .map(|b| b.latency_s)
-            .fold(0.0, f64::max);
         binds += usize::from(stage > others * (1.0 + 1e-9));
     }
     // Removing the bound off a line fails here: it is strictly above every

@@ -403,6 +403,16 @@ fn the_chain_bound_is_never_above_the_optimum_and_binds() {
     assert!(binds >= 10, "binds on {binds} of {solved}");
 }
 
+#[test]
+fn what_follows_a_chain_bounds_its_last_chip_never_past_the_optimum() {
+    let (solved, binds) = never_above_the_optimum(40, 300, chain_instance, |b| b.because.contains("what follows"));
+    // Removing the tail's charge fails here: the chain bound with it is
+    // strictly above every other bound, the chain's own without it
+    // included, on some cases.
+    assert!(solved >= 250, "{solved}");
+    assert!(binds >= 10, "binds on {binds} of {solved}");
+}
+
 /// A random tiny residual block (ops in a line, the first read by the
 /// last, so all of them lie on two chips) whose ops read weights (no flops,
 /// params as large as their output) that slow links and a few MB of memory

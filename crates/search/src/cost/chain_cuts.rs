@@ -29,6 +29,8 @@ use super::bounds::{Bound, BoundKind, Reach};
 use super::stage_cuts::{self, Chips, Line};
 use mcm_core::graph::Graph;
 use mcm_core::latency::LatencyModel;
+use petgraph::algo::dinics;
+use petgraph::graph::DiGraph;
 
 /// Bisection steps on the flops per chip of the chain.
 const STEPS: usize = 60;
@@ -64,16 +66,19 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool, memory:
     let fastest = line.compute.iter().copied().fold(0.0, f64::max);
     let widest = line.bandwidth.iter().copied().fold(0.0, f64::max);
     let (compute, bandwidth) = (vec![fastest; m], vec![widest; m - 1]);
-    let chips = Chips {
+    let mut chips = Chips {
         compute: &compute,
         bandwidth: &bandwidth,
         weights: None,
         window: 1,
+        tail_s: 0.0,
     };
     let name = |u: usize| &graph.placed_node(u as u32).id;
     let chain_is = format!("the chain `{}` -> ... -> `{}`", name(chain[0]), name(chain[m - 1]));
     let mut out = Vec::new();
-    if let Some(latency_s) = stage_cuts::relax(graph, &chain_flops, &chips) {
+    let axis = stage_cuts::Axis::new(graph, &chain_flops);
+    let plain = axis.as_ref().and_then(|a| a.least(&chips));
+    if let Some(latency_s) = plain {
         out.push(Bound {
             kind: BoundKind::StageCuts,
             latency_s,
@@ -81,6 +86,21 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool, memory:
                 "stage boundaries of {chain_is}: its {m} nodes and those between them on at most {m} chips"
             ),
         });
+    }
+    chips.tail_s = tail_s(graph, &flops, chain[m - 1], fastest, widest);
+    if let (Some(axis), Some(plain)) = (&axis, plain) {
+        match axis.least(&chips) {
+            Some(latency_s) if chips.tail_s > 0.0 && latency_s > plain => out.push(Bound {
+                kind: BoundKind::StageCuts,
+                latency_s,
+                because: format!(
+                    "stage boundaries of {chain_is}: its {m} nodes and those between them on at most {m} chips, \
+                     the highest of which computes or sends on what follows `{}`",
+                    name(chain[m - 1])
+                ),
+            }),
+            _ => {}
+        }
     }
     if memory {
         let roomiest = (0..line.compute.len() as u32)
@@ -132,6 +152,82 @@ fn streamed(graph: &Graph, in_w: &[bool], capacity: f64) -> f64 {
         streamed += bytes * (p - kept) / p;
     }
     streamed
+}
+
+/// The least time the chain's highest chip q spends beyond W's flops: the
+/// descendants D of the chain's last node `last` lie on q or above
+/// (`acyclic_flow`), so with U the nodes on q and below (an ideal holding
+/// `last` and its ancestors) q computes D ∩ U, and its link carries every
+/// tensor leaving U (each node once, at least its smallest edge), unless U
+/// is the whole graph. The cheapest such U is a minimum cut: a node of D
+/// taken into U costs its flops on the fastest chip, a node of U with a
+/// consumer outside its tensor on the widest link. Costs are rounded down
+/// to picoseconds, so the cut stays below the true least.
+fn tail_s(graph: &Graph, flops: &[f64], last: usize, fastest: f64, widest: f64) -> f64 {
+    let n = flops.len();
+    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut bytes = vec![f64::INFINITY; n];
+    for e in graph.placed_edges() {
+        let (u, v) = (e.src as usize, e.dst as usize);
+        succs[u].push(v);
+        preds[v].push(u);
+        bytes[u] = bytes[u].min(e.bytes as f64);
+    }
+    // U holds `last` and its ancestors; D is what descends from `last`.
+    let mut forced = vec![false; n];
+    let mut stack = vec![last];
+    forced[last] = true;
+    while let Some(u) = stack.pop() {
+        for &w in &preds[u] {
+            if !forced[w] {
+                forced[w] = true;
+                stack.push(w);
+            }
+        }
+    }
+    let mut below = vec![false; n];
+    let mut stack = vec![last];
+    while let Some(u) = stack.pop() {
+        for &w in &succs[u] {
+            if !below[w] {
+                below[w] = true;
+                stack.push(w);
+            }
+        }
+    }
+    let ps = |seconds: f64| (seconds * 1e12).floor().max(0.0) as u64;
+    let compute: Vec<u64> = (0..n)
+        .map(|u| if below[u] { ps(flops[u] / fastest) } else { 0 })
+        .collect();
+    let send: Vec<u64> = bytes
+        .iter()
+        .map(|&b| if b.is_finite() { ps(b / widest) } else { 0 })
+        .collect();
+    let infinite = compute.iter().chain(&send).fold(1u64, |s, &c| s.saturating_add(c));
+    let mut net: DiGraph<(), u64> = DiGraph::new();
+    let (s, t) = (net.add_node(()), net.add_node(()));
+    let id: Vec<_> = (0..n).map(|u| if forced[u] { s } else { net.add_node(()) }).collect();
+    for u in 0..n {
+        if compute[u] > 0 && !forced[u] {
+            net.add_edge(id[u], t, compute[u]);
+        }
+        if send[u] > 0 && succs[u].iter().any(|&v| !forced[v]) {
+            // u pays its tensor unless every consumer is in U too.
+            let twin = net.add_node(());
+            net.add_edge(id[u], twin, send[u]);
+            for &v in succs[u].iter().filter(|&&v| !forced[v]) {
+                net.add_edge(twin, id[v], infinite);
+            }
+        }
+        if !forced[u] {
+            // U holds the producers of what it holds.
+            for &w in preds[u].iter().filter(|&&w| !forced[w]) {
+                net.add_edge(id[u], id[w], infinite);
+            }
+        }
+    }
+    dinics(&net, s, t).0 as f64 * 1e-12
 }
 
 /// The chain (placed nodes, each an edge from the last) whose W has the

@@ -98,6 +98,7 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, ordered: bool, memory: 
         bandwidth: &line.bandwidth,
         weights: memory.then_some(weights),
         window,
+        tail_s: 0.0,
     };
     let latency_s = relax(graph, &flops, &chips)?;
     let because = match window {
@@ -180,37 +181,58 @@ impl Line {
 /// largest T found infeasible, or `None` when no T is feasible (memory) or
 /// the graph is too large.
 pub(super) fn relax(graph: &Graph, flops: &[f64], chips: &Chips) -> Option<f64> {
-    if graph.num_placed() > MAX_NODES {
-        return None;
-    }
-    let intervals = intervals(graph, flops);
-    let total: f64 = flops.iter().sum();
-    let feasible = |t: f64| reaches(&intervals, total, chips, t);
-    let (mut lo, mut hi) = (0.0, total / chips.compute[0]);
-    if hi.is_nan() || hi <= 0.0 {
-        return None;
-    }
-    // Memory can make the whole graph on chip 0 infeasible: widen until
-    // some latency is (none: no partition fits, and nothing is claimed).
-    let mut widen = 0;
-    while !feasible(hi) {
-        widen += 1;
-        if widen > 64 || !hi.is_finite() {
+    Axis::new(graph, flops)?.least(chips)
+}
+
+/// The flops axis of a graph, cut into intervals with their cheapest cuts:
+/// the costly part of the relaxation, shared by runs on different chips.
+pub(super) struct Axis {
+    intervals: Vec<Interval>,
+    total: f64,
+}
+
+impl Axis {
+    /// The axis of `flops` per placed node; `None` past [`MAX_NODES`].
+    pub(super) fn new(graph: &Graph, flops: &[f64]) -> Option<Axis> {
+        if graph.num_placed() > MAX_NODES {
             return None;
         }
-        lo = hi;
-        hi *= 2.0;
+        Some(Axis {
+            intervals: intervals(graph, flops),
+            total: flops.iter().sum(),
+        })
     }
-    for _ in 0..STEPS {
-        let mid = 0.5 * (lo + hi);
-        if feasible(mid) {
-            hi = mid;
-        } else {
-            lo = mid;
+
+    /// The relaxation's least latency on `chips` (see [`relax`]).
+    pub(super) fn least(&self, chips: &Chips) -> Option<f64> {
+        let total = self.total;
+        let feasible = |t: f64| reaches(&self.intervals, total, chips, t);
+        let (mut lo, mut hi) = (0.0, total / chips.compute[0] + chips.tail_s);
+        if hi.is_nan() || hi <= 0.0 {
+            return None;
         }
+        // Memory can make the whole graph on chip 0 infeasible: widen until
+        // some latency is (none: no partition fits, and nothing is claimed).
+        let mut widen = 0;
+        while !feasible(hi) {
+            widen += 1;
+            if widen > 64 || !hi.is_finite() {
+                return None;
+            }
+            lo = hi;
+            hi *= 2.0;
+        }
+        for _ in 0..STEPS {
+            let mid = 0.5 * (lo + hi);
+            if feasible(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        // Below the last T found infeasible by a rounding's width.
+        Some(lo * (1.0 - 1e-12))
     }
-    // Below the last T found infeasible by a rounding's width.
-    Some(lo * (1.0 - 1e-12))
 }
 
 /// Per chip d below the last, the link d -> d+1, when every route from a
@@ -283,6 +305,10 @@ pub(super) struct Chips<'a> {
     /// (chip d's own link), more on other packages, whose `bandwidth` is
     /// then the widest crossing link for every boundary.
     pub window: usize,
+    /// Seconds the chip that takes the last flops spends beyond them: 0
+    /// when it may be the package's last chip; more for a chain whose last
+    /// node has consumers (`chain_cuts`), which that chip computes or sends.
+    pub tail_s: f64,
 }
 
 /// Memory per chip and the weights the stages share.
@@ -295,7 +321,8 @@ pub(super) struct Weights<'a> {
 /// flops: chip d goes from φ to the furthest ψ with
 /// (ψ − φ) / c_d + cut(ψ) / bw_d ≤ t (and, under memory, the weights forced
 /// in at ψ less the most U_{d−1} can hold within chip d's memory), or ends
-/// the pipeline when (total − φ) / c_d ≤ t and the rest of the weights fit.
+/// the pipeline when (total − φ) / c_d + tail_s ≤ t and the rest of the
+/// weights fit.
 fn reaches(intervals: &[Interval], total: f64, chips: &Chips, t: f64) -> bool {
     let mut phi = 0.0;
     // The most weights U_{d−1} can hold (nothing before chip 0).
@@ -306,7 +333,7 @@ fn reaches(intervals: &[Interval], total: f64, chips: &Chips, t: f64) -> bool {
     let mut reached: Vec<f64> = Vec::with_capacity(chips.compute.len());
     for (d, &cd) in chips.compute.iter().enumerate() {
         let room_for = |held: f64| chips.weights.as_ref().is_none_or(|w| held - before <= w.capacity[d]);
-        if (total - phi) / cd <= t && room_for(chips.weights.as_ref().map_or(0.0, |w| w.total)) {
+        if (total - phi) / cd + chips.tail_s <= t && room_for(chips.weights.as_ref().map_or(0.0, |w| w.total)) {
             return true;
         }
         let Some(&bw) = chips.bandwidth.get(d) else {

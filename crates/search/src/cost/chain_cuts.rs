@@ -14,6 +14,15 @@
 //! every valid partition. The other nodes keep their tensors (a shared
 //! weight that several stages read crosses each boundary between them).
 //!
+//! The relaxation lets W's highest chip q_m end the pipeline, its link
+//! free. But the descendants D of the chain's last node x_K lie on q_m or
+//! above it (`acyclic_flow`), so q_m computes D ∩ U_m and its link carries
+//! every tensor leaving U_m, an ideal holding x_K and its ancestors, unless
+//! U_m is the whole graph: the cheapest such U_m ([`tail_s`], a minimum cut
+//! with node costs) is added to the chip that takes W's last flops. On an
+//! encoder-decoder it is what the decoder's upper chip pays to hand its
+//! last layer on.
+//!
 //! The chain is the one whose W carries the most flops per chip (a
 //! parametric longest path: Σ (gain − λ) over paths, λ bisected).
 //!

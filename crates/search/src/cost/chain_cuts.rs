@@ -171,7 +171,8 @@ fn streamed(graph: &Graph, in_w: &[bool], capacity: f64) -> f64 {
 /// is the whole graph. The cheapest such U is a minimum cut: a node of D
 /// taken into U costs its flops on the fastest chip, a node of U with a
 /// consumer outside its tensor on the widest link. Costs are rounded down
-/// to picoseconds, so the cut stays below the true least.
+/// to whole units (a picosecond, or coarser on huge totals), so the cut
+/// stays below the true least.
 fn tail_s(graph: &Graph, flops: &[f64], last: usize, fastest: f64, widest: f64) -> f64 {
     let n = flops.len();
     let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -205,14 +206,23 @@ fn tail_s(graph: &Graph, flops: &[f64], last: usize, fastest: f64, widest: f64) 
             }
         }
     }
-    let ps = |seconds: f64| (seconds * 1e12).floor().max(0.0) as u64;
-    let compute: Vec<u64> = (0..n)
-        .map(|u| if below[u] { ps(flops[u] / fastest) } else { 0 })
+    let compute_s: Vec<f64> = (0..n)
+        .map(|u| if below[u] { flops[u] / fastest } else { 0.0 })
         .collect();
-    let send: Vec<u64> = bytes
+    let send_s: Vec<f64> = bytes
         .iter()
-        .map(|&b| if b.is_finite() { ps(b / widest) } else { 0 })
+        .map(|&b| if b.is_finite() { b / widest } else { 0.0 })
         .collect();
+    let total_s: f64 = compute_s.iter().chain(&send_s).sum();
+    if !total_s.is_finite() || total_s <= 0.0 {
+        return 0.0;
+    }
+    // Whole units of at least a picosecond, at most 2^50 of them in all, so
+    // that no capacity or flow overflows.
+    let unit = (total_s / (1u64 << 50) as f64).max(1e-12);
+    let units = |seconds: f64| (seconds / unit).floor() as u64;
+    let compute: Vec<u64> = compute_s.iter().map(|&x| units(x)).collect();
+    let send: Vec<u64> = send_s.iter().map(|&x| units(x)).collect();
     let infinite = compute.iter().chain(&send).fold(1u64, |s, &c| s.saturating_add(c));
     let mut net: DiGraph<(), u64> = DiGraph::new();
     let (s, t) = (net.add_node(()), net.add_node(()));
@@ -236,7 +246,7 @@ fn tail_s(graph: &Graph, flops: &[f64], last: usize, fastest: f64, widest: f64) 
             }
         }
     }
-    dinics(&net, s, t).0 as f64 * 1e-12
+    dinics(&net, s, t).0 as f64 * unit
 }
 
 /// The chain (placed nodes, each an edge from the last) whose W has the

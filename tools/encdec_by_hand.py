@@ -197,8 +197,12 @@ def main():
     ap.add_argument("--decoder-split", type=float, default=0.5)
     a = ap.parse_args()
     g = Graph(load(a.graph))
+    capacity = (a.memory_mib - a.headroom_mib) * 2**20
+    too_big = [i for i in g.ids if i not in g.rep and g.params(i) > a.memory_mib * 2**20]
+    if too_big:
+        sys.exit(f"{too_big[0]} holds more weights than a chip's memory: no partition fits")
     place = build(g, a.encoder_split, a.decoder_split)
-    chip, used = to_chips(g, place, (a.memory_mib - a.headroom_mib) * 2**20)
+    chip, used = to_chips(g, place, capacity)
     if used > a.chips:
         sys.exit(f"needs {used} chips, the package has {a.chips}")
     with open(a.out, "w") as f:

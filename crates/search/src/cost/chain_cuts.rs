@@ -96,8 +96,8 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool, memory:
             ),
         });
     }
-    chips.tail_s = tail_s(graph, &flops, chain[m - 1], fastest, widest);
     if let (Some(axis), Some(plain)) = (&axis, plain) {
+        chips.tail_s = tail_s(graph, &flops, chain[m - 1], fastest, widest);
         match axis.least(&chips) {
             Some(latency_s) if chips.tail_s > 0.0 && latency_s > plain => out.push(Bound {
                 kind: BoundKind::StageCuts,

@@ -537,6 +537,7 @@ fn deployed(cfg: &TrainConfig, zero_shot: bool) -> RlOptions {
             rollouts: cfg.ppo.rollouts,
             ..base.ppo.clone()
         },
+        walk: false,
         ..base
     }
 }

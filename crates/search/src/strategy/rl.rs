@@ -11,6 +11,7 @@
 //! ([`RlOptions::carry`]), so that one move can relieve a slowest chip.
 
 use super::anneal::{plateau, Neighbours};
+use super::stall::Stall;
 use super::Anneal;
 use super::{greedy_start, settle_full, Search, Strategy};
 use crate::cost::{CostModel, Verdict};
@@ -73,6 +74,10 @@ pub struct RlOptions {
     /// ([`propose_likeliest_moves`]) rather than a draw: what a pretrained
     /// policy knows, proposed before it is sampled piece by piece.
     pub likeliest: bool,
+    /// Once the rounds stop finding better partitions, let the learned
+    /// placers' walk take its turns ([`Stall`]). Off in pretraining and its
+    /// validation, which measure what the policy learnt.
+    pub walk: bool,
 }
 
 impl Default for RlOptions {
@@ -93,6 +98,7 @@ impl Default for RlOptions {
             anchor_temperature: None,
             carry: true,
             likeliest: true,
+            walk: true,
         }
     }
 }
@@ -603,14 +609,14 @@ impl Strategy for Rl {
         };
         score.greedy = score.of(&g, greedy).unwrap_or(f64::NEG_INFINITY);
         // The anchor the rounds refine: the given start, else greedy's.
-        let mut anchor = match search.start()? {
+        let (mut anchor, anchor_t) = match search.start()? {
             Some(s) => {
                 // Its first sample, so a run from it keeps it or does better.
                 let t = search.submit_one(s.clone()).and_then(|v| v.throughput()).unwrap_or(0.0);
                 let at = score.of(&s, t).unwrap_or(f64::NEG_INFINITY);
-                (s, at)
+                ((s, at), t)
             }
-            None => (g, score.greedy),
+            None => ((g, score.greedy), greedy),
         };
         let f = match self.policy.features(&p.graph, &p.package) {
             Ok(f) => f,
@@ -624,13 +630,30 @@ impl Strategy for Rl {
             true => s.submit_unchecked(chips),
             false => s.submit_except(chips, refused),
         };
+        // Once the rounds stop finding better partitions, the learned
+        // placers' walk takes its turns (see `super::stall`), and the next
+        // round refines what it finds; not in the ablations, which measure
+        // the policy alone (zero-shot) or without the solver.
+        let mut stall = (self.opts.walk && !self.opts.zero_shot && !unchecked)
+            .then(|| Stall::new(search, anchor.0.clone(), anchor_t));
         while !search.done() {
+            let before = search.samples();
             match self.round(search, &f, &mut score, &mut anchor, &mut submit) {
                 Ok(()) => {}
                 Err(Stop::Infeasible(i)) => return Err(i),
                 Err(Stop::Policy(e)) => {
                     self.error = Some(e.to_string());
                     return Ok(());
+                }
+            }
+            if let Some(stall) = stall.as_mut() {
+                let walked = stall.best().1;
+                stall.after_round(search, search.samples() - before)?;
+                let (chips, t) = stall.best();
+                if *t > walked {
+                    if let Some(s) = score.of(chips, *t).filter(|s| *s > anchor.1) {
+                        anchor = (chips.clone(), s);
+                    }
                 }
             }
         }

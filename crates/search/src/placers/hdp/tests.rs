@@ -32,6 +32,16 @@ fn training_improves_the_step_time_towards_the_optimum() {
     let o = run_valid(&p, &mut hdp, 400, 0);
     let (first, last) = (mean_score(&o, 0, 40), mean_score(&o, 360, 400));
     assert!(last > first, "the last samples average {last}, the first {first}");
+    // The same run at a learning rate that leaves the weights as they were:
+    // its draws stay those of the fresh network, so the gain is the
+    // training's (its draws alone also reach the optimum of six nodes).
+    let mut frozen = Hdp::new(HdpConfig {
+        lr: 0.0,
+        ..HdpConfig::default()
+    });
+    frozen.walk = false;
+    let still = mean_score(&run_valid(&p, &mut frozen, 400, 0), 360, 400);
+    assert!(last > still, "the last samples average {last}, untrained {still}");
     let found = o.best.expect("a partition").throughput;
     assert!(found >= best * (1.0 - 1e-9), "best {found} short of the optimum {best}");
 }

@@ -24,6 +24,15 @@
 //! order and of a late order ([`late_order`]) in which no edge skips a
 //! stage, listed first, taking turns with the others.
 //!
+//! Where the graph's weights exceed a chip's memory, the candidates also
+//! include cuts whose stages may stream weights ([`relay`]): a stage over
+//! its chip's memory keeps what fits and reads the rest from chips just
+//! below it that compute nothing, its stage time then also bounded by the
+//! link into it, which carries the stream and its inputs. Such cuts move
+//! gathers onto their table's chip ([`relay::gathers_back`]) and are
+//! estimated so. A chip that holds only weights is no stage when the cuts
+//! without skips are put first.
+//!
 //! Under `minimize step_time` the stages are no pipeline: the cuts are
 //! proposals like any strategy's, each judged by the step time.
 //!

@@ -568,9 +568,17 @@ fn stage_cuts(problem: &Problem, allowed: &Allowed) -> Vec<(f64, Vec<u32>)> {
     cuts
 }
 
+/// Orders up to this long get streaming cuts: their table runs on to five
+/// chips' memory of weights a stage where the plain one stops at one, so
+/// on long orders it would multiply dp's time where memory cut it short.
+const STREAM_NODES: usize = 8192;
+
 /// Whether a stage might need weights streamed ([`relay`]): the graph's
-/// weights exceed some chip's memory.
+/// weights exceed some chip's memory (on orders up to [`STREAM_NODES`]).
 fn streams_help(problem: &Problem) -> bool {
+    if problem.graph.num_placed() > STREAM_NODES {
+        return false;
+    }
     let p = &problem.package;
     let weights: f64 = (0..problem.graph.num_placed() as u32)
         .map(|u| problem.graph.placed_node(u).params as f64)

@@ -24,6 +24,15 @@
 //! order and of a late order ([`late_order`]) in which no edge skips a
 //! stage, listed first, taking turns with the others.
 //!
+//! Where the graph's weights exceed a chip's memory, the candidates also
+//! include cuts whose stages may stream weights ([`relay`]): a stage over
+//! its chip's memory keeps what fits and reads the rest from chips just
+//! below it that compute nothing, its stage time then also bounded by the
+//! link into it, which carries the stream and its inputs. Such cuts move
+//! gathers onto their table's chip ([`relay::gathers_back`]) and are
+//! estimated so. A chip that holds only weights is no stage when the cuts
+//! without skips are put first.
+//!
 //! Under `minimize step_time` the stages are no pipeline: the cuts are
 //! proposals like any strategy's, each judged by the step time.
 //!
@@ -37,7 +46,8 @@
 //! budget, and no worse than its whole run when that fits in the half (dp
 //! judges at most one partition a cut).
 
-use super::{settle_full, Allowed, Search, Strategy};
+use super::{relay, settle_full, Allowed, Search, Strategy};
+use crate::cost::CostModel;
 use mcm_core::problem::Problem;
 use mcm_solver::{Infeasible, Order};
 
@@ -82,11 +92,16 @@ struct Cut<'a> {
     /// before it reaches; a stage [i, j) must hold every consumer of the
     /// nodes before i (`reach[i] < j`), so that no edge skips a stage.
     reach: Option<&'a [usize]>,
+    /// When stages may stream weights ([`relay`]): per position, whether it
+    /// is a weight that may live apart from its readers.
+    movable: Option<&'a [bool]>,
 }
 
 /// `f[k][j]`: the best slowest stage for the first j positions (of a
-/// grid) on chips 0..k; `arg[k][j]`: where that stage starts.
-type Table = (Vec<Vec<f64>>, Vec<Vec<usize>>);
+/// grid) on chips 0..k; `arg[k][j]`: where that stage starts; `relays[k][j]`:
+/// how many chips below that stage relay its weights (the stage before
+/// ends on chip `k - 2 - relays`).
+type Table = (Vec<Vec<f64>>, Vec<Vec<usize>>, Vec<Vec<usize>>);
 
 impl Cut<'_> {
     /// Whether a stage from position `i` to `j` leaves an edge from an
@@ -101,6 +116,24 @@ impl Cut<'_> {
         (self.flops[j] - self.flops[i]) / self.compute[chip] + out
     }
 
+    /// How many relays below `chip` hold `bytes` of streamed weights, when
+    /// at most [`relay::MOST_RELAYS`] chips from `self.first` on, each
+    /// free to take any node, do.
+    fn relays_for(&self, chip: usize, bytes: f64) -> Option<usize> {
+        let mut held = 0.0;
+        for r in 1..=relay::MOST_RELAYS.min(chip.saturating_sub(self.first)) {
+            let below = chip - r;
+            if self.allowed.restricted(below) {
+                return None;
+            }
+            held += self.memory[below];
+            if held >= bytes {
+                return Some(r);
+            }
+        }
+        None
+    }
+
     /// The table over every position.
     #[allow(clippy::needless_range_loop)] // row k of the table reads row k - 1
     fn exact_table(&self) -> Table {
@@ -108,10 +141,27 @@ impl Cut<'_> {
         let inf = f64::INFINITY;
         let mut f = vec![vec![inf; n + 1]; c + 1];
         let mut arg = vec![vec![0usize; n + 1]; c + 1];
+        let mut relays = vec![vec![0usize; n + 1]; c + 1];
+        // crossing[i]: bytes of the tensors made before position i and
+        // read at or after it.
+        let mut crossing = vec![0f64; n + 1];
+        for x in 0..n {
+            if self.last[x] > x {
+                crossing[x + 1] += self.size[x];
+                crossing[self.last[x] + 1] -= self.size[x];
+            }
+        }
+        for i in 1..=n {
+            crossing[i] += crossing[i - 1];
+        }
         f[self.first][0] = 0.0;
         for k in self.first + 1..=c {
             let chip = k - 1;
             let may_skip = self.allowed.restricted(chip);
+            let memory = self.memory[chip];
+            // A streaming stage keeps at most this much resident.
+            let keep = relay::RESIDENT * memory;
+            let most = memory * (1 + relay::MOST_RELAYS) as f64;
             for j in 0..=n {
                 if may_skip && f[k - 1][j] < f[k][j] {
                     // Chip `chip` left empty.
@@ -119,26 +169,55 @@ impl Cut<'_> {
                     arg[k][j] = j;
                 }
                 let mut sent = 0.0;
+                // Weights of the stage read by it alone: what it may stream.
+                let mut own = 0.0;
                 for i in (0..j).rev() {
                     if self.last[i] >= j {
                         sent += self.size[i];
                     }
-                    if self.params[j] - self.params[i] > self.memory[chip] || !self.allowed.allows(self.order[i], chip)
-                    {
+                    let w = self.params[j] - self.params[i];
+                    let bytes = self.params[i + 1] - self.params[i];
+                    if self.movable.is_some_and(|m| m[i]) && self.last[i] < j && bytes <= memory - keep {
+                        own += bytes;
+                    }
+                    let too_heavy = if self.movable.is_some() { w > most } else { w > memory };
+                    if too_heavy || !self.allowed.allows(self.order[i], chip) {
                         break;
                     }
-                    if f[k - 1][i] == inf || self.skipped(i, j) {
+                    // Within memory the stage reads its weights in place;
+                    // beyond it streams what it cannot keep from relays.
+                    // Where stages may stream, one keeps room for its live
+                    // tensors as a streaming one does.
+                    let in_place = if self.movable.is_some() { keep } else { memory };
+                    let (r, streamed) = if w <= in_place {
+                        (0, 0.0)
+                    } else if w - keep > own {
+                        continue;
+                    } else {
+                        match self.relays_for(chip, w - keep) {
+                            Some(r) => (r, w - keep),
+                            None => continue,
+                        }
+                    };
+                    let from = k - 1 - r;
+                    if f[from][i] == inf || self.skipped(i, j) {
                         continue;
                     }
-                    let v = f[k - 1][i].max(self.stage(chip, i, j, sent));
+                    let mut v = f[from][i].max(self.stage(chip, i, j, sent));
+                    if r > 0 {
+                        // The link into the stage carries its stream and
+                        // the tensors it receives.
+                        v = v.max((streamed + crossing[i]) / self.bandwidth[chip - 1]);
+                    }
                     if v < f[k][j] {
                         f[k][j] = v;
                         arg[k][j] = i;
+                        relays[k][j] = r;
                     }
                 }
             }
         }
-        (f, arg)
+        (f, arg, relays)
     }
 
     /// The table over the positions of `grid` (ascending, from 0 to the
@@ -202,7 +281,7 @@ impl Cut<'_> {
                 }
             }
         }
-        (f, arg)
+        (f, arg, vec![vec![0; m + 1]; c + 1])
     }
 }
 
@@ -215,7 +294,18 @@ fn cuts_from(
     first: usize,
     placed: &[(u32, u32)],
 ) -> Vec<(f64, Vec<u32>)> {
-    cuts_over(problem, order, allowed, first, placed, EXACT_NODES, false)
+    cuts_over(problem, order, allowed, first, placed, EXACT_NODES, Shape::default())
+}
+
+/// Which cuts [`cuts_over`] makes beyond plain contiguous stages.
+#[derive(Clone, Copy, Debug, Default)]
+struct Shape {
+    /// No edge skips a stage (each stage holds every consumer of the
+    /// stages before it that later stages read).
+    adjacent: bool,
+    /// A stage may stream the weights it alone reads from relays below it
+    /// ([`relay`]) where its chip cannot hold them (exact tables only).
+    stream: bool,
 }
 
 /// [`cuts_from`], cutting anywhere on orders up to `exact_nodes` long and
@@ -228,7 +318,7 @@ fn cuts_over(
     first: usize,
     placed: &[(u32, u32)],
     exact_nodes: usize,
-    adjacent: bool,
+    shape: Shape,
 ) -> Vec<(f64, Vec<u32>)> {
     let g = &problem.graph;
     let p = &problem.package;
@@ -261,13 +351,27 @@ fn cuts_over(
         order.iter().for_each(|&d| v[d as usize] = true);
         v
     };
+    // Streaming cuts move gathers onto their table's chip
+    // ([`relay::gathers_back`]): the gather's small tensor crosses the
+    // links in place of the table's.
+    let gathers = if shape.stream {
+        relay::gathers(problem)
+    } else {
+        Vec::new()
+    };
     for e in g.placed_edges() {
         if !inside[e.src as usize] || !inside[e.dst as usize] {
             continue;
         }
         let (s, t) = (pos[e.src as usize], pos[e.dst as usize]);
         last[s] = last[s].max(t);
-        size[s] = size[s].max(e.bytes as f64);
+        let gather = gathers.get(e.dst as usize).copied().unwrap_or(false) && g.placed_node(e.src).params > 0;
+        let bytes = if gather {
+            g.placed_node(e.dst).output_bytes
+        } else {
+            e.bytes
+        };
+        size[s] = size[s].max(bytes as f64);
     }
     let mut flops = vec![0f64; n + 1];
     let mut params = vec![0f64; n + 1];
@@ -282,8 +386,13 @@ fn cuts_over(
             Some(*r)
         }))
         .collect();
+    let movable: Vec<bool> = {
+        let m = relay::movable(problem);
+        order.iter().map(|&u| m[u as usize]).collect()
+    };
     let cut = Cut {
-        reach: adjacent.then_some(&reach[..]),
+        reach: shape.adjacent.then_some(&reach[..]),
+        movable: shape.stream.then_some(&movable[..]),
         order,
         allowed,
         first,
@@ -298,7 +407,7 @@ fn cuts_over(
     // Positions a stage may end at: every one, or on long orders the
     // bounds of `GRID` blocks (the exact table is quadratic in the nodes
     // where memory does not cut stages short: hours at a million).
-    let (grid, (f, arg)) = if n <= exact_nodes {
+    let (grid, (f, arg, relays)) = if n <= exact_nodes {
         ((0..=n).collect::<Vec<usize>>(), cut.exact_table())
     } else {
         let mut grid: Vec<usize> = (0..=GRID).map(|b| b * n / GRID).collect();
@@ -307,6 +416,12 @@ fn cuts_over(
         (grid, table)
     };
     let m = grid.len() - 1;
+    // The dynamic check of streaming stages' memory.
+    let model = if shape.stream {
+        CostModel::new(problem).ok()
+    } else {
+        None
+    };
     let mut cuts: Vec<(f64, Vec<u32>)> = Vec::new();
     for k in first + 1..=c {
         if f[k][m] == f64::INFINITY {
@@ -316,13 +431,34 @@ fn cuts_over(
         for &(u, chip) in placed {
             chips[u as usize] = chip;
         }
-        let mut j = m;
-        for kk in (first + 1..=k).rev() {
-            let i = arg[kk][j];
+        let mut streams = Vec::new();
+        let (mut kk, mut j) = (k, m);
+        while kk > first {
+            let (i, r) = (arg[kk][j], relays[kk][j]);
             for &d in &order[grid[i]..grid[j]] {
                 chips[d as usize] = (kk - 1) as u32;
             }
+            if r > 0 {
+                streams.push(relay::Stream {
+                    chip: kk - 1,
+                    relays: kk - 1 - r..kk - 1,
+                    weights: (grid[i]..grid[j])
+                        .filter(|&x| movable[x] && last[x] < grid[j])
+                        .map(|x| order[x])
+                        .collect(),
+                });
+            }
             j = i;
+            kk -= 1 + r;
+        }
+        if shape.stream {
+            relay::gathers_back(problem, &mut chips);
+        }
+        if !streams.is_empty() {
+            relay::place(problem, &mut chips, &streams);
+            if let Some(model) = &model {
+                relay::relieve(model, problem, &mut chips, &streams);
+            }
         }
         if !cuts.iter().any(|(_, c)| *c == chips) {
             cuts.push((f[k][m], chips));
@@ -355,14 +491,7 @@ pub(super) fn candidates(problem: &Problem, allowed: &Allowed) -> Vec<(f64, Vec<
 /// nodes), so by estimate alone those came first and a strategy judging
 /// only the first few (`auto`) never met the others.
 fn without_skips_first(problem: &Problem, cuts: Vec<(f64, Vec<u32>)>) -> Vec<(f64, Vec<u32>)> {
-    let skips = |chips: &[u32]| {
-        problem
-            .graph
-            .placed_edges()
-            .iter()
-            .any(|e| chips[e.dst as usize] > chips[e.src as usize] + 1)
-    };
-    let (mut others, adjacent): (Vec<_>, Vec<_>) = cuts.into_iter().partition(|(_, c)| skips(c));
+    let (mut others, adjacent): (Vec<_>, Vec<_>) = cuts.into_iter().partition(|(_, c)| skips_a_stage(problem, c));
     let mut out = Vec::with_capacity(adjacent.len() + others.len());
     let mut others = others.drain(..);
     for cut in adjacent {
@@ -371,6 +500,29 @@ fn without_skips_first(problem: &Problem, cuts: Vec<(f64, Vec<u32>)>) -> Vec<(f6
     }
     out.extend(others);
     out
+}
+
+/// Whether an edge of `chips` passes a stage: a chip between its ends that
+/// holds a node with inputs (a chip holding only weights and other nodes
+/// without inputs relays, it is no stage).
+fn skips_a_stage(problem: &Problem, chips: &[u32]) -> bool {
+    let g = &problem.graph;
+    let c = problem.package.num_chips();
+    let mut stage = vec![false; c + 1];
+    for e in g.placed_edges() {
+        stage[chips[e.dst as usize] as usize] = true;
+    }
+    // before[d]: stages among chips 0..d.
+    let before: Vec<usize> = std::iter::once(0)
+        .chain(stage.iter().scan(0, |n, &s| {
+            *n += usize::from(s);
+            Some(*n)
+        }))
+        .collect();
+    g.placed_edges().iter().any(|e| {
+        let (a, b) = (chips[e.src as usize] as usize, chips[e.dst as usize] as usize);
+        b > a + 1 && before[b] > before[a + 1]
+    })
 }
 
 fn stage_cuts(problem: &Problem, allowed: &Allowed) -> Vec<(f64, Vec<u32>)> {
@@ -387,7 +539,25 @@ fn stage_cuts(problem: &Problem, allowed: &Allowed) -> Vec<(f64, Vec<u32>)> {
     };
     if adjacent_stages(problem) {
         for order in [problem.graph.pipeline_order(), late_order(problem)] {
-            for cut in cuts_over(problem, &order, allowed, 0, &[], EXACT_NODES, true) {
+            let adjacent = Shape {
+                adjacent: true,
+                stream: false,
+            };
+            for cut in cuts_over(problem, &order, allowed, 0, &[], EXACT_NODES, adjacent) {
+                if !cuts.iter().any(|(_, c)| *c == cut.1) {
+                    cuts.push(cut);
+                }
+            }
+        }
+        cuts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    if streams_help(problem) {
+        let stream = Shape {
+            adjacent: adjacent_stages(problem),
+            stream: true,
+        };
+        for order in [problem.graph.pipeline_order(), late_order(problem)] {
+            for cut in cuts_over(problem, &order, allowed, 0, &[], EXACT_NODES, stream) {
                 if !cuts.iter().any(|(_, c)| *c == cut.1) {
                     cuts.push(cut);
                 }
@@ -396,6 +566,24 @@ fn stage_cuts(problem: &Problem, allowed: &Allowed) -> Vec<(f64, Vec<u32>)> {
         cuts.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     cuts
+}
+
+/// Orders up to this long get streaming cuts: their table runs on to five
+/// chips' memory of weights a stage where the plain one stops at one, so
+/// on long orders it would multiply dp's time where memory cut it short.
+const STREAM_NODES: usize = 8192;
+
+/// Whether a stage might need weights streamed ([`relay`]): the graph's
+/// weights exceed some chip's memory (on orders up to [`STREAM_NODES`]).
+fn streams_help(problem: &Problem) -> bool {
+    if problem.graph.num_placed() > STREAM_NODES {
+        return false;
+    }
+    let p = &problem.package;
+    let weights: f64 = (0..problem.graph.num_placed() as u32)
+        .map(|u| problem.graph.placed_node(u).params as f64)
+        .sum();
+    (0..p.num_chips()).any(|d| weights > p.memory_or_unlimited(d as u32))
 }
 
 /// The rules make a pipeline of stages that only feed the next one:
@@ -580,9 +768,9 @@ mod tests {
             let p = problem(n, memory);
             let order = p.graph.pipeline_order();
             let all = Allowed::all(n, 4);
-            let exact = cuts_over(&p, &order, &all, 0, &[], usize::MAX, false);
+            let exact = cuts_over(&p, &order, &all, 0, &[], usize::MAX, Shape::default());
             // Shorter than the grid: every position is a bound.
-            let grid = cuts_over(&p, &order, &all, 0, &[], 0, false);
+            let grid = cuts_over(&p, &order, &all, 0, &[], 0, Shape::default());
             assert!(!exact.is_empty());
             assert_eq!(exact, grid, "{n} nodes, {memory}");
         }
@@ -594,9 +782,9 @@ mod tests {
         let p = problem(n, "1 GiB");
         let order = p.graph.pipeline_order();
         let all = Allowed::all(n, 4);
-        let cuts = cuts_over(&p, &order, &all, 0, &[], 0, false);
+        let cuts = cuts_over(&p, &order, &all, 0, &[], 0, Shape::default());
         assert_eq!(cuts.len(), 4, "one cut for each number of chips");
-        let exact = cuts_over(&p, &order, &all, 0, &[], usize::MAX, false);
+        let exact = cuts_over(&p, &order, &all, 0, &[], usize::MAX, Shape::default());
         for ((t, chips), (best, _)) in cuts.iter().zip(&exact) {
             // Stages change chip only at multiples of the block size (3).
             for (k, w) in order.windows(2).enumerate() {
@@ -656,8 +844,21 @@ mod tests {
         early.extend((0..12).map(|i| id(&format!("n{i}"))));
         let all = Allowed::all(p.graph.num_placed(), 4);
         let best = |cuts: Vec<(f64, Vec<u32>)>| cuts.iter().map(|c| c.0).fold(f64::INFINITY, f64::min);
-        assert!(best(cuts_over(&p, &early, &all, 0, &[], usize::MAX, false)) < 3.2e-3);
-        assert!(best(cuts_over(&p, &early, &all, 0, &[], usize::MAX, true)) > 5.4e-3);
+        assert!(best(cuts_over(&p, &early, &all, 0, &[], usize::MAX, Shape::default())) < 3.2e-3);
+        assert!(
+            best(cuts_over(
+                &p,
+                &early,
+                &all,
+                0,
+                &[],
+                usize::MAX,
+                Shape {
+                    adjacent: true,
+                    stream: false
+                }
+            )) > 5.4e-3
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod incumbent;
 mod lns;
 mod proposals;
 mod random;
+mod relay;
 mod rl;
 mod sat_worker;
 mod stall;

@@ -367,23 +367,39 @@ pub fn partition_json(p: &Placement, graph: &Graph, num_chips: usize) -> serde_j
 
 /// Writes a partition file atomically (write to a temporary, then rename).
 /// The text is [`partition_json`]'s, written as it is made: the map of a
-/// million ids would cost more than the partition.
+/// million ids would cost more than the partition. A path that is a device
+/// or a pipe (`/dev/null`, `/dev/stdout`) is written into, never replaced;
+/// a link is followed, so the rename replaces the file it names.
 pub fn write_partition(path: &Path, p: &Placement, graph: &Graph, num_chips: usize) -> std::io::Result<()> {
     use std::io::Write;
-    let tmp = path.with_extension("json.tmp");
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-    serde_json::to_writer_pretty(
-        &mut w,
-        &PartitionOut {
-            p,
-            graph,
-            chips: num_chips,
-        },
-    )?;
-    w.write_all(b"\n")?;
-    w.flush()?;
-    drop(w);
-    std::fs::rename(&tmp, path)
+    let write = |file: std::fs::File| -> std::io::Result<()> {
+        let mut w = std::io::BufWriter::new(file);
+        serde_json::to_writer_pretty(
+            &mut w,
+            &PartitionOut {
+                p,
+                graph,
+                chips: num_chips,
+            },
+        )?;
+        w.write_all(b"\n")?;
+        w.flush()
+    };
+    let target = match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() && !m.is_dir() => {
+            return write(std::fs::OpenOptions::new().write(true).open(path)?);
+        }
+        Ok(m) if m.is_file() => std::fs::canonicalize(path)?,
+        _ => path.to_path_buf(),
+    };
+    let tmp = target.with_extension("json.tmp");
+    let written = std::fs::File::create(&tmp)
+        .and_then(write)
+        .and_then(|()| std::fs::rename(&tmp, &target));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// A partition file's fields, in the order of [`partition_json`]'s map
@@ -449,6 +465,51 @@ mod tests {
             text,
             serde_json::to_string_pretty(&partition_json(&p, &g, 6)).unwrap() + "\n"
         );
+    }
+
+    /// `-o /dev/null` once replaced the device with a file: a pipe (the
+    /// same kind of path, safe to make) must be written into and stay one,
+    /// a link must stay a link to the written file.
+    #[cfg(unix)]
+    #[test]
+    fn a_pipe_is_written_into_and_a_link_followed_never_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let p = Placement::new(vec![1, 0]);
+        let want = serde_json::to_string_pretty(&partition_json(&p, &g(), 2)).unwrap() + "\n";
+        let dir = std::env::temp_dir().join(format!("mcmpart-special-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+
+        let fifo = dir.join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+        };
+        write_partition(&fifo, &p, &g(), 2).unwrap();
+        // Checked before the join: a replaced pipe leaves the reader waiting.
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(reader.join().unwrap(), want);
+
+        let file = dir.join("real.json");
+        std::fs::write(&file, "old").unwrap();
+        let link = dir.join("link.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        write_partition(&link, &p, &g(), 2).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), want);
+
+        // A directory is refused and leaves no temporary behind.
+        let sub = dir.join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        assert!(write_partition(&sub, &p, &g(), 2).is_err());
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 4, "{left:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

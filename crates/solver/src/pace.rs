@@ -79,7 +79,8 @@ impl Pace {
             return None;
         }
         let dom = solver.dom(u);
-        if self.on[dom.min as usize] < self.share(dom.min, pos) {
+        let on = self.on[dom.min as usize];
+        if on < self.even_share(dom.min, pos) || on < self.share(dom.min, pos) {
             return Some(dom.min);
         }
         let next = dom.iter().nth(1).unwrap_or(dom.min);
@@ -98,16 +99,31 @@ impl Pace {
     fn share(&mut self, m: u32, pos: usize) -> u32 {
         self.count_tops_from(pos);
         let last = (self.tops.len() as u32).saturating_sub(1);
-        let mut share = self.left[pos].div_ceil(last.saturating_sub(m) + 1);
+        let mut share = self.even_share(m, pos);
+        // At most the nodes left whose highest chip is below the last are
+        // left to the chips below it: once their spread over the chips
+        // from `m` is within the share, no wider run can raise it.
+        let at_last = self.tops.get(last as usize).copied().unwrap_or(0);
+        let short = self.left[pos].saturating_sub(at_last);
         let mut below = 0u32;
         let tops = self.tops.get(m as usize..last as usize).unwrap_or(&[]);
         for (chips, &t) in (1u32..).zip(tops) {
+            if short <= share * chips {
+                break;
+            }
             below += t;
             if below > share * chips {
                 share = below.div_ceil(chips);
             }
         }
         share
+    }
+
+    /// The nodes with inputs left at `pos` spread evenly over the chips
+    /// from `m` to the last: at most [`Pace::share`].
+    fn even_share(&self, m: u32, pos: usize) -> u32 {
+        let chips = (self.on.len() as u32).saturating_sub(m);
+        self.left[pos].div_ceil(chips.max(1))
     }
 
     /// `tops` moved to count from `pos` (forward as the pass goes on, back

@@ -202,7 +202,7 @@ fn sample_rest(
                 Weights::Follow => consumer_chip(solver, u),
                 Weights::Mostly(stray) => consumer_chip(solver, u).filter(|_| !rng.random_bool(stray)),
             };
-            let paced = match (&pace, weights) {
+            let paced = match (&mut pace, weights) {
                 (Some(p), Weights::Mostly(_)) => p.chip(solver, u, pos).map(|c| {
                     if rng.random_bool(p.stray_odds()) {
                         p.stray(solver, u, rng)

@@ -1,8 +1,8 @@
 //! How fast a pass climbs the chips under a per-chip user rule (an op
 //! count, a compute budget): the nodes with inputs (the chain of
-//! operations) are spread evenly over the chips left, each staying on the
-//! lowest chip its domain allows until that chip holds its share, then
-//! taking the next one.
+//! operations) are spread evenly over the chips left that they may take,
+//! each staying on the lowest chip its domain allows until that chip holds
+//! its share, then taking the next one.
 //!
 //! Drawn from their domains (or nearest to a uniformly random proposal), the
 //! chain climbs to the highest chip the run bounds allow within its first
@@ -22,7 +22,18 @@ pub(crate) struct Pace {
     left: Vec<u32>,
     /// Per chip: the nodes with inputs the pass has placed there.
     on: Vec<u32>,
+    /// Per position in the order: the highest chip its node may take at
+    /// the start of the pass (`NONE` for a node without inputs).
+    top: Vec<u32>,
+    /// Per chip `h`: the nodes with inputs from `at` on whose highest chip
+    /// at the start of the pass is `h`.
+    tops: Vec<u32>,
+    /// The position `tops` counts from.
+    at: usize,
 }
+
+/// A position whose node has no inputs: it is not paced.
+const NONE: u32 = u32::MAX;
 
 impl Pace {
     pub fn new(solver: &Solver, order: &[u32]) -> Pace {
@@ -30,9 +41,20 @@ impl Pace {
         for i in (0..order.len()).rev() {
             left[i] = left[i + 1] + u32::from(has_inputs(solver, order[i]));
         }
+        let top: Vec<u32> = order
+            .iter()
+            .map(|&u| if has_inputs(solver, u) { solver.dom(u).max } else { NONE })
+            .collect();
+        let mut tops = vec![0u32; solver.num_chips()];
+        for &h in top.iter().filter(|&&h| h != NONE) {
+            tops[h as usize] += 1;
+        }
         let mut pace = Pace {
             left,
             on: vec![0; solver.num_chips()],
+            top,
+            tops,
+            at: 0,
         };
         pace.recount(solver);
         pace
@@ -51,20 +73,74 @@ impl Pace {
 
     /// The chip for `u`, at `pos` in the order, when it has inputs: the
     /// lowest of its domain while that chip holds fewer than its share of
-    /// the nodes with inputs left (those left over the chips from there to
-    /// the last), else the next of its domain.
-    pub fn chip(&self, solver: &Solver, u: u32, pos: usize) -> Option<u32> {
+    /// the nodes with inputs left, else the next of its domain.
+    pub fn chip(&mut self, solver: &Solver, u: u32, pos: usize) -> Option<u32> {
         if !has_inputs(solver, u) {
             return None;
         }
         let dom = solver.dom(u);
-        let chips = (solver.num_chips() as u32).saturating_sub(dom.min);
-        let share = self.left[pos].div_ceil(chips.max(1));
-        if self.on[dom.min as usize] < share {
+        let on = self.on[dom.min as usize];
+        if on < self.even_share(dom.min, pos) || on < self.share(dom.min, pos) {
             return Some(dom.min);
         }
         let next = dom.iter().nth(1).unwrap_or(dom.min);
         Some(next)
+    }
+
+    /// Chip `m`'s share at `pos`: the nodes with inputs left spread evenly
+    /// over the chips from `m` to the last, or, where more is left to the
+    /// chips from `m` to some `h` below the last (the nodes whose highest
+    /// chip at the start of the pass is `h` or below), spread over those.
+    /// Where the rules keep the chain's tail off the last chips (a layer
+    /// norm tied to its weights, which may not go on the last chip, keeps
+    /// every node before it off that chip too), the chain spread over
+    /// every chip left the shares of the chips it may not take to the last
+    /// chips it may, which then had no room for them under the cap.
+    fn share(&mut self, m: u32, pos: usize) -> u32 {
+        self.count_tops_from(pos);
+        let last = (self.tops.len() as u32).saturating_sub(1);
+        let mut share = self.even_share(m, pos);
+        // At most the nodes left whose highest chip is below the last are
+        // left to the chips below it: once their spread over the chips
+        // from `m` is within the share, no wider run can raise it.
+        let at_last = self.tops.get(last as usize).copied().unwrap_or(0);
+        let short = self.left[pos].saturating_sub(at_last);
+        let mut below = 0u32;
+        let tops = self.tops.get(m as usize..last as usize).unwrap_or(&[]);
+        for (chips, &t) in (1u32..).zip(tops) {
+            if short <= share * chips {
+                break;
+            }
+            below += t;
+            if below > share * chips {
+                share = below.div_ceil(chips);
+            }
+        }
+        share
+    }
+
+    /// The nodes with inputs left at `pos` spread evenly over the chips
+    /// from `m` to the last: at most [`Pace::share`].
+    fn even_share(&self, m: u32, pos: usize) -> u32 {
+        let chips = (self.on.len() as u32).saturating_sub(m);
+        self.left[pos].div_ceil(chips.max(1))
+    }
+
+    /// `tops` moved to count from `pos` (forward as the pass goes on, back
+    /// where backtracking resumes it earlier).
+    fn count_tops_from(&mut self, pos: usize) {
+        while self.at < pos {
+            if let Some(&h) = self.top.get(self.at).filter(|&&h| h != NONE) {
+                self.tops[h as usize] -= 1;
+            }
+            self.at += 1;
+        }
+        while self.at > pos {
+            self.at -= 1;
+            if let Some(&h) = self.top.get(self.at).filter(|&&h| h != NONE) {
+                self.tops[h as usize] += 1;
+            }
+        }
     }
 
     /// The odds that a node with inputs strays from its pace (is drawn from
@@ -167,6 +243,36 @@ mod tests {
         );
         pace.placed(&s, id("b"));
         assert_eq!(pace.on, [3, 0]);
+    }
+
+    /// Ten nodes with inputs on a ring of three, every node kept off the
+    /// last chip: chip 0 holding three, the seven left from the fourth on
+    /// are spread over the two chips they may take, four a chip, and the
+    /// fourth stays on chip 0 (spread over all three chips, three a chip,
+    /// it took chip 1, and the last chip's share went to chip 1).
+    #[test]
+    fn the_share_counts_only_the_chips_the_tail_may_take() {
+        let text = "use std::placement::{acyclic_flow}\n\
+                    use std::topologies::ring\n\
+                    let t = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+                    let g = graph { a -> b -> c -> d -> e -> f -> g -> h -> i -> j -> k }\n\
+                    constraint off_the_last() { forall u in nodes: chip(u) != 2 }\n\
+                    partition g onto t { require acyclic_flow, off_the_last }\n";
+        let c = mcm_lang::compile_str("pace.mcm", text, std::path::Path::new("."));
+        let p = c.problem(None).unwrap();
+        let g = &p.graph;
+        let id = |name: &str| g.decision_of(g.node_index(name).unwrap()).unwrap();
+        let mut s = Solver::new(p, Options::default()).unwrap();
+        let names = ["b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "a"];
+        let order: Vec<u32> = names.iter().map(|n| id(n)).collect();
+        let mut pace = Pace::new(&s, &order);
+        for &u in &order[..3] {
+            assert_eq!(pace.chip(&s, u, 0), Some(0));
+            assert!(s.set_domain(u, &[0]) > 0);
+            pace.placed(&s, u);
+        }
+        assert_eq!(pace.on, [3, 0, 0]);
+        assert_eq!(pace.chip(&s, order[3], 3), Some(0));
     }
 
     #[test]

@@ -157,18 +157,28 @@ fn shrinks(ins: &[(u32, u64)], outs: &[(u32, u64)]) -> bool {
     out.saturating_mul(4) <= big && big > 0
 }
 
+/// Per placed node, the other end of each of its tensors and the bytes.
+type Tensors = Vec<Vec<(u32, u64)>>;
+
+/// Per placed node: its inputs and its consumers.
+fn tensors_in_and_out(problem: &Problem) -> (Tensors, Tensors) {
+    let g = &problem.graph;
+    let mut ins: Tensors = vec![Vec::new(); g.num_placed()];
+    let mut outs: Tensors = vec![Vec::new(); g.num_placed()];
+    for e in g.placed_edges() {
+        ins[e.dst as usize].push((e.src, e.bytes));
+        outs[e.src as usize].push((e.dst, e.bytes));
+    }
+    (ins, outs)
+}
+
 /// Per placed node: a gather [`gathers_back`] may move onto its largest
 /// input's chip (it computes and keeps nothing and shrinks that input), so
 /// the estimate of a cut need not charge that input's tensor.
 pub fn gathers(problem: &Problem) -> Vec<bool> {
     let g = &problem.graph;
     let n = g.num_placed();
-    let mut ins: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
-    let mut outs: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
-    for e in g.placed_edges() {
-        ins[e.dst as usize].push((e.src, e.bytes));
-        outs[e.src as usize].push((e.dst, e.bytes));
-    }
+    let (ins, outs) = tensors_in_and_out(problem);
     (0..n)
         .map(|v| {
             let node = g.placed_node(v as u32);
@@ -187,12 +197,7 @@ pub fn gathers(problem: &Problem) -> Vec<bool> {
 pub fn gathers_back(problem: &Problem, chips: &mut [u32]) {
     let g = &problem.graph;
     let n = g.num_placed();
-    let mut ins: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
-    let mut outs: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n];
-    for e in g.placed_edges() {
-        ins[e.dst as usize].push((e.src, e.bytes));
-        outs[e.src as usize].push((e.dst, e.bytes));
-    }
+    let (ins, outs) = tensors_in_and_out(problem);
     for v in 0..n {
         let node = g.placed_node(v as u32);
         if node.flops != 0 || node.params != 0 {

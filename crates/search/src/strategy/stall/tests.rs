@@ -11,6 +11,12 @@ use crate::strategy::{by_name, run, run_from, Budget, RlOptions, Search};
 use mcm_core::problem::{Placement, Problem};
 use std::collections::HashSet;
 
+/// Panics with the first rule `chips` breaks, if any, naming `what`.
+fn assert_valid(p: &Problem, chips: &[u32], what: &str) {
+    let broken = mcm_solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.to_vec()));
+    assert!(broken.is_empty(), "{what}: {}", broken[0].describe());
+}
+
 /// Eight nodes in a chain whose tensors cost as much to send between GPUs
 /// as a node costs to compute (and far more between the two machines), on
 /// two machines of two GPUs under step time: the optimum keeps the chain
@@ -89,13 +95,7 @@ fn the_walk_takes_a_spread_chain_to_the_optimum_and_judges_nothing_twice() {
             found.throughput
         );
         assert!(found.sample > PATIENCE, "seed {seed}: the start was not the optimum");
-        let broken = mcm_solver::check(
-            &p.graph,
-            &p.package,
-            &p.constraints,
-            &Placement::new(found.chips.clone()),
-        );
-        assert!(broken.is_empty(), "seed {seed}: {}", broken[0].describe());
+        assert_valid(&p, &found.chips, &format!("seed {seed}"));
         assert_eq!(stall.best().1, found.throughput, "seed {seed}");
         assert!(
             !stall.seen.contains(SPREAD.as_slice()),
@@ -152,13 +152,7 @@ fn the_learned_placers_reach_the_optimum_past_a_stall() {
                 "{name}, seed {seed}: {} at 300 samples, the optimum {best}",
                 found.throughput
             );
-            let broken = mcm_solver::check(
-                &p.graph,
-                &p.package,
-                &p.constraints,
-                &Placement::new(found.chips.clone()),
-            );
-            assert!(broken.is_empty(), "{name}: {}", broken[0].describe());
+            assert_valid(&p, &found.chips, name);
         }
         let scores = |o: &crate::strategy::Outcome| o.records.iter().map(|r| r.throughput).collect::<Vec<_>>();
         assert_eq!(scores(&go(1)), scores(&go(1)), "{name}: the same seed, another run");
@@ -185,12 +179,6 @@ fn rl_leaves_a_stall_through_the_walk() {
             "seed {seed}: {} at 200 samples, the optimum {best}",
             found.throughput
         );
-        let broken = mcm_solver::check(
-            &p.graph,
-            &p.package,
-            &p.constraints,
-            &Placement::new(found.chips.clone()),
-        );
-        assert!(broken.is_empty(), "seed {seed}: {}", broken[0].describe());
+        assert_valid(&p, &found.chips, &format!("seed {seed}"));
     }
 }

@@ -12,6 +12,7 @@
 //! cost ([`Search::prove`] records nothing).
 
 use super::dp::candidates;
+use super::encdec;
 use super::{greedy_start, proposals, settle_full, Search};
 use crate::cost::{CostModel, Verdict};
 use mcm_core::latency::LatencyModel;
@@ -211,6 +212,15 @@ pub(super) fn first(
         }
         let chips = settle_full(search, &cut)?;
         best.offer(search, model, chips);
+    }
+    // An encoder-decoder's layout, which dp's pipelines cannot make: one
+    // more candidate, judged like the cuts, where the graph has the
+    // structure (and dp's cuts were asked for).
+    if cuts > 0 && !search.done() {
+        if let Some(layout) = encdec::layout(problem) {
+            let chips = settle_full(search, &layout)?;
+            best.offer(search, model, chips);
+        }
     }
     Ok(())
 }

@@ -9,6 +9,7 @@
 mod anneal;
 mod auto;
 mod dp;
+mod encdec;
 mod exact;
 mod greedy;
 pub mod heuristics;

@@ -1,0 +1,479 @@
+//! An encoder-decoder's layout along a line of chips, as one more start
+//! candidate (the shape of `tools/encdec_by_hand.py`, which dp's pipelines
+//! cannot make: the decoder's first layers beside the encoder's chips).
+//!
+//! The structure it looks for: the encoder's output, read by four placed
+//! linear nodes or more (every decoder layer's cross-attention keys and
+//! values); a node the encoder's output depends on that four nodes or more
+//! read, not all linear (the encoder's position bias or mask); and one the
+//! encoder's output does not depend on (the decoder's), whose span (what
+//! lies between it and its last reader) also depends on the encoder's
+//! output. A graph without them gets no candidate.
+//!
+//! Along the line: the shared table and the lookups reading it (`P`); the
+//! encoder's span split in two by flops (`E1`, `E2`); the decoder's first
+//! projections (`Y`); the cross-attention keys and values, on the chip
+//! before the decoder's half that reads them (`Z1`, `Z2`, `Z3`); the
+//! decoder's span split in two (`A`, `B`); what follows it (`T`). Every arc
+//! of the chips' flow graph is then the only path between its ends. Weights
+//! a chip cannot keep go to relay chips just below it ([`relay`]).
+
+use super::relay::{self, Stream, RESIDENT};
+use crate::cost::CostModel;
+use mcm_core::problem::Problem;
+
+/// Readers a node needs to be a position bias or the encoder's output.
+const READERS: usize = 4;
+
+/// The logical chips, in their order along the line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Part {
+    P,
+    E1,
+    E2,
+    Y,
+    Z1,
+    A,
+    Z2,
+    B,
+    Z3,
+    T,
+}
+
+const PARTS: [Part; 10] = [
+    Part::P,
+    Part::E1,
+    Part::E2,
+    Part::Y,
+    Part::Z1,
+    Part::A,
+    Part::Z2,
+    Part::B,
+    Part::Z3,
+    Part::T,
+];
+
+/// The placed graph's adjacency and a topological order.
+struct Dag {
+    succ: Vec<Vec<u32>>,
+    pred: Vec<Vec<u32>>,
+    order: Vec<u32>,
+    pos: Vec<usize>,
+}
+
+impl Dag {
+    fn new(problem: &Problem) -> Dag {
+        let g = &problem.graph;
+        let n = g.num_placed();
+        let mut succ = vec![Vec::new(); n];
+        let mut pred = vec![Vec::new(); n];
+        for e in g.placed_edges() {
+            succ[e.src as usize].push(e.dst);
+            pred[e.dst as usize].push(e.src);
+        }
+        let mut indeg: Vec<usize> = pred.iter().map(Vec::len).collect();
+        let mut order: Vec<u32> = (0..n as u32).filter(|&u| indeg[u as usize] == 0).collect();
+        let mut k = 0;
+        while k < order.len() {
+            for &v in &succ[order[k] as usize] {
+                indeg[v as usize] -= 1;
+                if indeg[v as usize] == 0 {
+                    order.push(v);
+                }
+            }
+            k += 1;
+        }
+        let mut pos = vec![0; n];
+        for (i, &u) in order.iter().enumerate() {
+            pos[u as usize] = i;
+        }
+        Dag { succ, pred, order, pos }
+    }
+
+    /// `start` and what it reaches, downward (descendants) or upward.
+    fn closure(&self, start: u32, down: bool) -> Vec<bool> {
+        let next = if down { &self.succ } else { &self.pred };
+        let mut seen = vec![false; self.pos.len()];
+        seen[start as usize] = true;
+        let mut stack = vec![start];
+        while let Some(u) = stack.pop() {
+            for &v in &next[u as usize] {
+                if !seen[v as usize] {
+                    seen[v as usize] = true;
+                    stack.push(v);
+                }
+            }
+        }
+        seen
+    }
+
+    /// The reader of `u` last in the order.
+    fn last(&self, u: u32) -> u32 {
+        *self.succ[u as usize]
+            .iter()
+            .max_by_key(|&&v| self.pos[v as usize])
+            .unwrap_or(&u)
+    }
+
+    /// What lies between `u` and its last reader, both included.
+    fn span(&self, u: u32) -> Vec<bool> {
+        let last = self.last(u);
+        let below = self.closure(last, false);
+        self.closure(u, true)
+            .iter()
+            .zip(&below)
+            .map(|(&a, &b)| a && b)
+            .collect()
+    }
+}
+
+/// The nodes of `span` before half its flops, in the order.
+fn first_half(problem: &Problem, dag: &Dag, span: &[bool]) -> Vec<bool> {
+    let flops = |u: u32| problem.graph.placed_node(u).flops as f64;
+    let total: f64 = dag.order.iter().filter(|&&u| span[u as usize]).map(|&u| flops(u)).sum();
+    let mut first = vec![false; span.len()];
+    let mut acc = 0.0;
+    for &u in dag.order.iter().filter(|&&u| span[u as usize]) {
+        first[u as usize] = acc + flops(u) / 2.0 <= total / 2.0;
+        acc += flops(u);
+    }
+    first
+}
+
+/// The logical chip of every placed node; `None` without the structure.
+fn parts(problem: &Problem) -> Option<Vec<Part>> {
+    let g = &problem.graph;
+    let n = g.num_placed();
+    let dag = Dag::new(problem);
+    let op = |u: u32| g.placed_node(u).op.as_str();
+    let linear_only = |u: u32| dag.succ[u as usize].iter().all(|&v| op(v) == "linear");
+    let multi: Vec<u32> = dag
+        .order
+        .iter()
+        .copied()
+        .filter(|&u| dag.succ[u as usize].len() >= READERS && !dag.pred[u as usize].is_empty())
+        .collect();
+    let enc_out = multi.iter().copied().find(|&u| linear_only(u))?;
+    let encoder = dag.closure(enc_out, false);
+    let bias = |inside: bool| {
+        multi
+            .iter()
+            .copied()
+            .find(|&u| u != enc_out && encoder[u as usize] == inside && !linear_only(u))
+    };
+    let (enc_bias, dec_bias) = (bias(true)?, bias(false)?);
+    let w_enc = dag.span(enc_bias);
+    let w_dec = dag.span(dec_bias);
+    let after_enc = dag.closure(enc_out, true);
+    if !(0..n).any(|u| w_dec[u] && after_enc[u]) {
+        return None;
+    }
+    let (enc1, dec1) = (first_half(problem, &dag, &w_enc), first_half(problem, &dag, &w_dec));
+    let after_dec = dag.closure(dec_bias, true);
+    // The encoder output's reader each node before the decoder's bias
+    // serves (the keys and values it computes).
+    let mut kv_of: Vec<Option<u32>> = vec![None; n];
+    for &k in &dag.succ[enc_out as usize] {
+        for (u, &d) in dag.closure(k, true).iter().enumerate() {
+            if d && !after_dec[u] {
+                kv_of[u] = Some(k);
+            }
+        }
+    }
+    let mut group: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (u, k) in kv_of.iter().enumerate() {
+        if let Some(k) = k {
+            group[*k as usize].push(u as u32);
+        }
+    }
+    let after_last = dag.closure(dag.last(dec_bias), true);
+    let dec_path = dag.closure(dec_bias, false);
+    let weight = relay::movable(problem);
+    // Weights and attributes follow their readers.
+    let follows = |u: u32| weight[u as usize] || op(u) == "get_attr";
+    let mut place: Vec<Option<Part>> = vec![None; n];
+    for &u in &dag.order {
+        let i = u as usize;
+        if follows(u) {
+            continue;
+        }
+        place[i] = if w_enc[i] {
+            Some(if enc1[i] { Part::E1 } else { Part::E2 })
+        } else if w_dec[i] {
+            Some(if dec1[i] { Part::A } else { Part::B })
+        } else if after_last[i] {
+            Some(Part::T)
+        } else {
+            None
+        };
+    }
+    // The shared table: a weight two nodes or more read, with its readers
+    // and their inputs that have none (the indices).
+    let mut embedding = vec![false; n];
+    for w in 0..n as u32 {
+        if g.placed_node(w).params > 0 && dag.succ[w as usize].len() >= 2 {
+            embedding[w as usize] = true;
+            for &v in &dag.succ[w as usize] {
+                embedding[v as usize] = true;
+                for &p in &dag.pred[v as usize] {
+                    if dag.pred[p as usize].is_empty() {
+                        embedding[p as usize] = true;
+                    }
+                }
+            }
+        }
+    }
+    for &u in &dag.order {
+        let i = u as usize;
+        if follows(u) || place[i].is_some() {
+            continue;
+        }
+        place[i] = Some(if embedding[i] {
+            Part::P
+        } else if let Some(k) = kv_of[i] {
+            let lowest = group[k as usize]
+                .iter()
+                .flat_map(|&j| dag.succ[j as usize].iter())
+                .filter(|&&v| kv_of[v as usize].is_none())
+                .filter_map(|&v| place[v as usize])
+                .min();
+            match lowest {
+                Some(Part::A) => Part::Z1,
+                Some(Part::B) => Part::Z2,
+                _ => Part::Z3,
+            }
+        } else if encoder[i] {
+            let reaches_first = dag.closure(u, true).iter().zip(&enc1).any(|(&d, &f)| d && f);
+            if reaches_first {
+                Part::E1
+            } else {
+                Part::E2
+            }
+        } else if dec_path[i] {
+            Part::A
+        } else if after_dec[i] {
+            Part::T
+        } else {
+            Part::Y
+        });
+    }
+    for u in 0..n {
+        if place[u].is_none() {
+            let lowest = dag.succ[u].iter().filter_map(|&v| place[v as usize]).min();
+            place[u] = Some(lowest.unwrap_or(Part::P));
+        }
+    }
+    Some(place.into_iter().map(|p| p.unwrap_or(Part::P)).collect())
+}
+
+/// The layout's chip per placed node, chips numbered along the line: each
+/// logical chip (the empty ones left out) after the relays that hold the
+/// weights it cannot keep. `None` without the structure or when it needs
+/// more chips than the package has.
+pub(super) fn layout(problem: &Problem) -> Option<Vec<u32>> {
+    let place = parts(problem)?;
+    let g = &problem.graph;
+    let c = problem.package.num_chips();
+    let memory = (0..c as u32)
+        .map(|chip| problem.package.memory_or_unlimited(chip))
+        .fold(f64::INFINITY, f64::min);
+    let keep = RESIDENT * memory;
+    let movable = relay::movable(problem);
+    let params = |u: u32| g.placed_node(u).params as f64;
+    let order = Dag::new(problem).order;
+    let mut chips = vec![0u32; place.len()];
+    let mut streams = Vec::new();
+    let mut used = 0usize;
+    for x in PARTS {
+        let members: Vec<u32> = order.iter().copied().filter(|&u| place[u as usize] == x).collect();
+        if members.is_empty() {
+            continue;
+        }
+        let weights: Vec<u32> = members.iter().copied().filter(|&u| movable[u as usize]).collect();
+        let mut held: f64 = members.iter().map(|&u| params(u)).sum();
+        let first_relay = used;
+        let mut room = 0.0;
+        let mut relayed = vec![false; place.len()];
+        for &w in &weights {
+            if held <= keep {
+                break;
+            }
+            if room < params(w) {
+                used += 1;
+                room = memory;
+            }
+            chips[w as usize] = (used - 1) as u32;
+            relayed[w as usize] = true;
+            room -= params(w);
+            held -= params(w);
+        }
+        for &u in members.iter().filter(|&&u| !relayed[u as usize]) {
+            chips[u as usize] = used as u32;
+        }
+        if used > first_relay {
+            streams.push(Stream {
+                chip: used,
+                relays: first_relay..used,
+                weights,
+            });
+        }
+        used += 1;
+    }
+    if used > c {
+        return None;
+    }
+    if let Ok(model) = CostModel::new(problem) {
+        relay::relieve(&model, problem, &mut chips, &streams);
+    }
+    Some(chips)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcm_core::problem::Placement;
+
+    fn compile(graph: &str, package: &str) -> Problem {
+        let text = format!(
+            "{}let p = {package}\n{graph}partition g onto p {{\n    \
+             require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n}}\n",
+            mcm_testkit::HEADER
+        );
+        mcm_testkit::compile_ok(&text).problems[0].clone()
+    }
+
+    fn valid(p: &Problem, chips: &[u32]) -> bool {
+        mcm_solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.to_vec())).is_empty()
+    }
+
+    /// A small encoder-decoder in T5's shape: a shared table read by both
+    /// lookups, each followed by a dropout; `layers` encoder layers, each adding a bias `pos_e` to its
+    /// projection; the encoder's output `enc_out` read by every decoder
+    /// layer's key and value projections; `layers` decoder layers adding
+    /// their own bias `pos_d`; a head. Each decoder projection's weight is
+    /// `dec_weight` MiB. Without `decoder`, the encoder alone.
+    fn encoder_decoder(layers: usize, dec_weight: usize, decoder: bool) -> String {
+        let mut g = String::from(
+            "let g = graph {\n    \
+             table { params = 2 MiB, output_bytes = 2 MiB }\n    \
+             ids_e { output_bytes = 1 KiB }\n    ids_d { output_bytes = 1 KiB }\n    \
+             emb_e { op = \"embedding\", output_bytes = 64 KiB }\n    \
+             emb_d { op = \"embedding\", output_bytes = 64 KiB }\n    \
+             table -> emb_e\n    ids_e -> emb_e\n    table -> emb_d\n    ids_d -> emb_d\n    \
+             xe { op = \"dropout\", output_bytes = 64 KiB }\n    \
+             xd { op = \"dropout\", output_bytes = 64 KiB }\n    \
+             emb_e -> xe\n    emb_d -> xd\n    \
+             steps_e { output_bytes = 1 KiB }\n    steps_d { output_bytes = 1 KiB }\n    \
+             pos_e { op = \"unsqueeze\", flops = 1 MFLOP, output_bytes = 16 KiB }\n    \
+             pos_d { op = \"unsqueeze\", flops = 1 MFLOP, output_bytes = 16 KiB }\n    \
+             steps_e -> pos_e\n    steps_d -> pos_d\n",
+        );
+        let mut h = String::from("xe");
+        for i in 0..layers {
+            g += &format!(
+                "    we{i} {{ params = 2 MiB, output_bytes = 2 MiB }}\n    \
+                 qe{i} {{ op = \"linear\", flops = 2 GFLOP, output_bytes = 64 KiB }}\n    \
+                 se{i} {{ op = \"add\", flops = 1 MFLOP, output_bytes = 64 KiB }}\n    \
+                 he{i} {{ op = \"add\", flops = 1 MFLOP, output_bytes = 64 KiB }}\n    \
+                 we{i} -> qe{i}\n    {h} -> qe{i}\n    qe{i} -> se{i}\n    pos_e -> se{i}\n    \
+                 se{i} -> he{i}\n    {h} -> he{i}\n"
+            );
+            h = format!("he{i}");
+        }
+        g += &format!("    enc_out {{ op = \"mul\", flops = 1 MFLOP, output_bytes = 64 KiB }}\n    {h} -> enc_out\n");
+        if !decoder {
+            return g + "}\n";
+        }
+        let mut h = String::from("xd");
+        for j in 0..layers {
+            g += &format!(
+                "    wq{j} {{ params = {dec_weight} MiB, output_bytes = 1 KiB }}\n    \
+                 wk{j} {{ params = {dec_weight} MiB, output_bytes = 1 KiB }}\n    \
+                 wv{j} {{ params = {dec_weight} MiB, output_bytes = 1 KiB }}\n    \
+                 qd{j} {{ op = \"linear\", flops = 2 GFLOP, output_bytes = 64 KiB }}\n    \
+                 kd{j} {{ op = \"linear\", flops = 2 GFLOP, output_bytes = 64 KiB }}\n    \
+                 vd{j} {{ op = \"linear\", flops = 2 GFLOP, output_bytes = 64 KiB }}\n    \
+                 sd{j} {{ op = \"add\", flops = 1 MFLOP, output_bytes = 64 KiB }}\n    \
+                 hd{j} {{ op = \"add\", flops = 1 MFLOP, output_bytes = 64 KiB }}\n    \
+                 wq{j} -> qd{j}\n    wk{j} -> kd{j}\n    wv{j} -> vd{j}\n    \
+                 {h} -> qd{j}\n    enc_out -> kd{j}\n    enc_out -> vd{j}\n    \
+                 qd{j} -> sd{j}\n    kd{j} -> sd{j}\n    pos_d -> sd{j}\n    \
+                 sd{j} -> hd{j}\n    vd{j} -> hd{j}\n    {h} -> hd{j}\n"
+            );
+            h = format!("hd{j}");
+        }
+        g += &format!("    head {{ op = \"linear\", flops = 1 GFLOP, output_bytes = 64 KiB }}\n    {h} -> head\n}}\n");
+        g
+    }
+
+    const RING: &str = "ring(n = 16, memory = 16 MiB, compute = 1 TFLOP/s, bandwidth = 100 GB/s)";
+
+    /// The layout of a small encoder-decoder is valid under the four rules
+    /// and within memory as it comes, with the decoder's weights a chip
+    /// cannot keep on chips that compute nothing.
+    #[test]
+    fn an_encoder_decoder_gets_its_layout_valid_and_within_memory() {
+        let p = compile(&encoder_decoder(4, 4, true), RING);
+        let chips = layout(&p).expect("the encoder-decoder's structure");
+        let broken = mcm_solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.clone()));
+        assert!(broken.is_empty(), "the layout breaks a rule: {broken:?}");
+        let model = CostModel::new(&p).unwrap();
+        assert!(model.peak_memory(&chips).is_ok(), "the layout overflows a chip");
+        let g = &p.graph;
+        let mut computes = vec![false; p.package.num_chips()];
+        let mut holds = vec![false; p.package.num_chips()];
+        for (u, &c) in chips.iter().enumerate() {
+            let node = g.placed_node(u as u32);
+            computes[c as usize] |= node.flops > 0;
+            holds[c as usize] |= node.params > 0;
+        }
+        assert!(
+            (0..computes.len()).any(|c| holds[c] && !computes[c]),
+            "no relay: the decoder's weights all stay with their readers"
+        );
+        assert!(computes.iter().filter(|&&c| c).count() >= 6, "{chips:?}");
+    }
+
+    /// `auto`'s first incumbent counts the layout among its candidates:
+    /// it is no slower than the layout, which dp's cuts do not reach here.
+    #[test]
+    fn the_first_incumbent_is_at_least_as_fast_as_the_layout() {
+        use crate::cost::{Judge, JudgeOptions};
+        use crate::strategy::incumbent::{start, Start, DP_CUTS};
+        use crate::strategy::{dp, Allowed, Budget, Search};
+        let p = compile(&encoder_decoder(4, 4, true), RING);
+        let model = CostModel::new(&p).unwrap();
+        let own = model.latency(&layout(&p).unwrap()).unwrap();
+        let all = Allowed::all(p.graph.num_placed(), p.package.num_chips());
+        let cuts = dp::candidates(&p, &all)
+            .into_iter()
+            .filter(|(_, chips)| valid(&p, chips) && model.peak_memory(chips).is_ok())
+            .map(|(_, chips)| model.latency(&chips).unwrap())
+            .fold(f64::INFINITY, f64::min);
+        assert!(cuts > own, "a dp cut {cuts} as fast as the layout {own}");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let mut search = Search::new(&p, &judge, Budget::Samples(1_000), 1).unwrap();
+        let Start { best, .. } = start(&mut search, DP_CUTS).unwrap().expect("the analytical model");
+        assert!(
+            best.latency <= own * (1.0 + 1e-9),
+            "first {} against the layout's {own}",
+            best.latency
+        );
+    }
+
+    /// Without the structure, no candidate: a chain, and an encoder alone
+    /// (a bias read by every layer, no output read by linear nodes only).
+    #[test]
+    fn a_graph_without_the_structure_gets_no_layout() {
+        let mut chain = String::from("let g = graph {\n");
+        for i in 0..12 {
+            chain += &format!("    w{i} {{ params = 1 MiB }}\n    n{i} {{ op = \"linear\", flops = 1 GFLOP, output_bytes = 1 MB }}\n    w{i} -> n{i}\n");
+            if i > 0 {
+                chain += &format!("    n{} -> n{i}\n", i - 1);
+            }
+        }
+        chain += "}\n";
+        assert!(layout(&compile(&chain, RING)).is_none());
+        assert!(layout(&compile(&encoder_decoder(4, 1, false), RING)).is_none());
+    }
+}

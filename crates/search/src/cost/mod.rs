@@ -23,6 +23,7 @@ pub use external::{parse_reply, External};
 pub use memory::{MemoryOverflow, PeakMemory};
 pub use objective::{score, Objective, Report};
 pub use service::{Judge, JudgeOptions, JudgeStats};
+pub(crate) use stage_cuts::topological;
 pub use step::StepTime;
 
 use mcm_core::problem::Problem;

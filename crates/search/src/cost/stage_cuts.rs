@@ -540,7 +540,7 @@ fn min_cut(
 }
 
 /// A topological order of the placed nodes (Kahn's).
-fn topological(preds: &[Vec<u32>], succs: &[Vec<u32>]) -> Vec<u32> {
+pub(crate) fn topological(preds: &[Vec<u32>], succs: &[Vec<u32>]) -> Vec<u32> {
     let mut indegree: Vec<usize> = preds.iter().map(Vec::len).collect();
     let mut order: Vec<u32> = (0..preds.len() as u32).filter(|&u| indegree[u as usize] == 0).collect();
     let mut k = 0;

@@ -19,7 +19,7 @@
 //! a chip cannot keep go to relay chips just below it ([`relay`]).
 
 use super::relay::{self, Stream, RESIDENT};
-use crate::cost::CostModel;
+use crate::cost::{topological, CostModel};
 use mcm_core::problem::Problem;
 
 /// Readers a node needs to be a position bias or the encoder's output.
@@ -71,18 +71,7 @@ impl Dag {
             succ[e.src as usize].push(e.dst);
             pred[e.dst as usize].push(e.src);
         }
-        let mut indeg: Vec<usize> = pred.iter().map(Vec::len).collect();
-        let mut order: Vec<u32> = (0..n as u32).filter(|&u| indeg[u as usize] == 0).collect();
-        let mut k = 0;
-        while k < order.len() {
-            for &v in &succ[order[k] as usize] {
-                indeg[v as usize] -= 1;
-                if indeg[v as usize] == 0 {
-                    order.push(v);
-                }
-            }
-            k += 1;
-        }
+        let order = topological(&pred, &succ);
         let mut pos = vec![0; n];
         for (i, &u) in order.iter().enumerate() {
             pos[u as usize] = i;
@@ -330,21 +319,9 @@ pub(super) fn layout(problem: &Problem) -> Option<Vec<u32>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::relay::tests::{compile, valid};
     use super::*;
     use mcm_core::problem::Placement;
-
-    fn compile(graph: &str, package: &str) -> Problem {
-        let text = format!(
-            "{}let p = {package}\n{graph}partition g onto p {{\n    \
-             require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n}}\n",
-            mcm_testkit::HEADER
-        );
-        mcm_testkit::compile_ok(&text).problems[0].clone()
-    }
-
-    fn valid(p: &Problem, chips: &[u32]) -> bool {
-        mcm_solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.to_vec())).is_empty()
-    }
 
     /// A small encoder-decoder in T5's shape: a shared table read by both
     /// lookups, each followed by a dropout; `layers` encoder layers, each adding a bias `pos_e` to its

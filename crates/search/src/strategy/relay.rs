@@ -244,18 +244,20 @@ pub fn gathers_back(problem: &Problem, chips: &mut [u32]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::strategy::{dp, Allowed};
     use mcm_core::problem::Placement;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    fn valid(p: &Problem, chips: &[u32]) -> bool {
+    /// Whether `chips` passes the checker under `p`'s rules.
+    pub(in crate::strategy) fn valid(p: &Problem, chips: &[u32]) -> bool {
         mcm_solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.to_vec())).is_empty()
     }
 
-    fn compile(graph: &str, package: &str) -> Problem {
+    /// `graph` on `package` under the four stdlib rules.
+    pub(in crate::strategy) fn compile(graph: &str, package: &str) -> Problem {
         let text = format!(
             "{}let p = {package}\n{graph}partition g onto p {{\n    \
              require acyclic_flow, no_skip, triangle_dependency, memory_capacity\n}}\n",

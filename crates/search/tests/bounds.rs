@@ -12,6 +12,20 @@ use mcm_solver::exhaustive;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+/// `n` op lines `n0`..: each with up to `flops` GFLOP and up to `mb` MB of
+/// output, drawn in that order.
+fn ops(rng: &mut ChaCha8Rng, n: i32, flops: i32, mb: i32) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "  n{i} {{ flops = {} GFLOP, output_bytes = {} MB }}\n",
+                rng.random_range(0..=flops),
+                rng.random_range(0..=mb)
+            )
+        })
+        .collect()
+}
+
 /// A random tiny problem: a DAG with flops and tensor sizes, on a ring, a
 /// mesh or a package whose fast chip is first or last, under a random
 /// subset of the four stdlib rules (the two that confine spans half the time).
@@ -27,14 +41,7 @@ pub(crate) fn instance(rng: &mut ChaCha8Rng) -> String {
         2 => "fast_first()".to_string(),
         _ => "fast_last()".to_string(),
     };
-    let mut g = String::new();
-    for i in 0..n {
-        g += &format!(
-            "  n{i} {{ flops = {} GFLOP, output_bytes = {} MB }}\n",
-            rng.random_range(0..=8),
-            rng.random_range(0..=3)
-        );
-    }
+    let mut g = ops(rng, n, 8, 3);
     for j in 0..n {
         for i in 0..j {
             if rng.random_bool(0.5) {
@@ -325,14 +332,7 @@ fn memory_tightens_the_stage_cut_bound_never_past_the_optimum() {
 fn chain_instance(rng: &mut ChaCha8Rng) -> String {
     let n = rng.random_range(4..=7);
     let c = rng.random_range(3..=5);
-    let mut g = String::new();
-    for i in 0..n {
-        g += &format!(
-            "  n{i} {{ flops = {} GFLOP, output_bytes = {} MB }}\n",
-            rng.random_range(0..=8),
-            rng.random_range(0..=3)
-        );
-    }
+    let mut g = ops(rng, n, 8, 3);
     for j in 1..n {
         g += &format!("  n{} -> n{j}\n", j - 1);
         for i in 0..j - 1 {
@@ -422,14 +422,7 @@ fn streamed_instance(rng: &mut ChaCha8Rng) -> String {
     let n = rng.random_range(3..=4);
     let c = rng.random_range(4..=5);
     let memory = rng.random_range(3..=5);
-    let mut g = String::new();
-    for i in 0..n {
-        g += &format!(
-            "  n{i} {{ flops = {} GFLOP, output_bytes = {} MB }}\n",
-            rng.random_range(0..=2),
-            rng.random_range(0..=1)
-        );
-    }
+    let mut g = ops(rng, n, 2, 1);
     for j in 1..n {
         g += &format!("  n{} -> n{j}\n", j - 1);
     }

@@ -175,8 +175,8 @@ pub(super) fn start(search: &mut Search, cuts: usize) -> Result<Option<Start>, I
 /// target (an objective the SAT backing cannot encode, such as step time)
 /// instead greedy's fill, every heuristic of the device-placement
 /// literature, which aim at that objective where the pipeline's target does
-/// not, and every dp cut, each settled as its own strategy settles it ([`proposals`]). `Err` only when the problem has no
-/// valid partition.
+/// not, and every dp cut, each settled as its own strategy settles it
+/// ([`proposals`]). `Err` only when the problem has no valid partition.
 pub(super) fn first(
     search: &mut Search,
     model: &LatencyModel,

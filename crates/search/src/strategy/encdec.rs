@@ -17,6 +17,14 @@
 //! decoder's span split in two (`A`, `B`); what follows it (`T`). Every arc
 //! of the chips' flow graph is then the only path between its ends. Weights
 //! a chip cannot keep go to relay chips just below it ([`relay`]).
+//!
+//! Without the biases (BART's masks are replicable: nothing confines the
+//! decoder's layers to two chips) the decoder is a pipeline of its own
+//! ([`bias_free`]): each of its stages `D_j` after a chip `Z_j` that
+//! computes, from the encoder's output alone, the keys and values `D_j`
+//! reads. `Z_j` takes only the encoder's output in and sends only to
+//! `D_j`, so no arc has a second path beside it; a chip that read the
+//! encoder's output and fed a later decoder stage would.
 
 use super::relay::{self, Stream, RESIDENT};
 use crate::cost::{topological, CostModel};
@@ -39,19 +47,6 @@ enum Part {
     Z3,
     T,
 }
-
-const PARTS: [Part; 10] = [
-    Part::P,
-    Part::E1,
-    Part::E2,
-    Part::Y,
-    Part::Z1,
-    Part::A,
-    Part::Z2,
-    Part::B,
-    Part::Z3,
-    Part::T,
-];
 
 /// The placed graph's adjacency and a topological order.
 struct Dag {
@@ -129,11 +124,63 @@ fn first_half(problem: &Problem, dag: &Dag, span: &[bool]) -> Vec<bool> {
     first
 }
 
-/// The logical chip of every placed node; `None` without the structure.
-fn parts(problem: &Problem) -> Option<Vec<Part>> {
+/// The encoder's output: the first placed node, in the order, read by
+/// `READERS` nodes or more, all linear (the cross-attention's keys and
+/// values).
+fn encoder_output(problem: &Problem, dag: &Dag) -> Option<u32> {
+    let g = &problem.graph;
+    let linear_only = |u: u32| dag.succ[u as usize].iter().all(|&v| g.placed_node(v).op == "linear");
+    dag.order
+        .iter()
+        .copied()
+        .find(|&u| dag.succ[u as usize].len() >= READERS && !dag.pred[u as usize].is_empty() && linear_only(u))
+}
+
+/// The shared table: a weight two nodes or more read, with its readers and
+/// their inputs that have none (the indices).
+fn embedding(problem: &Problem, dag: &Dag) -> Vec<bool> {
     let g = &problem.graph;
     let n = g.num_placed();
-    let dag = Dag::new(problem);
+    let mut embedding = vec![false; n];
+    for w in 0..n as u32 {
+        if g.placed_node(w).params > 0 && dag.succ[w as usize].len() >= 2 {
+            embedding[w as usize] = true;
+            for &v in &dag.succ[w as usize] {
+                embedding[v as usize] = true;
+                for &p in &dag.pred[v as usize] {
+                    if dag.pred[p as usize].is_empty() {
+                        embedding[p as usize] = true;
+                    }
+                }
+            }
+        }
+    }
+    embedding
+}
+
+/// Nodes that neither compute nor take a chip of their own: weights and
+/// attributes, placed after their readers.
+fn follows(problem: &Problem, movable: &[bool], u: u32) -> bool {
+    movable[u as usize] || problem.graph.placed_node(u).op == "get_attr"
+}
+
+/// Every node still without a chip on its lowest reader's (the shared
+/// table's logical chip 0 where none has one).
+fn fill_readers(dag: &Dag, place: &mut [Option<usize>]) -> Vec<usize> {
+    for u in 0..place.len() {
+        if place[u].is_none() {
+            let lowest = dag.succ[u].iter().filter_map(|&v| place[v as usize]).min();
+            place[u] = Some(lowest.unwrap_or(0));
+        }
+    }
+    place.iter().map(|p| p.unwrap_or(0)).collect()
+}
+
+/// The logical chip of every placed node (an index along the line) under
+/// T5's shape; `None` without the structure.
+fn parts(problem: &Problem, dag: &Dag) -> Option<Vec<usize>> {
+    let g = &problem.graph;
+    let n = g.num_placed();
     let op = |u: u32| g.placed_node(u).op.as_str();
     let linear_only = |u: u32| dag.succ[u as usize].iter().all(|&v| op(v) == "linear");
     let multi: Vec<u32> = dag
@@ -142,7 +189,7 @@ fn parts(problem: &Problem) -> Option<Vec<Part>> {
         .copied()
         .filter(|&u| dag.succ[u as usize].len() >= READERS && !dag.pred[u as usize].is_empty())
         .collect();
-    let enc_out = multi.iter().copied().find(|&u| linear_only(u))?;
+    let enc_out = encoder_output(problem, dag)?;
     let encoder = dag.closure(enc_out, false);
     let bias = |inside: bool| {
         multi
@@ -157,7 +204,7 @@ fn parts(problem: &Problem) -> Option<Vec<Part>> {
     if !(0..n).any(|u| w_dec[u] && after_enc[u]) {
         return None;
     }
-    let (enc1, dec1) = (first_half(problem, &dag, &w_enc), first_half(problem, &dag, &w_dec));
+    let (enc1, dec1) = (first_half(problem, dag, &w_enc), first_half(problem, dag, &w_dec));
     let after_dec = dag.closure(dec_bias, true);
     // The encoder output's reader each node before the decoder's bias
     // serves (the keys and values it computes).
@@ -178,8 +225,7 @@ fn parts(problem: &Problem) -> Option<Vec<Part>> {
     let after_last = dag.closure(dag.last(dec_bias), true);
     let dec_path = dag.closure(dec_bias, false);
     let weight = relay::movable(problem);
-    // Weights and attributes follow their readers.
-    let follows = |u: u32| weight[u as usize] || op(u) == "get_attr";
+    let follows = |u: u32| follows(problem, &weight, u);
     let mut place: Vec<Option<Part>> = vec![None; n];
     for &u in &dag.order {
         let i = u as usize;
@@ -196,22 +242,7 @@ fn parts(problem: &Problem) -> Option<Vec<Part>> {
             None
         };
     }
-    // The shared table: a weight two nodes or more read, with its readers
-    // and their inputs that have none (the indices).
-    let mut embedding = vec![false; n];
-    for w in 0..n as u32 {
-        if g.placed_node(w).params > 0 && dag.succ[w as usize].len() >= 2 {
-            embedding[w as usize] = true;
-            for &v in &dag.succ[w as usize] {
-                embedding[v as usize] = true;
-                for &p in &dag.pred[v as usize] {
-                    if dag.pred[p as usize].is_empty() {
-                        embedding[p as usize] = true;
-                    }
-                }
-            }
-        }
-    }
+    let embedding = embedding(problem, dag);
     for &u in &dag.order {
         let i = u as usize;
         if follows(u) || place[i].is_some() {
@@ -246,21 +277,174 @@ fn parts(problem: &Problem) -> Option<Vec<Part>> {
             Part::Y
         });
     }
-    for u in 0..n {
-        if place[u].is_none() {
-            let lowest = dag.succ[u].iter().filter_map(|&v| place[v as usize]).min();
-            place[u] = Some(lowest.unwrap_or(Part::P));
-        }
-    }
-    Some(place.into_iter().map(|p| p.unwrap_or(Part::P)).collect())
+    let mut place: Vec<Option<usize>> = place.into_iter().map(|p| p.map(|x| x as usize)).collect();
+    Some(fill_readers(dag, &mut place))
 }
 
-/// The layout's chip per placed node, chips numbered along the line: each
-/// logical chip (the empty ones left out) after the relays that hold the
-/// weights it cannot keep. `None` without the structure or when it needs
-/// more chips than the package has.
-pub(super) fn layout(problem: &Problem) -> Option<Vec<u32>> {
-    let place = parts(problem)?;
+/// Candidates of the bias-free shape judged: the decoder's stage counts
+/// whose compute estimate is lowest.
+const BIAS_FREE_CANDIDATES: usize = 3;
+
+/// The heaviest part of the best split of `flops` (in order) into at most
+/// `k` contiguous parts, and each item's part (0-based).
+fn split(flops: &[f64], k: usize) -> (f64, Vec<usize>) {
+    let total: f64 = flops.iter().sum();
+    let largest = flops.iter().copied().fold(0.0, f64::max);
+    let fill = |cap: f64| {
+        let (mut part, mut acc) = (0usize, 0.0);
+        let parts: Vec<usize> = flops
+            .iter()
+            .map(|&f| {
+                if acc > 0.0 && acc + f > cap {
+                    part += 1;
+                    acc = 0.0;
+                }
+                acc += f;
+                part
+            })
+            .collect();
+        parts
+    };
+    let fits = |cap: f64| fill(cap).last().is_none_or(|&p| p < k.max(1));
+    let (mut lo, mut hi) = (largest.max(total / k.max(1) as f64), total.max(largest));
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if fits(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    (hi, fill(hi))
+}
+
+/// The bias-free shape: the shared table's chip (0), the encoder's `ke`
+/// stages, the decoder's prefix (what does not depend on the encoder's
+/// output), then per decoder stage `j` the chip of the keys and values it
+/// reads and its own. `None` without an encoder's output.
+fn bias_free(problem: &Problem, dag: &Dag, ke: usize, kd: usize) -> Option<Vec<usize>> {
+    let g = &problem.graph;
+    let n = g.num_placed();
+    let enc_out = encoder_output(problem, dag)?;
+    let encoder = dag.closure(enc_out, false);
+    let after = dag.closure(enc_out, true);
+    let table = embedding(problem, dag);
+    let weight = relay::movable(problem);
+    let follows = |u: u32| follows(problem, &weight, u);
+    // The keys and values: nodes computed from the encoder's output alone
+    // (weights aside), each with the encoder-output reader it starts from.
+    let mut kv_of: Vec<Option<u32>> = vec![None; n];
+    for &u in &dag.order {
+        let i = u as usize;
+        if u == enc_out || encoder[i] || follows(u) {
+            continue;
+        }
+        let inputs: Vec<u32> = dag.pred[i].iter().copied().filter(|&p| !follows(p)).collect();
+        if inputs.is_empty() {
+            continue;
+        }
+        if inputs.iter().all(|&p| p == enc_out || kv_of[p as usize].is_some()) {
+            kv_of[i] = Some(if inputs.contains(&enc_out) {
+                u
+            } else {
+                kv_of[inputs[0] as usize]?
+            });
+        }
+    }
+    let compute = |u: u32| !follows(u) && !table[u as usize];
+    let enc: Vec<u32> = dag
+        .order
+        .iter()
+        .copied()
+        .filter(|&u| encoder[u as usize] && compute(u))
+        .collect();
+    let dec: Vec<u32> = dag
+        .order
+        .iter()
+        .copied()
+        .filter(|&u| !encoder[u as usize] && after[u as usize] && kv_of[u as usize].is_none() && compute(u))
+        .collect();
+    if dec.is_empty() || enc.is_empty() {
+        return None;
+    }
+    let flops = |list: &[u32]| list.iter().map(|&u| g.placed_node(u).flops as f64).collect::<Vec<_>>();
+    let (_, enc_part) = split(&flops(&enc), ke.max(1));
+    let (_, dec_part) = split(&flops(&dec), kd.max(1));
+    let prefix = 1 + ke.max(1);
+    let mut place: Vec<Option<usize>> = vec![None; n];
+    for (&u, &p) in enc.iter().zip(&enc_part) {
+        place[u as usize] = Some(1 + p);
+    }
+    for (&u, &p) in dec.iter().zip(&dec_part) {
+        place[u as usize] = Some(prefix + 2 + 2 * p);
+    }
+    for &u in &dag.order {
+        let i = u as usize;
+        if follows(u) || place[i].is_some() || kv_of[i].is_some() {
+            continue;
+        }
+        place[i] = Some(if table[i] { 0 } else { prefix });
+    }
+    // Each group of keys or values on the chip before the lowest decoder
+    // stage that reads it.
+    let mut lowest: Vec<Option<usize>> = vec![None; n];
+    for &u in &dag.order {
+        if let Some(k) = kv_of[u as usize] {
+            for &v in &dag.succ[u as usize] {
+                if let (None, Some(c)) = (kv_of[v as usize], place[v as usize]) {
+                    let l = &mut lowest[k as usize];
+                    *l = Some(l.map_or(c, |x| x.min(c)));
+                }
+            }
+        }
+    }
+    for u in 0..n {
+        if let Some(k) = kv_of[u] {
+            place[u] = Some(lowest[k as usize].map_or(prefix + 2 * kd.max(1), |c| c.max(prefix + 2) - 1));
+        }
+    }
+    Some(fill_readers(dag, &mut place))
+}
+
+/// The decoder's stage counts the bias-free shape is tried with, best
+/// compute estimate first, each with the encoder's stage count that
+/// balances it on what the line has left.
+fn stage_counts(problem: &Problem, dag: &Dag) -> Vec<(usize, usize)> {
+    let g = &problem.graph;
+    let c = problem.package.num_chips();
+    let Some(enc_out) = encoder_output(problem, dag) else {
+        return Vec::new();
+    };
+    let encoder = dag.closure(enc_out, false);
+    let after = dag.closure(enc_out, true);
+    let flops = |keep: &dyn Fn(usize) -> bool| {
+        dag.order
+            .iter()
+            .filter(|&&u| keep(u as usize))
+            .map(|&u| g.placed_node(u).flops as f64)
+            .collect::<Vec<_>>()
+    };
+    let enc = flops(&|u| encoder[u]);
+    let dec = flops(&|u| !encoder[u] && after[u]);
+    let mut counts: Vec<(f64, usize, usize)> = (1..c)
+        .filter_map(|kd| {
+            let ke = c.checked_sub(2 + 2 * kd).filter(|&ke| ke > 0)?;
+            Some((split(&enc, ke).0.max(split(&dec, kd).0), ke, kd))
+        })
+        .collect();
+    counts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    counts
+        .into_iter()
+        .take(BIAS_FREE_CANDIDATES)
+        .map(|(_, ke, kd)| (ke, kd))
+        .collect()
+}
+
+/// The chips of a layout along the line, from each node's logical chip:
+/// each logical chip (the empty ones left out) after the relays that hold
+/// the weights it cannot keep. `None` when it needs more chips than the
+/// package has.
+fn along_the_line(problem: &Problem, dag: &Dag, place: &[usize]) -> Option<Vec<u32>> {
     let g = &problem.graph;
     let c = problem.package.num_chips();
     let memory = (0..c as u32)
@@ -269,15 +453,15 @@ pub(super) fn layout(problem: &Problem) -> Option<Vec<u32>> {
     let keep = RESIDENT * memory;
     let movable = relay::movable(problem);
     let params = |u: u32| g.placed_node(u).params as f64;
-    let order = Dag::new(problem).order;
+    let logical = place.iter().copied().max().map_or(0, |m| m + 1);
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); logical];
+    for &u in &dag.order {
+        members[place[u as usize]].push(u);
+    }
     let mut chips = vec![0u32; place.len()];
     let mut streams = Vec::new();
     let mut used = 0usize;
-    for x in PARTS {
-        let members: Vec<u32> = order.iter().copied().filter(|&u| place[u as usize] == x).collect();
-        if members.is_empty() {
-            continue;
-        }
+    for members in members.iter().filter(|m| !m.is_empty()) {
         let weights: Vec<u32> = members.iter().copied().filter(|&u| movable[u as usize]).collect();
         let mut held: f64 = members.iter().map(|&u| params(u)).sum();
         let first_relay = used;
@@ -317,6 +501,25 @@ pub(super) fn layout(problem: &Problem) -> Option<Vec<u32>> {
     Some(chips)
 }
 
+/// The encoder-decoder's layouts, chip per placed node: T5's shape where
+/// the graph has the biases, else the bias-free shape at the decoder's
+/// best stage counts (fewer encoder stages where relays need the chips).
+/// Empty without the structure.
+pub(super) fn layouts(problem: &Problem) -> Vec<Vec<u32>> {
+    let dag = Dag::new(problem);
+    if let Some(place) = parts(problem, &dag) {
+        return along_the_line(problem, &dag, &place).into_iter().collect();
+    }
+    let mut made = Vec::new();
+    for (ke, kd) in stage_counts(problem, &dag) {
+        let fitted = (1..=ke)
+            .rev()
+            .find_map(|ke| along_the_line(problem, &dag, &bias_free(problem, &dag, ke, kd)?));
+        made.extend(fitted);
+    }
+    made
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::relay::tests::{compile, valid};
@@ -328,8 +531,9 @@ mod tests {
     /// projection; the encoder's output `enc_out` read by every decoder
     /// layer's key and value projections; `layers` decoder layers adding
     /// their own bias `pos_d`; a head. Each decoder projection's weight is
-    /// `dec_weight` MiB. Without `decoder`, the encoder alone.
-    fn encoder_decoder(layers: usize, dec_weight: usize, decoder: bool) -> String {
+    /// `dec_weight` MiB. Without `decoder`, the encoder alone; without
+    /// `biased`, no layer reads a bias (BART's shape, its masks replicable).
+    fn encoder_decoder(layers: usize, dec_weight: usize, decoder: bool, biased: bool) -> String {
         let mut g = String::from(
             "let g = graph {\n    \
              table { params = 2 MiB, output_bytes = 2 MiB }\n    \
@@ -352,9 +556,12 @@ mod tests {
                  qe{i} {{ op = \"linear\", flops = 2 GFLOP, output_bytes = 64 KiB }}\n    \
                  se{i} {{ op = \"add\", flops = 1 MFLOP, output_bytes = 64 KiB }}\n    \
                  he{i} {{ op = \"add\", flops = 1 MFLOP, output_bytes = 64 KiB }}\n    \
-                 we{i} -> qe{i}\n    {h} -> qe{i}\n    qe{i} -> se{i}\n    pos_e -> se{i}\n    \
+                 we{i} -> qe{i}\n    {h} -> qe{i}\n    qe{i} -> se{i}\n    \
                  se{i} -> he{i}\n    {h} -> he{i}\n"
             );
+            if biased {
+                g += &format!("    pos_e -> se{i}\n");
+            }
             h = format!("he{i}");
         }
         g += &format!("    enc_out {{ op = \"mul\", flops = 1 MFLOP, output_bytes = 64 KiB }}\n    {h} -> enc_out\n");
@@ -374,9 +581,12 @@ mod tests {
                  hd{j} {{ op = \"add\", flops = 1 MFLOP, output_bytes = 64 KiB }}\n    \
                  wq{j} -> qd{j}\n    wk{j} -> kd{j}\n    wv{j} -> vd{j}\n    \
                  {h} -> qd{j}\n    enc_out -> kd{j}\n    enc_out -> vd{j}\n    \
-                 qd{j} -> sd{j}\n    kd{j} -> sd{j}\n    pos_d -> sd{j}\n    \
+                 qd{j} -> sd{j}\n    kd{j} -> sd{j}\n    \
                  sd{j} -> hd{j}\n    vd{j} -> hd{j}\n    {h} -> hd{j}\n"
             );
+            if biased {
+                g += &format!("    pos_d -> sd{j}\n");
+            }
             h = format!("hd{j}");
         }
         g += &format!("    head {{ op = \"linear\", flops = 1 GFLOP, output_bytes = 64 KiB }}\n    {h} -> head\n}}\n");
@@ -390,8 +600,8 @@ mod tests {
     /// cannot keep on chips that compute nothing.
     #[test]
     fn an_encoder_decoder_gets_its_layout_valid_and_within_memory() {
-        let p = compile(&encoder_decoder(4, 4, true), RING);
-        let chips = layout(&p).expect("the encoder-decoder's structure");
+        let p = compile(&encoder_decoder(4, 4, true, true), RING);
+        let chips = layouts(&p).pop().expect("the encoder-decoder's structure");
         let broken = mcm_solver::check(&p.graph, &p.package, &p.constraints, &Placement::new(chips.clone()));
         assert!(broken.is_empty(), "the layout breaks a rule: {broken:?}");
         let model = CostModel::new(&p).unwrap();
@@ -418,9 +628,9 @@ mod tests {
         use crate::cost::{Judge, JudgeOptions};
         use crate::strategy::incumbent::{start, Start, DP_CUTS};
         use crate::strategy::{dp, Allowed, Budget, Search};
-        let p = compile(&encoder_decoder(4, 4, true), RING);
+        let p = compile(&encoder_decoder(4, 4, true, true), RING);
         let model = CostModel::new(&p).unwrap();
-        let own = model.latency(&layout(&p).unwrap()).unwrap();
+        let own = model.latency(&layouts(&p).pop().unwrap()).unwrap();
         let all = Allowed::all(p.graph.num_placed(), p.package.num_chips());
         let cuts = dp::candidates(&p, &all)
             .into_iter()
@@ -438,6 +648,43 @@ mod tests {
         );
     }
 
+    /// Without a bias (BART's shape), the layouts put the decoder's stages
+    /// each after the chip of its keys and values: valid under the four
+    /// rules, within memory, the best faster than every valid dp cut (whose
+    /// line keeps the decoder on the chips next to the encoder's output),
+    /// and `auto`'s first incumbent no slower than it.
+    #[test]
+    fn a_bias_free_encoder_decoder_gets_layouts_faster_than_dp_cuts() {
+        use crate::cost::{Judge, JudgeOptions};
+        use crate::strategy::incumbent::{start, Start, DP_CUTS};
+        use crate::strategy::{dp, Allowed, Budget, Search};
+        let p = compile(&encoder_decoder(6, 1, true, false), RING);
+        let model = CostModel::new(&p).unwrap();
+        let made = layouts(&p);
+        assert!(!made.is_empty(), "no layout for the bias-free encoder-decoder");
+        let mut own = f64::INFINITY;
+        for chips in &made {
+            assert!(valid(&p, chips), "a layout breaks a rule: {chips:?}");
+            assert!(model.peak_memory(chips).is_ok(), "a layout overflows a chip");
+            own = own.min(model.latency(chips).unwrap());
+        }
+        let all = Allowed::all(p.graph.num_placed(), p.package.num_chips());
+        let cuts = dp::candidates(&p, &all)
+            .into_iter()
+            .filter(|(_, chips)| valid(&p, chips) && model.peak_memory(chips).is_ok())
+            .map(|(_, chips)| model.latency(&chips).unwrap())
+            .fold(f64::INFINITY, f64::min);
+        assert!(cuts > 1.2 * own, "a dp cut {cuts} near the layouts' {own}");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let mut search = Search::new(&p, &judge, Budget::Samples(1_000), 1).unwrap();
+        let Start { best, .. } = start(&mut search, DP_CUTS).unwrap().expect("the analytical model");
+        assert!(
+            best.latency <= own * (1.0 + 1e-9),
+            "first {} against the layouts' {own}",
+            best.latency
+        );
+    }
+
     /// Without the structure, no candidate: a chain, and an encoder alone
     /// (a bias read by every layer, no output read by linear nodes only).
     #[test]
@@ -450,7 +697,7 @@ mod tests {
             }
         }
         chain += "}\n";
-        assert!(layout(&compile(&chain, RING)).is_none());
-        assert!(layout(&compile(&encoder_decoder(4, 1, false), RING)).is_none());
+        assert!(layouts(&compile(&chain, RING)).is_empty());
+        assert!(layouts(&compile(&encoder_decoder(4, 1, false, true), RING)).is_empty());
     }
 }

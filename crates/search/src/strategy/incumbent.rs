@@ -213,11 +213,14 @@ pub(super) fn first(
         let chips = settle_full(search, &cut)?;
         best.offer(search, model, chips);
     }
-    // An encoder-decoder's layout, which dp's pipelines cannot make: one
-    // more candidate, judged like the cuts, where the graph has the
-    // structure (and dp's cuts were asked for).
-    if cuts > 0 && !search.done() {
-        if let Some(layout) = encdec::layout(problem) {
+    // An encoder-decoder's layouts, which dp's pipelines cannot make: more
+    // candidates, judged like the cuts, where the graph has the structure
+    // (and dp's cuts were asked for).
+    if cuts > 0 {
+        for layout in encdec::layouts(problem) {
+            if search.done() {
+                break;
+            }
             let chips = settle_full(search, &layout)?;
             best.offer(search, model, chips);
         }

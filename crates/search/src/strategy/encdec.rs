@@ -652,6 +652,44 @@ mod tests {
         }
     }
 
+    /// Where a chip's weights are of two sizes, streaming the smallest
+    /// first keeps the large ones resident and leaves less to stream over
+    /// the link into it: on slow links a smallest-first variant of the
+    /// layout is faster than the in-order one, and as valid.
+    #[test]
+    fn streaming_the_smallest_weights_first_is_faster_on_slow_links() {
+        // Each decoder weight's tensor as large as the weight, so that
+        // streaming it costs its bytes on the link.
+        let mut text = encoder_decoder(4, 7, true, true).replace(
+            "params = 7 MiB, output_bytes = 1 KiB",
+            "params = 7 MiB, output_bytes = 7 MiB",
+        );
+        for w in ["wk1", "wv1", "wk3", "wv3"] {
+            text = text.replace(
+                &format!("{w} {{ params = 7 MiB, output_bytes = 7 MiB"),
+                &format!("{w} {{ params = 1 MiB, output_bytes = 1 MiB"),
+            );
+        }
+        let slow = "ring(n = 16, memory = 16 MiB, compute = 4 TFLOP/s, bandwidth = 1 GB/s)";
+        let p = compile(&text, slow);
+        let model = CostModel::new(&p).unwrap();
+        let made = layouts(&p);
+        assert_eq!(made.len(), 1 + SMALLEST_FIRST.len(), "the encoder-decoder's structure");
+        for chips in &made {
+            assert!(valid(&p, chips), "a layout breaks a rule: {chips:?}");
+            assert!(model.peak_memory(chips).is_ok(), "a layout overflows a chip");
+        }
+        let in_order = model.latency(&made[0]).unwrap();
+        let smallest = made[1..]
+            .iter()
+            .map(|chips| model.latency(chips).unwrap())
+            .fold(f64::INFINITY, f64::min);
+        assert!(
+            smallest < in_order,
+            "smallest first {smallest} against in order {in_order}"
+        );
+    }
+
     /// `auto`'s first incumbent counts the layout among its candidates:
     /// it is no slower than the layout, which dp's cuts do not reach here.
     #[test]

@@ -27,6 +27,7 @@ use super::{Search, Strategy};
 use crate::cost::CostModel;
 use mcm_solver::Infeasible;
 use rand::Rng;
+use std::collections::HashSet;
 
 #[derive(Clone, Debug)]
 pub struct Anneal {
@@ -53,6 +54,12 @@ pub struct Anneal {
     pub balance: f64,
     /// Share of moves that relieve a slowest chip (see `Neighbours::relieve`).
     pub relief: f64,
+    /// Draws per sample before one is judged anyway that repeats a
+    /// partition this walk judged or fails the analytical model's memory
+    /// check, which the judge would refuse (0: every draw is judged). Near
+    /// a sharp state most moves are undone by SAMPLE's repair or overflow
+    /// a full chip; judging those spends samples that tell nothing new.
+    pub fresh: usize,
 }
 
 impl Default for Anneal {
@@ -67,6 +74,7 @@ impl Default for Anneal {
             pull: 0.3,
             balance: 0.05,
             relief: 0.5,
+            fresh: 0,
         }
     }
 }
@@ -171,35 +179,22 @@ impl Anneal {
             current = Some(start);
         }
         let mut mode: Vec<u32> = state.iter().map(|r| argmax(r) as u32).collect();
+        let mut screen = (self.fresh > 0).then(|| Screen::new(search, current.as_deref()));
         while !search.done() {
             let temp = self.t_start * (self.t_end / self.t_start).powf(search.progress());
             let mut cands = Vec::new();
             for _ in 0..search.batch() {
-                let mut logits = state.clone();
-                if energy.is_some() || search.samples() > 0 {
-                    let mut moved = mode.clone();
-                    for _ in 0..search.rng.random_range(1..=self.moves.max(1)) {
-                        let stages = shape.as_ref().and_then(|m| m.stage_times(&moved).ok());
-                        let groups = if let Some(stages) = stages.filter(|_| search.rng.random_bool(self.relief)) {
-                            nb.relieve(&moved, stages, &mut search.rng)
-                        } else {
-                            nb.boundary_move(&moved, c as u32, self.tries, &mut search.rng)
-                                .into_iter()
-                                .collect()
-                        };
-                        if groups.is_empty() {
-                            break;
-                        }
-                        for (group, to) in groups {
-                            for u in group {
-                                let row = &mut logits[u as usize];
-                                row[to as usize] = row[argmax(row)] + self.step;
-                                moved[u as usize] = to;
-                            }
-                        }
+                let mut draws = 0;
+                let (logits, chips) = loop {
+                    let moving = energy.is_some() || search.samples() > 0;
+                    let (logits, chips) =
+                        self.draw(search, &state, &mode, current.as_deref(), &nb, shape.as_ref(), moving)?;
+                    draws += 1;
+                    let admitted = screen.as_mut().is_none_or(|s| s.admits(&chips));
+                    if admitted || draws > self.fresh {
+                        break (logits, chips);
                     }
-                }
-                let chips = search.sample_or(Some(&softmax(&logits)), current.as_deref())?;
+                };
                 cands.push((logits, chips));
             }
             let verdicts = search.submit(cands.iter().map(|(_, ch)| ch.clone()).collect());
@@ -237,6 +232,72 @@ impl Anneal {
             }
         }
         Ok(())
+    }
+
+    /// One draw around the state: up to `moves` slides or reliefs of the
+    /// mode (`moving`; none before anything is judged on a cold start)
+    /// raised in the logits, then SAMPLE from them (falling back on
+    /// `current`). Returns the moved logits and the partition drawn.
+    #[allow(clippy::too_many_arguments)]
+    fn draw(
+        &self,
+        search: &mut Search,
+        state: &[Vec<f32>],
+        mode: &[u32],
+        current: Option<&[u32]>,
+        nb: &Neighbours,
+        shape: Option<&CostModel>,
+        moving: bool,
+    ) -> Result<(Vec<Vec<f32>>, Vec<u32>), Infeasible> {
+        let c = search.problem.package.num_chips();
+        let mut logits = state.to_vec();
+        if moving {
+            let mut moved = mode.to_vec();
+            for _ in 0..search.rng.random_range(1..=self.moves.max(1)) {
+                let stages = shape.and_then(|m| m.stage_times(&moved).ok());
+                let groups = if let Some(stages) = stages.filter(|_| search.rng.random_bool(self.relief)) {
+                    nb.relieve(&moved, stages, &mut search.rng)
+                } else {
+                    nb.boundary_move(&moved, c as u32, self.tries, &mut search.rng)
+                        .into_iter()
+                        .collect()
+                };
+                if groups.is_empty() {
+                    break;
+                }
+                for (group, to) in groups {
+                    for u in group {
+                        let row = &mut logits[u as usize];
+                        row[to as usize] = row[argmax(row)] + self.step;
+                        moved[u as usize] = to;
+                    }
+                }
+            }
+        }
+        let chips = search.sample_or(Some(&softmax(&logits)), current)?;
+        Ok((logits, chips))
+    }
+}
+
+/// The draws [`Anneal::fresh`] turns away: partitions this walk judged,
+/// and those the analytical model's dynamic memory check refuses (the
+/// judge's first check, so they would be invalid samples).
+struct Screen {
+    seen: HashSet<Vec<u32>>,
+    relief: std::sync::Arc<super::start::Relief>,
+}
+
+impl Screen {
+    fn new(search: &mut Search, start: Option<&[u32]>) -> Screen {
+        Screen {
+            seen: start.into_iter().map(<[u32]>::to_vec).collect(),
+            relief: search.relief(),
+        }
+    }
+
+    /// Whether `chips` is worth a sample; it counts as seen from now on.
+    fn admits(&mut self, chips: &[u32]) -> bool {
+        self.seen.insert(chips.to_vec()) && self.relief.model.as_ref().is_none_or(|m| m.peak_memory(chips).is_ok())
     }
 }
 

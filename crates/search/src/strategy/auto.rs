@@ -95,6 +95,10 @@ pub fn whole_portfolio(placed: usize) -> bool {
 /// placement, then draws of moves), before `lns` and `exact` take over.
 const POLICY_DRAWS: usize = 8;
 
+/// Draws per sample of `auto`'s annealing before one that repeats a
+/// partition or fails the memory check is judged anyway ([`Anneal::fresh`]).
+const FRESH_DRAWS: usize = 8;
+
 /// The shared incumbent and bound, and what each worker was asked.
 struct Portfolio<'p> {
     model: Arc<LatencyModel>,
@@ -395,9 +399,15 @@ fn refine(search: &mut Search, model: &Arc<LatencyModel>, best: &mut Incumbent) 
     let Some(from) = search.best().map(|b| (b.chips.clone(), b.throughput)) else {
         return Ok(());
     };
-    // Annealing draws in random topological orders, as `anneal` does.
+    // Annealing draws in random topological orders, as `anneal` does; a
+    // draw that repeats a partition or overflows a chip's memory is drawn
+    // again, so that each sample judges something new that may be valid.
     search.order = Order::Random;
-    Anneal::default().refine(search, from.0, from.1)
+    let anneal = Anneal {
+        fresh: FRESH_DRAWS,
+        ..Anneal::default()
+    };
+    anneal.refine(search, from.0, from.1)
 }
 
 impl Strategy for Auto {
@@ -605,6 +615,66 @@ mod tests {
         );
         let c = mcm_testkit::compile_in(&dir, &text);
         c.problem(None).expect("a problem").clone()
+    }
+
+    /// A chain of `n` layers, each with a weight of 1 MB, on two machines
+    /// of two GPUs of `memory` each, under the memory rule and step time.
+    fn weighted_chain(dir: &str, n: usize, memory: &str) -> mcm_core::problem::Problem {
+        let dir = mcm_testkit::scratch(dir);
+        let mut nodes = vec![r#"{"id": "x", "op": "placeholder", "output_bytes": 65536}"#.to_string()];
+        let mut edges = Vec::new();
+        let mut prev = "x".to_string();
+        for i in 0..n {
+            let flops = 50_000_000 * (1 + (i * 7) % 5);
+            nodes.push(format!(
+                r#"{{"id": "w{i}", "op": "get_attr", "params": 1000000, "output_bytes": 1000000}}"#
+            ));
+            nodes.push(format!(
+                r#"{{"id": "l{i}", "op": "linear", "flops": {flops}, "output_bytes": {}}}"#,
+                65536 * (1 + i % 3)
+            ));
+            edges.push(format!(r#"{{"from": "w{i}", "to": "l{i}"}}"#));
+            edges.push(format!(r#"{{"from": "{prev}", "to": "l{i}"}}"#));
+            prev = format!("l{i}");
+        }
+        let graph = format!(
+            r#"{{"name": "wchain", "nodes": [{}], "edges": [{}]}}"#,
+            nodes.join(", "),
+            edges.join(", ")
+        );
+        std::fs::write(dir.join("wchain.json"), graph).unwrap();
+        let text = format!(
+            "use std::placement::{{memory_capacity}}\nuse std::topologies::gpu_cluster\n\
+             let package = gpu_cluster(machines = 2, gpus = 2, memory = {memory}, compute = 10 TFLOP/s, nvlink = 50 GB/s, network = 5 GB/s)\n\
+             let g = graph(\"wchain.json\")\n\
+             partition g onto package {{\n    require memory_capacity\n    minimize step_time\n}}\n"
+        );
+        let c = mcm_testkit::compile_in(&dir, &text);
+        c.problem(None).expect("a problem").clone()
+    }
+
+    /// Under step time `auto` anneals for most of its budget; near a sharp
+    /// state most draws are repaired back to a partition judged before or
+    /// overflow a nearly full chip. Its samples go to partitions it has not
+    /// judged and that fit: on a chain that fills most of the memory, few
+    /// are repeats (the judge's cache answers them) or invalid.
+    #[test]
+    fn auto_under_step_time_spends_its_samples_on_new_partitions_that_fit() {
+        use crate::cost::{Judge, JudgeOptions};
+        let p = weighted_chain("auto-fresh", 24, "7 MiB");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let o =
+            super::super::run(&p, &judge, &mut Auto, super::super::Budget::Samples(200), 1, None).expect("feasible");
+        assert!(o.best.is_some());
+        let repeats = judge.stats.lock().unwrap().cache_hits as usize;
+        let invalid = o.invalid_count();
+        // Judging every draw, as `anneal` does, spent about 160 of the 200
+        // samples so; the heuristics' proposals, judged on the stricter
+        // twin and again on the problem, are most of the repeats left.
+        assert!(
+            repeats + invalid <= 100,
+            "{repeats} repeated and {invalid} invalid of 200 samples"
+        );
     }
 
     #[test]

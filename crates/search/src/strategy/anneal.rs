@@ -54,6 +54,12 @@ pub struct Anneal {
     pub balance: f64,
     /// Share of moves that relieve a slowest chip (see `Neighbours::relieve`).
     pub relief: f64,
+    /// Share of moves that shift a boundary between two used chips by many
+    /// nodes at once (see `Neighbours::shift`). Under step time where a
+    /// chain is cut matters more than how evenly: the faster cuts can lie
+    /// far from the current ones, past placements that are no better, which
+    /// slides of one node at a time do not cross.
+    pub shift: f64,
     /// Draws per sample before one is judged anyway that repeats a
     /// partition this walk judged or fails the analytical model's memory
     /// check, which the judge would refuse (0: every draw is judged). Near
@@ -74,6 +80,7 @@ impl Default for Anneal {
             pull: 0.3,
             balance: 0.05,
             relief: 0.5,
+            shift: 0.0,
             fresh: 0,
         }
     }
@@ -255,7 +262,9 @@ impl Anneal {
             let mut moved = mode.to_vec();
             for _ in 0..search.rng.random_range(1..=self.moves.max(1)) {
                 let stages = shape.and_then(|m| m.stage_times(&moved).ok());
-                let groups = if let Some(stages) = stages.filter(|_| search.rng.random_bool(self.relief)) {
+                let groups = if self.shift > 0.0 && search.rng.random_bool(self.shift) {
+                    nb.shift(&moved, c as u32, &mut search.rng).into_iter().collect()
+                } else if let Some(stages) = stages.filter(|_| search.rng.random_bool(self.relief)) {
                     nb.relieve(&moved, stages, &mut search.rng)
                 } else {
                     nb.boundary_move(&moved, c as u32, self.tries, &mut search.rng)
@@ -468,6 +477,46 @@ impl Neighbours {
         None
     }
 
+    /// Moves the last nodes (in pipeline order) of a used chip drawn at
+    /// random to the next used chip above it, or its first nodes to the
+    /// next used one below: a boundary between two stages shifted by a
+    /// number of nodes drawn log-uniformly up to the whole chip (with their
+    /// tied weights). `None` with fewer than two chips in use.
+    pub(super) fn shift(&self, at: &[u32], chips: u32, rng: &mut impl Rng) -> Option<(Vec<u32>, u32)> {
+        let used = used_chips(at, chips);
+        if used.len() < 2 {
+            return None;
+        }
+        let i = rng.random_range(0..used.len());
+        let up = match i {
+            0 => true,
+            i if i + 1 == used.len() => false,
+            _ => rng.random_bool(0.5),
+        };
+        let to = if up { used[i + 1] } else { used[i - 1] };
+        let mut nodes: Vec<u32> = (0..at.len() as u32)
+            .filter(|&u| at[u as usize] == used[i] && !self.is_tied(u as usize))
+            .collect();
+        if nodes.is_empty() {
+            return None; // only weights, which move with their consumers
+        }
+        // The nodes nearest the boundary first.
+        nodes.sort_by_key(|&u| {
+            if up {
+                u32::MAX - self.rank[u as usize]
+            } else {
+                self.rank[u as usize]
+            }
+        });
+        let k = ((nodes.len() as f64).ln() * rng.random::<f64>()).exp() as usize;
+        let mut group = Vec::new();
+        for &u in nodes.iter().take(k.max(1)) {
+            group.push(u);
+            group.extend(&self.tied[u as usize]);
+        }
+        Some((group, to))
+    }
+
     /// Empties a used chip (drawn at random) into the used chip next to it
     /// in chip order, above or below: every transfer between the two goes.
     /// On a chain spread over a pipeline of chips, moving a few nodes only
@@ -476,13 +525,7 @@ impl Neighbours {
     /// whole chip's worth of moves reaches. `None` with fewer than two
     /// chips in use.
     pub(super) fn merge(&self, at: &[u32], chips: u32, rng: &mut impl Rng) -> Option<(Vec<u32>, u32)> {
-        let mut used = vec![false; chips as usize];
-        for &c in at {
-            if let Some(u) = used.get_mut(c as usize) {
-                *u = true;
-            }
-        }
-        let used: Vec<u32> = (0..chips).filter(|&c| used[c as usize]).collect();
+        let used = used_chips(at, chips);
         if used.len() < 2 {
             return None;
         }
@@ -496,4 +539,15 @@ impl Neighbours {
         let group = (0..at.len() as u32).filter(|&u| at[u as usize] == used[i]).collect();
         Some((group, used[j]))
     }
+}
+
+/// The chips `at` places a node on, in chip order.
+fn used_chips(at: &[u32], chips: u32) -> Vec<u32> {
+    let mut used = vec![false; chips as usize];
+    for &c in at {
+        if let Some(u) = used.get_mut(c as usize) {
+            *u = true;
+        }
+    }
+    (0..chips).filter(|&c| used[c as usize]).collect()
 }

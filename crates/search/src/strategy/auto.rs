@@ -99,6 +99,10 @@ const POLICY_DRAWS: usize = 8;
 /// partition or fails the memory check is judged anyway ([`Anneal::fresh`]).
 const FRESH_DRAWS: usize = 8;
 
+/// Share of the moves of `auto`'s annealing that shift a stage boundary by
+/// many nodes at once ([`Anneal::shift`]).
+const SHIFT_SHARE: f64 = 0.25;
+
 /// The shared incumbent and bound, and what each worker was asked.
 struct Portfolio<'p> {
     model: Arc<LatencyModel>,
@@ -401,10 +405,12 @@ fn refine(search: &mut Search, model: &Arc<LatencyModel>, best: &mut Incumbent) 
     };
     // Annealing draws in random topological orders, as `anneal` does; a
     // draw that repeats a partition or overflows a chip's memory is drawn
-    // again, so that each sample judges something new that may be valid.
+    // again, so that each sample judges something new that may be valid,
+    // and some moves shift a boundary far, to cuts the slides do not reach.
     search.order = Order::Random;
     let anneal = Anneal {
         fresh: FRESH_DRAWS,
+        shift: SHIFT_SHARE,
         ..Anneal::default()
     };
     anneal.refine(search, from.0, from.1)
@@ -675,6 +681,69 @@ mod tests {
             repeats + invalid <= 100,
             "{repeats} repeated and {invalid} invalid of 200 samples"
         );
+    }
+
+    /// A shift moves the nodes nearest a boundary (in pipeline order) to
+    /// the used chip across it, each with its tied weight, from one node to
+    /// the whole chip; a used chip that holds only weights (which move with
+    /// their consumers) has nothing to shift.
+    #[test]
+    fn a_shift_moves_a_block_across_a_boundary() {
+        use rand::SeedableRng;
+        let p = weighted_chain("auto-shift", 12, "64 MiB");
+        let nb = super::super::anneal::Neighbours::new(&p);
+        let rank = p.graph.pipeline_rank();
+        let n = rank.len();
+        let edges = p.graph.placed_edges();
+        let preds = |u: usize| {
+            edges
+                .iter()
+                .filter(|e| e.dst as usize == u)
+                .map(|e| e.src as usize)
+                .collect::<Vec<_>>()
+        };
+        let succs = |u: usize| edges.iter().filter(|e| e.src as usize == u).count();
+        // Inputs of no input and one consumer: they move with it.
+        let tied = |u: usize| preds(u).is_empty() && succs(u) == 1;
+        // The first half of the pipeline on chip 0, the rest on chip 2 (chip
+        // 1 unused), and the last layer's weight alone on chip 3.
+        let mut at: Vec<u32> = rank.iter().map(|&r| if (r as usize) < n / 2 { 0 } else { 2 }).collect();
+        let last_weight = (0..n).filter(|&u| tied(u)).max_by_key(|&u| rank[u]).unwrap();
+        at[last_weight] = 3;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let (mut sizes, mut none) = (std::collections::BTreeSet::new(), 0);
+        for _ in 0..400 {
+            let Some((group, to)) = nb.shift(&at, 4, &mut rng) else {
+                none += 1;
+                continue;
+            };
+            let layers: Vec<usize> = group.iter().map(|&u| u as usize).filter(|&u| !tied(u)).collect();
+            let from = at[layers[0]];
+            assert!(layers.iter().all(|&u| at[u] == from), "one chip's nodes");
+            let across = if from == 0 { vec![2] } else { vec![0, 3] };
+            assert!(across.contains(&to), "{to}: the used chip across a boundary of {from}");
+            // Contiguous at the boundary: the highest ranks going up, the
+            // lowest going down.
+            let on_from: Vec<usize> = (0..n).filter(|&u| at[u] == from && !tied(u)).collect();
+            for &u in &on_from {
+                let nearer = if to > from {
+                    rank[u] > layers.iter().map(|&v| rank[v]).min().unwrap()
+                } else {
+                    rank[u] < layers.iter().map(|&v| rank[v]).max().unwrap()
+                };
+                assert!(
+                    !nearer || layers.contains(&u),
+                    "{u} is nearer the boundary than the block"
+                );
+            }
+            // Each layer's weights go along, and nothing else.
+            let weights: Vec<usize> = layers.iter().flat_map(|&u| preds(u)).filter(|&w| tied(w)).collect();
+            assert_eq!(group.len(), layers.len() + weights.len());
+            assert!(weights.iter().all(|&w| group.contains(&(w as u32))));
+            sizes.insert(layers.len());
+        }
+        assert!(none > 0, "chip 3 holds only a weight: nothing to shift");
+        assert!(sizes.contains(&1) && sizes.iter().any(|&k| k > 3), "{sizes:?}");
     }
 
     #[test]

@@ -53,8 +53,10 @@
 //! ([`super::proposals`]), then the learned policy's proposals and the
 //! learned placers' placements, then
 //! annealing from the best of them for the rest of the budget, samples or
-//! seconds ([`refine`]). It is never behind any of those strategies on the
-//! same seed.
+//! seconds ([`refine`]): each draw one it has not judged that passes the
+//! memory check, a quarter of its moves shifting a stage boundary by many
+//! nodes at once. It is never behind any of those strategies on the same
+//! seed.
 
 use super::incumbent::{self, Incumbent, Start, DP_CUTS};
 use super::lns::{seek_any, Learned, Neighbourhood, Question, FREE_CAP, STALE_SWEEPS};

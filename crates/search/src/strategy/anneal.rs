@@ -27,6 +27,7 @@ use super::{Search, Strategy};
 use crate::cost::CostModel;
 use mcm_solver::Infeasible;
 use rand::Rng;
+use std::collections::HashSet;
 
 #[derive(Clone, Debug)]
 pub struct Anneal {
@@ -53,6 +54,18 @@ pub struct Anneal {
     pub balance: f64,
     /// Share of moves that relieve a slowest chip (see `Neighbours::relieve`).
     pub relief: f64,
+    /// Share of moves that shift a boundary between two used chips by many
+    /// nodes at once (see `Neighbours::shift`). Under step time where a
+    /// chain is cut matters more than how evenly: the faster cuts can lie
+    /// far from the current ones, past placements that are no better, which
+    /// slides of one node at a time do not cross.
+    pub shift: f64,
+    /// Draws per sample before one is judged anyway that repeats a
+    /// partition this walk judged or fails the analytical model's memory
+    /// check, which the judge would refuse (0: every draw is judged). Near
+    /// a sharp state most moves are undone by SAMPLE's repair or overflow
+    /// a full chip; judging those spends samples that tell nothing new.
+    pub fresh: usize,
 }
 
 impl Default for Anneal {
@@ -67,6 +80,8 @@ impl Default for Anneal {
             pull: 0.3,
             balance: 0.05,
             relief: 0.5,
+            shift: 0.0,
+            fresh: 0,
         }
     }
 }
@@ -171,35 +186,22 @@ impl Anneal {
             current = Some(start);
         }
         let mut mode: Vec<u32> = state.iter().map(|r| argmax(r) as u32).collect();
+        let mut screen = (self.fresh > 0).then(|| Screen::new(search, current.as_deref()));
         while !search.done() {
             let temp = self.t_start * (self.t_end / self.t_start).powf(search.progress());
             let mut cands = Vec::new();
             for _ in 0..search.batch() {
-                let mut logits = state.clone();
-                if energy.is_some() || search.samples() > 0 {
-                    let mut moved = mode.clone();
-                    for _ in 0..search.rng.random_range(1..=self.moves.max(1)) {
-                        let stages = shape.as_ref().and_then(|m| m.stage_times(&moved).ok());
-                        let groups = if let Some(stages) = stages.filter(|_| search.rng.random_bool(self.relief)) {
-                            nb.relieve(&moved, stages, &mut search.rng)
-                        } else {
-                            nb.boundary_move(&moved, c as u32, self.tries, &mut search.rng)
-                                .into_iter()
-                                .collect()
-                        };
-                        if groups.is_empty() {
-                            break;
-                        }
-                        for (group, to) in groups {
-                            for u in group {
-                                let row = &mut logits[u as usize];
-                                row[to as usize] = row[argmax(row)] + self.step;
-                                moved[u as usize] = to;
-                            }
-                        }
+                let mut draws = 0;
+                let (logits, chips) = loop {
+                    let moving = energy.is_some() || search.samples() > 0;
+                    let (logits, chips) =
+                        self.draw(search, &state, &mode, current.as_deref(), &nb, shape.as_ref(), moving)?;
+                    draws += 1;
+                    let admitted = screen.as_mut().is_none_or(|s| s.admits(&chips));
+                    if admitted || draws > self.fresh {
+                        break (logits, chips);
                     }
-                }
-                let chips = search.sample_or(Some(&softmax(&logits)), current.as_deref())?;
+                };
                 cands.push((logits, chips));
             }
             let verdicts = search.submit(cands.iter().map(|(_, ch)| ch.clone()).collect());
@@ -237,6 +239,74 @@ impl Anneal {
             }
         }
         Ok(())
+    }
+
+    /// One draw around the state: up to `moves` slides or reliefs of the
+    /// mode (`moving`; none before anything is judged on a cold start)
+    /// raised in the logits, then SAMPLE from them (falling back on
+    /// `current`). Returns the moved logits and the partition drawn.
+    #[allow(clippy::too_many_arguments)]
+    fn draw(
+        &self,
+        search: &mut Search,
+        state: &[Vec<f32>],
+        mode: &[u32],
+        current: Option<&[u32]>,
+        nb: &Neighbours,
+        shape: Option<&CostModel>,
+        moving: bool,
+    ) -> Result<(Vec<Vec<f32>>, Vec<u32>), Infeasible> {
+        let c = search.problem.package.num_chips();
+        let mut logits = state.to_vec();
+        if moving {
+            let mut moved = mode.to_vec();
+            for _ in 0..search.rng.random_range(1..=self.moves.max(1)) {
+                let stages = shape.and_then(|m| m.stage_times(&moved).ok());
+                let groups = if self.shift > 0.0 && search.rng.random_bool(self.shift) {
+                    nb.shift(&moved, c as u32, &mut search.rng).into_iter().collect()
+                } else if let Some(stages) = stages.filter(|_| search.rng.random_bool(self.relief)) {
+                    nb.relieve(&moved, stages, &mut search.rng)
+                } else {
+                    nb.boundary_move(&moved, c as u32, self.tries, &mut search.rng)
+                        .into_iter()
+                        .collect()
+                };
+                if groups.is_empty() {
+                    break;
+                }
+                for (group, to) in groups {
+                    for u in group {
+                        let row = &mut logits[u as usize];
+                        row[to as usize] = row[argmax(row)] + self.step;
+                        moved[u as usize] = to;
+                    }
+                }
+            }
+        }
+        let chips = search.sample_or(Some(&softmax(&logits)), current)?;
+        Ok((logits, chips))
+    }
+}
+
+/// The draws [`Anneal::fresh`] turns away: partitions this walk judged,
+/// and those the analytical model's dynamic memory check refuses (the
+/// judge's first check, so they would be invalid samples).
+struct Screen {
+    seen: HashSet<Vec<u32>>,
+    relief: std::sync::Arc<super::start::Relief>,
+}
+
+impl Screen {
+    fn new(search: &mut Search, start: Option<&[u32]>) -> Screen {
+        Screen {
+            seen: start.into_iter().map(<[u32]>::to_vec).collect(),
+            relief: search.relief(),
+        }
+    }
+
+    /// Whether `chips` is worth a sample; it counts as seen from now on.
+    fn admits(&mut self, chips: &[u32]) -> bool {
+        self.seen.insert(chips.to_vec()) && self.relief.model.as_ref().is_none_or(|m| m.peak_memory(chips).is_ok())
     }
 }
 
@@ -407,6 +477,46 @@ impl Neighbours {
         None
     }
 
+    /// Moves the last nodes (in pipeline order) of a used chip drawn at
+    /// random to the next used chip above it, or its first nodes to the
+    /// next used one below: a boundary between two stages shifted by a
+    /// number of nodes drawn log-uniformly up to the whole chip (with their
+    /// tied weights). `None` with fewer than two chips in use.
+    pub(super) fn shift(&self, at: &[u32], chips: u32, rng: &mut impl Rng) -> Option<(Vec<u32>, u32)> {
+        let used = used_chips(at, chips);
+        if used.len() < 2 {
+            return None;
+        }
+        let i = rng.random_range(0..used.len());
+        let up = match i {
+            0 => true,
+            i if i + 1 == used.len() => false,
+            _ => rng.random_bool(0.5),
+        };
+        let to = if up { used[i + 1] } else { used[i - 1] };
+        let mut nodes: Vec<u32> = (0..at.len() as u32)
+            .filter(|&u| at[u as usize] == used[i] && !self.is_tied(u as usize))
+            .collect();
+        if nodes.is_empty() {
+            return None; // only weights, which move with their consumers
+        }
+        // The nodes nearest the boundary first.
+        nodes.sort_by_key(|&u| {
+            if up {
+                u32::MAX - self.rank[u as usize]
+            } else {
+                self.rank[u as usize]
+            }
+        });
+        let k = ((nodes.len() as f64).ln() * rng.random::<f64>()).exp() as usize;
+        let mut group = Vec::new();
+        for &u in nodes.iter().take(k.max(1)) {
+            group.push(u);
+            group.extend(&self.tied[u as usize]);
+        }
+        Some((group, to))
+    }
+
     /// Empties a used chip (drawn at random) into the used chip next to it
     /// in chip order, above or below: every transfer between the two goes.
     /// On a chain spread over a pipeline of chips, moving a few nodes only
@@ -415,13 +525,7 @@ impl Neighbours {
     /// whole chip's worth of moves reaches. `None` with fewer than two
     /// chips in use.
     pub(super) fn merge(&self, at: &[u32], chips: u32, rng: &mut impl Rng) -> Option<(Vec<u32>, u32)> {
-        let mut used = vec![false; chips as usize];
-        for &c in at {
-            if let Some(u) = used.get_mut(c as usize) {
-                *u = true;
-            }
-        }
-        let used: Vec<u32> = (0..chips).filter(|&c| used[c as usize]).collect();
+        let used = used_chips(at, chips);
         if used.len() < 2 {
             return None;
         }
@@ -435,4 +539,15 @@ impl Neighbours {
         let group = (0..at.len() as u32).filter(|&u| at[u as usize] == used[i]).collect();
         Some((group, used[j]))
     }
+}
+
+/// The chips `at` places a node on, in chip order.
+fn used_chips(at: &[u32], chips: u32) -> Vec<u32> {
+    let mut used = vec![false; chips as usize];
+    for &c in at {
+        if let Some(u) = used.get_mut(c as usize) {
+            *u = true;
+        }
+    }
+    (0..chips).filter(|&c| used[c as usize]).collect()
 }

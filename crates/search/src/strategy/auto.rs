@@ -53,8 +53,10 @@
 //! ([`super::proposals`]), then the learned policy's proposals and the
 //! learned placers' placements, then
 //! annealing from the best of them for the rest of the budget, samples or
-//! seconds ([`refine`]). It is never behind any of those strategies on the
-//! same seed.
+//! seconds ([`refine`]): each draw one it has not judged that passes the
+//! memory check, a quarter of its moves shifting a stage boundary by many
+//! nodes at once. It is never behind any of those strategies on the same
+//! seed.
 
 use super::incumbent::{self, Incumbent, Start, DP_CUTS};
 use super::lns::{seek_any, Learned, Neighbourhood, Question, FREE_CAP, STALE_SWEEPS};
@@ -94,6 +96,14 @@ pub fn whole_portfolio(placed: usize) -> bool {
 /// The learned policy's proposals around the first incumbent (its likeliest
 /// placement, then draws of moves), before `lns` and `exact` take over.
 const POLICY_DRAWS: usize = 8;
+
+/// Draws per sample of `auto`'s annealing before one that repeats a
+/// partition or fails the memory check is judged anyway ([`Anneal::fresh`]).
+const FRESH_DRAWS: usize = 8;
+
+/// Share of the moves of `auto`'s annealing that shift a stage boundary by
+/// many nodes at once ([`Anneal::shift`]).
+const SHIFT_SHARE: f64 = 0.25;
 
 /// The shared incumbent and bound, and what each worker was asked.
 struct Portfolio<'p> {
@@ -395,9 +405,17 @@ fn refine(search: &mut Search, model: &Arc<LatencyModel>, best: &mut Incumbent) 
     let Some(from) = search.best().map(|b| (b.chips.clone(), b.throughput)) else {
         return Ok(());
     };
-    // Annealing draws in random topological orders, as `anneal` does.
+    // Annealing draws in random topological orders, as `anneal` does; a
+    // draw that repeats a partition or overflows a chip's memory is drawn
+    // again, so that each sample judges something new that may be valid,
+    // and some moves shift a boundary far, to cuts the slides do not reach.
     search.order = Order::Random;
-    Anneal::default().refine(search, from.0, from.1)
+    let anneal = Anneal {
+        fresh: FRESH_DRAWS,
+        shift: SHIFT_SHARE,
+        ..Anneal::default()
+    };
+    anneal.refine(search, from.0, from.1)
 }
 
 impl Strategy for Auto {
@@ -605,6 +623,129 @@ mod tests {
         );
         let c = mcm_testkit::compile_in(&dir, &text);
         c.problem(None).expect("a problem").clone()
+    }
+
+    /// A chain of `n` layers, each with a weight of 1 MB, on two machines
+    /// of two GPUs of `memory` each, under the memory rule and step time.
+    fn weighted_chain(dir: &str, n: usize, memory: &str) -> mcm_core::problem::Problem {
+        let dir = mcm_testkit::scratch(dir);
+        let mut nodes = vec![r#"{"id": "x", "op": "placeholder", "output_bytes": 65536}"#.to_string()];
+        let mut edges = Vec::new();
+        let mut prev = "x".to_string();
+        for i in 0..n {
+            let flops = 50_000_000 * (1 + (i * 7) % 5);
+            nodes.push(format!(
+                r#"{{"id": "w{i}", "op": "get_attr", "params": 1000000, "output_bytes": 1000000}}"#
+            ));
+            nodes.push(format!(
+                r#"{{"id": "l{i}", "op": "linear", "flops": {flops}, "output_bytes": {}}}"#,
+                65536 * (1 + i % 3)
+            ));
+            edges.push(format!(r#"{{"from": "w{i}", "to": "l{i}"}}"#));
+            edges.push(format!(r#"{{"from": "{prev}", "to": "l{i}"}}"#));
+            prev = format!("l{i}");
+        }
+        let graph = format!(
+            r#"{{"name": "wchain", "nodes": [{}], "edges": [{}]}}"#,
+            nodes.join(", "),
+            edges.join(", ")
+        );
+        std::fs::write(dir.join("wchain.json"), graph).unwrap();
+        let text = format!(
+            "use std::placement::{{memory_capacity}}\nuse std::topologies::gpu_cluster\n\
+             let package = gpu_cluster(machines = 2, gpus = 2, memory = {memory}, compute = 10 TFLOP/s, nvlink = 50 GB/s, network = 5 GB/s)\n\
+             let g = graph(\"wchain.json\")\n\
+             partition g onto package {{\n    require memory_capacity\n    minimize step_time\n}}\n"
+        );
+        let c = mcm_testkit::compile_in(&dir, &text);
+        c.problem(None).expect("a problem").clone()
+    }
+
+    /// Under step time `auto` anneals for most of its budget; near a sharp
+    /// state most draws are repaired back to a partition judged before or
+    /// overflow a nearly full chip. Its samples go to partitions it has not
+    /// judged and that fit: on a chain that fills most of the memory, few
+    /// are repeats (the judge's cache answers them) or invalid.
+    #[test]
+    fn auto_under_step_time_spends_its_samples_on_new_partitions_that_fit() {
+        use crate::cost::{Judge, JudgeOptions};
+        let p = weighted_chain("auto-fresh", 24, "7 MiB");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let o =
+            super::super::run(&p, &judge, &mut Auto, super::super::Budget::Samples(200), 1, None).expect("feasible");
+        assert!(o.best.is_some());
+        let repeats = judge.stats.lock().unwrap().cache_hits as usize;
+        let invalid = o.invalid_count();
+        // Judging every draw, as `anneal` does, spent about 160 of the 200
+        // samples so; the heuristics' proposals, judged on the stricter
+        // twin and again on the problem, are most of the repeats left.
+        assert!(
+            repeats + invalid <= 100,
+            "{repeats} repeated and {invalid} invalid of 200 samples"
+        );
+    }
+
+    /// A shift moves the nodes nearest a boundary (in pipeline order) to
+    /// the used chip across it, each with its tied weight, from one node to
+    /// the whole chip; a used chip that holds only weights (which move with
+    /// their consumers) has nothing to shift.
+    #[test]
+    fn a_shift_moves_a_block_across_a_boundary() {
+        use rand::SeedableRng;
+        let p = weighted_chain("auto-shift", 12, "64 MiB");
+        let nb = super::super::anneal::Neighbours::new(&p);
+        let rank = p.graph.pipeline_rank();
+        let n = rank.len();
+        let edges = p.graph.placed_edges();
+        let preds = |u: usize| {
+            edges
+                .iter()
+                .filter(|e| e.dst as usize == u)
+                .map(|e| e.src as usize)
+                .collect::<Vec<_>>()
+        };
+        let succs = |u: usize| edges.iter().filter(|e| e.src as usize == u).count();
+        // Inputs of no input and one consumer: they move with it.
+        let tied = |u: usize| preds(u).is_empty() && succs(u) == 1;
+        // The first half of the pipeline on chip 0, the rest on chip 2 (chip
+        // 1 unused), and the last layer's weight alone on chip 3.
+        let mut at: Vec<u32> = rank.iter().map(|&r| if (r as usize) < n / 2 { 0 } else { 2 }).collect();
+        let last_weight = (0..n).filter(|&u| tied(u)).max_by_key(|&u| rank[u]).unwrap();
+        at[last_weight] = 3;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let (mut sizes, mut none) = (std::collections::BTreeSet::new(), 0);
+        for _ in 0..400 {
+            let Some((group, to)) = nb.shift(&at, 4, &mut rng) else {
+                none += 1;
+                continue;
+            };
+            let layers: Vec<usize> = group.iter().map(|&u| u as usize).filter(|&u| !tied(u)).collect();
+            let from = at[layers[0]];
+            assert!(layers.iter().all(|&u| at[u] == from), "one chip's nodes");
+            let across = if from == 0 { vec![2] } else { vec![0, 3] };
+            assert!(across.contains(&to), "{to}: the used chip across a boundary of {from}");
+            // Contiguous at the boundary: the highest ranks going up, the
+            // lowest going down.
+            let on_from: Vec<usize> = (0..n).filter(|&u| at[u] == from && !tied(u)).collect();
+            for &u in &on_from {
+                let nearer = if to > from {
+                    rank[u] > layers.iter().map(|&v| rank[v]).min().unwrap()
+                } else {
+                    rank[u] < layers.iter().map(|&v| rank[v]).max().unwrap()
+                };
+                assert!(
+                    !nearer || layers.contains(&u),
+                    "{u} is nearer the boundary than the block"
+                );
+            }
+            // Each layer's weights go along, and nothing else.
+            let weights: Vec<usize> = layers.iter().flat_map(|&u| preds(u)).filter(|&w| tied(w)).collect();
+            assert_eq!(group.len(), layers.len() + weights.len());
+            assert!(weights.iter().all(|&w| group.contains(&(w as u32))));
+            sizes.insert(layers.len());
+        }
+        assert!(none > 0, "chip 3 holds only a weight: nothing to shift");
+        assert!(sizes.contains(&1) && sizes.iter().any(|&k| k > 3), "{sizes:?}");
     }
 
     #[test]

@@ -272,6 +272,12 @@ impl<'p> Solver<'p> {
         self.store.is_fixed(u)
     }
 
+    /// The chip of `u` when it has one left.
+    #[inline]
+    pub(crate) fn value(&self, u: u32) -> Option<u32> {
+        self.store.value(u)
+    }
+
     /// The options this solver was built with.
     pub fn options(&self) -> Options {
         Options {
@@ -307,6 +313,12 @@ impl<'p> Solver<'p> {
             .filter(|(&b, _)| b)
             .map(|(_, &f)| f)
             .sum()
+    }
+
+    /// The nodes the last decision's level changed: the decided node and
+    /// those its propagation narrowed.
+    pub(crate) fn changed_by_last_decision(&self) -> impl Iterator<Item = u32> + '_ {
+        self.store.changed_in_level()
     }
 
     pub fn num_decisions(&self) -> usize {

@@ -180,7 +180,7 @@ fn sample_rest(
     // The limit is absolute, fixed once: a rescan must not extend it.
     let limit = budget.map(|b| solver.stats.failures + b);
     let mut pace = (probs.is_none() && weights != Weights::Drawn && solver.bounds_per_chip() && Pace::binds(solver))
-        .then(|| Pace::new(solver, order));
+        .then(|| Pace::new(solver, order, weights == Weights::Follow));
     'rescan: loop {
         if let Some(p) = &mut pace {
             p.recount(solver);
@@ -232,6 +232,7 @@ fn sample_rest(
                 if after > before {
                     p.placed(solver, u);
                 } else {
+                    p.failed(solver);
                     p.recount(solver);
                 }
             }

@@ -30,13 +30,23 @@ pub(crate) struct Pace {
     tops: Vec<u32>,
     /// The position `tops` counts from.
     at: usize,
+    /// The nodes with inputs, the ones [`Pace::recount`] reads.
+    chain: Vec<u32>,
+    /// Whether a failure by a per-chip rule turns on
+    /// [`Pace::counts_fixed`] (the projections, see [`Pace::failed`]).
+    adapts: bool,
+    /// Whether a decision that is the first on its chip counts every node
+    /// with inputs it fixed, not only itself and its mates.
+    counts_fixed: bool,
+    /// The per-chip rules' failures last seen.
+    seen: u64,
 }
 
 /// A position whose node has no inputs: it is not paced.
 const NONE: u32 = u32::MAX;
 
 impl Pace {
-    pub fn new(solver: &Solver, order: &[u32]) -> Pace {
+    pub fn new(solver: &Solver, order: &[u32], adapts: bool) -> Pace {
         let mut left = vec![0u32; order.len() + 1];
         for i in (0..order.len()).rev() {
             left[i] = left[i + 1] + u32::from(has_inputs(solver, order[i]));
@@ -49,12 +59,19 @@ impl Pace {
         for &h in top.iter().filter(|&&h| h != NONE) {
             tops[h as usize] += 1;
         }
+        let chain = (0..solver.num_nodes() as u32)
+            .filter(|&u| has_inputs(solver, u))
+            .collect();
         let mut pace = Pace {
             left,
             on: vec![0; solver.num_chips()],
             top,
             tops,
             at: 0,
+            chain,
+            adapts,
+            counts_fixed: false,
+            seen: solver.per_chip_failures(),
         };
         pace.recount(solver);
         pace
@@ -177,8 +194,22 @@ impl Pace {
     /// found no room beside them. Nodes the flow squeezed onto the chip are
     /// not counted: the first chips filling to a cap pins them all at once
     /// where an even spread would narrow them one decision at a time.
+    ///
+    /// Once [`Pace::counts_fixed`] is on, the first decision on a chip
+    /// counts every node with inputs its level fixed, each on its chip:
+    /// entering a chip in the middle of a block, a decision fixes the rest
+    /// of the block there (the block's input feeds its residual join, and
+    /// `triangle_dependency` keeps the join on the block's second chip).
     pub fn placed(&mut self, solver: &Solver, u: u32) {
-        if !solver.is_fixed(u) {
+        let Some(c) = solver.value(u) else {
+            return;
+        };
+        if self.counts_fixed && self.on[c as usize] == 0 {
+            for v in solver.changed_by_last_decision() {
+                if let Some(d) = solver.value(v).filter(|_| has_inputs(solver, v)) {
+                    self.on[d as usize] += 1;
+                }
+            }
             return;
         }
         let groups = solver.net.groups();
@@ -193,12 +224,35 @@ impl Pace {
         self.on[solver.dom(u).min as usize] += fixed as u32;
     }
 
-    /// The placed nodes counted again (after backtracking undid some).
+    /// A decision failed. In a projection (`adapts`), a failure by a rule
+    /// that bounds each chip turns on counting what a decision entering a
+    /// chip fixes, for the rest of the pass: the pace counting decisions
+    /// and their mates alone has then let a chip fill past what the rule
+    /// allows with its weights, where a decision entering a chip fixes
+    /// many nodes there (each chip a failure, and the weights of the
+    /// overfilled chips failed again at the end of the pass). Counting
+    /// them from the start costs the problems whose chips hold the nodes
+    /// the count misses without a failure: a chain spread more evenly
+    /// keeps more nodes open for longer.
+    pub fn failed(&mut self, solver: &Solver) {
+        if !self.adapts {
+            return;
+        }
+        let now = solver.per_chip_failures();
+        if now > self.seen {
+            self.counts_fixed = true;
+        }
+        self.seen = now;
+    }
+
+    /// The placed nodes counted again (after backtracking undid some):
+    /// after every failure of a pass, so it reads the nodes with inputs
+    /// alone, each by its value.
     pub fn recount(&mut self, solver: &Solver) {
         self.on.fill(0);
-        for v in 0..solver.num_nodes() as u32 {
-            if solver.is_fixed(v) && has_inputs(solver, v) {
-                self.on[solver.dom(v).min as usize] += 1;
+        for &v in &self.chain {
+            if let Some(c) = solver.value(v) {
+                self.on[c as usize] += 1;
             }
         }
     }
@@ -235,7 +289,7 @@ mod tests {
         let id = |name: &str| g.decision_of(g.node_index(name).unwrap()).unwrap();
         let mut s = Solver::new(p, Options::default()).unwrap();
         let order: Vec<u32> = ["b", "a", "c", "d", "e", "f"].iter().map(|n| id(n)).collect();
-        let mut pace = Pace::new(&s, &order);
+        let mut pace = Pace::new(&s, &order, false);
         assert!(s.set_domain(id("b"), &[0]) > 0);
         assert!(
             s.is_fixed(id("c")) && s.is_fixed(id("d")),
@@ -265,7 +319,7 @@ mod tests {
         let mut s = Solver::new(p, Options::default()).unwrap();
         let names = ["b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "a"];
         let order: Vec<u32> = names.iter().map(|n| id(n)).collect();
-        let mut pace = Pace::new(&s, &order);
+        let mut pace = Pace::new(&s, &order, false);
         for &u in &order[..3] {
             assert_eq!(pace.chip(&s, u, 0), Some(0));
             assert!(s.set_domain(u, &[0]) > 0);
@@ -273,6 +327,38 @@ mod tests {
         }
         assert_eq!(pace.on, [3, 0, 0]);
         assert_eq!(pace.chip(&s, order[3], 3), Some(0));
+    }
+
+    /// The block `a -> b -> j` with its input `x` feeding the join `j` on
+    /// a ring of three: `x` on chip 0 and `a` on chip 1 fix `b` and `j` on
+    /// chip 1 (`triangle_dependency`: `x -> j` may not skip chip 1). Once
+    /// a per-chip failure has turned on `counts_fixed`, deciding `a`, the
+    /// first on chip 1, counts the three; before it, `a` alone (counting
+    /// the decided node alone, it fails: `[0, 1, 0]` against `[0, 3, 0]`).
+    #[test]
+    fn a_decision_entering_a_chip_counts_what_it_fixes_once_a_chip_overfilled() {
+        let text = "use std::placement::{acyclic_flow, triangle_dependency}\n\
+                    use std::topologies::ring\n\
+                    let t = ring(n = 3, memory = 1 MiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+                    let g = graph { s -> x  x -> a -> b -> j  x -> j }\n\
+                    partition g onto t { require acyclic_flow, triangle_dependency }\n";
+        let c = mcm_lang::compile_str("pace.mcm", text, std::path::Path::new("."));
+        let p = c.problem(None).unwrap();
+        let g = &p.graph;
+        let id = |name: &str| g.decision_of(g.node_index(name).unwrap()).unwrap();
+        let placed = |counts_fixed: bool| {
+            let mut s = Solver::new(p, Options::default()).unwrap();
+            let order: Vec<u32> = ["x", "a", "b", "j", "s"].iter().map(|n| id(n)).collect();
+            let mut pace = Pace::new(&s, &order, true);
+            pace.counts_fixed = counts_fixed;
+            assert!(s.set_domain(id("x"), &[0]) > 0);
+            assert!(s.set_domain(id("a"), &[1]) > 0);
+            assert!(s.is_fixed(id("b")) && s.is_fixed(id("j")), "the join is kept on chip 1");
+            pace.placed(&s, id("a"));
+            pace.on.clone()
+        };
+        assert_eq!(placed(false), [0, 1, 0]);
+        assert_eq!(placed(true), [0, 3, 0]);
     }
 
     #[test]

@@ -151,6 +151,13 @@ impl Store {
         self.nfixed == self.n
     }
 
+    /// The variables changed in the innermost open level (each once while
+    /// the level stamps do not wrap).
+    pub fn changed_in_level(&self) -> impl Iterator<Item = u32> + '_ {
+        let from = self.levels.last().map_or(self.trail.len(), |l| l.0);
+        self.trail[from..].iter().copied().filter(|&e| e & CELL == 0)
+    }
+
     pub fn level(&self) -> usize {
         self.levels.len()
     }

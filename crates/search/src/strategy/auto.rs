@@ -394,8 +394,9 @@ fn replay<'p>(search: &mut Search<'p>, twin: &'p Problem) -> (Option<Best>, Opti
 
 /// What the race of a time budget leaves when it ends: its `lns` worker
 /// with the window it is working on, `lns`'s neighbourhood, the proven
-/// bound, the learned policy fine-tuned in its rounds and its `exact`
-/// worker with the target it is working on. The twin's part ([`replay`])
+/// bound, the learned policy fine-tuned in its rounds, its `exact` worker
+/// with the target it is working on, and the random stream where its
+/// windows and rounds left it. The twin's part ([`replay`])
 /// hands them to the twin's search beside the problem's
 /// ([`Twin::resume`]), which so goes on where the part stopped (its
 /// window's and its bisection's answers, its caps, its policy) instead of
@@ -575,6 +576,7 @@ fn portfolio<'p>(
                     worker: p.exact,
                     asked: p.exact_asked,
                 }),
+                rng: search.rng.clone(),
             },
             lns: p.lns,
         }));

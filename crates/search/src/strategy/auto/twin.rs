@@ -8,6 +8,7 @@ use super::super::sat_worker::{below, Answer, Ask, Poll, Worker};
 use super::super::{settle_full, Search};
 use mcm_core::latency::LatencyModel;
 use mcm_core::problem::{Placement, Problem};
+use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,6 +45,11 @@ pub(super) struct Twin<'p> {
     /// The `exact` bisection its part ran, when it left one (see
     /// [`Bisection`]).
     exact: Option<Bisection>,
+    /// The random stream its part's race drew from, where it left it: the
+    /// twin's windows and rounds go on drawing the choices a run under all
+    /// four rules would draw next (the problem's own search draws from the
+    /// search's). None without a part: the search's.
+    rng: Option<ChaCha8Rng>,
 }
 
 /// The twin part's `exact` worker, bisecting the whole twin between its
@@ -67,6 +73,8 @@ pub(in super::super) struct Resume {
     pub tuner: Option<Tuner>,
     /// Its `exact` worker and question.
     pub exact: Option<Bisection>,
+    /// The search's random stream when the race ended.
+    pub rng: ChaCha8Rng,
 }
 
 impl<'p> Twin<'p> {
@@ -89,6 +97,7 @@ impl<'p> Twin<'p> {
             untunable: false,
             over: false,
             exact: None,
+            rng: None,
         }
     }
 
@@ -102,6 +111,7 @@ impl<'p> Twin<'p> {
         self.lb = self.lb.max(r.lb);
         self.tuner = r.tuner;
         self.exact = r.exact;
+        self.rng = Some(r.rng);
     }
 
     /// Takes the shared incumbent as the twin's best when it is faster and
@@ -136,7 +146,11 @@ impl<'p> Twin<'p> {
             self.over = true;
             return;
         }
-        match self.hood.question(&self.best, self.lb, rng) {
+        let q = match self.rng.as_mut() {
+            Some(own) => self.hood.question(&self.best, self.lb, own),
+            None => self.hood.question(&self.best, self.lb, rng),
+        };
+        match q {
             Some(q) => {
                 self.worker.ask(q.ask());
                 self.asked = Some((q, Instant::now()));
@@ -246,20 +260,30 @@ impl<'p> Twin<'p> {
     /// from `shared` settled under them when the twin has none), the twin's
     /// best then offered to `shared`. Says whether a round ran.
     pub fn round(&mut self, search: &mut Search<'p>, model: &LatencyModel, shared: &mut Incumbent) -> bool {
-        let (best, tuner) = (&mut self.best, &mut self.tuner);
+        let (best, tuner, own) = (&mut self.best, &mut self.tuner, &mut self.rng);
         let ran = search.on_twin(self.problem, |s| {
-            if !best.found() && shared.found() {
-                let chips = settle_full(s, &shared.chips).ok()?;
-                best.offer(s, model, chips);
+            // The round draws from the twin's stream, the search's kept aside.
+            if let Some(r) = own.as_mut() {
+                std::mem::swap(&mut s.rng, r);
             }
-            if !best.found() {
-                return None;
+            let ran = (|| {
+                if !best.found() && shared.found() {
+                    let chips = settle_full(s, &shared.chips).ok()?;
+                    best.offer(s, model, chips);
+                }
+                if !best.found() {
+                    return None;
+                }
+                if tuner.is_none() {
+                    *tuner = Some(Tuner::new(s, best)?);
+                }
+                // A tensor error, or a pass cut short at the deadline.
+                tuner.as_mut()?.round(s, model, best).ok().filter(|&r| r)
+            })();
+            if let Some(r) = own.as_mut() {
+                std::mem::swap(&mut s.rng, r);
             }
-            if tuner.is_none() {
-                *tuner = Some(Tuner::new(s, best)?);
-            }
-            // A tensor error, or a pass cut short at the deadline.
-            tuner.as_mut()?.round(s, model, best).ok().filter(|&r| r)
+            ran
         });
         let ran = matches!(ran, Ok(Some(true)));
         if !ran {
@@ -353,6 +377,40 @@ mod tests {
         );
         assert!(t.best.latency <= model.latency(&best.chips).unwrap());
         assert!(shared.latency <= t.best.latency);
+    }
+
+    /// After its part the twin's windows draw from the random stream the
+    /// part's race left (what a run under all four rules would draw next),
+    /// not from the search's, which the problem's own search draws from.
+    #[test]
+    fn the_twins_windows_draw_from_its_parts_stream() {
+        use rand::{RngCore, SeedableRng};
+        let p = super::super::tests::chain("auto-twin-stream", "memory_capacity");
+        let twin = p.stricter().expect("memory_capacity alone has a twin");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let model = Arc::new(LatencyModel::new(p.graph.clone(), p.package.clone()).unwrap());
+        let mut search = Search::new(&p, &judge, Budget::Seconds(1.0), 1).unwrap();
+        let (best, carried) = super::super::replay(&mut search, twin);
+        let best = best.expect("the twin's part found a partition");
+        let mut c = carried.expect("its race ran and left its state");
+        assert!(c.resume.rng == search.rng, "the stream where the part's race left it");
+        // A bound of nothing, so that a window is asked.
+        c.resume.lb = 0.0;
+        let first = Incumbent::judged(&model, &best.chips, best.throughput, false);
+        let mut t = Twin::new(twin, c.lns, model.clone(), 0.0, first);
+        t.resume(c.resume);
+        t.asked = None;
+        let own = t.rng.clone();
+        let shared = Incumbent::judged(&model, &best.chips, best.throughput, false);
+        let mut searchs = ChaCha8Rng::seed_from_u64(9);
+        t.ask(&shared, &mut searchs);
+        assert!(t.asked.is_some(), "a window was asked");
+        assert!(t.rng != own, "drawn from the twin's stream");
+        assert_eq!(
+            searchs.next_u64(),
+            ChaCha8Rng::seed_from_u64(9).next_u64(),
+            "the search's stream untouched"
+        );
     }
 
     /// On a chain under `memory_capacity` alone, the twin keeps as its best

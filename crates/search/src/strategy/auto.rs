@@ -24,10 +24,12 @@
 //! nothing after its part ends. Under a time budget (throughput) the twin's
 //! search goes on beside the problem's after its part ([`Twin`]), from
 //! where the part left it ([`Carried`]: its `lns` worker and window, its
-//! fine-tuned policy): what `auto` does on a problem with every rule,
-//! around the best partition those rules allow: `lns`'s windows on one
-//! more SAT worker, and a share of the learned policy's rounds
-//! ([`Split`]).
+//! `exact` bisection, its fine-tuned policy): what `auto` does on a
+//! problem with every rule, around the best partition those rules allow:
+//! `lns`'s windows and `exact`'s bisection on SAT workers of their own,
+//! and the learned policy's rounds, all of them while the problem's own
+//! search has found nothing faster than the twin's best, a share once it
+//! has ([`Split`]).
 //!
 //! Under a time budget both workers run at once and the search waits for
 //! them only until the deadline (a SAT call cannot be interrupted; an
@@ -126,13 +128,26 @@ struct Portfolio<'p> {
     twin: Option<Twin<'p>>,
 }
 
+/// While the problem does not lead its twin, one round of the learned policy
+/// in this many is the problem's ([`Split`]): enough for its own rounds to
+/// find what the freedom allows, few enough that the twin's keep most of
+/// the pace a run under all four rules has.
+const OWN_EVERY: usize = 4;
+
 /// How the learned policy's rounds are shared between the problem and its
-/// stricter twin: each side's rounds since one last improved its own
-/// incumbent (the shared one, the twin's), and the next round goes to the
-/// side with fewer, alternating on a tie. A side that is climbing keeps the
-/// rounds (the twin's, when the pipeline rules lead to the better
-/// partitions, as the rounds of a run under all four rules would; the
-/// problem's, where the freedom pays) until it stalls as long as the other.
+/// stricter twin. While the problem's own search has found nothing faster
+/// than the twin's best (the freedom has not paid yet), the twin takes all
+/// but one round in [`OWN_EVERY`]: the rounds of a run under all four
+/// rules, which can gain after a long stall (a policy fine-tuned for many
+/// rounds), go on near that run's pace, while the problem's own search goes
+/// on on its SAT workers and in the rounds left to it (where only its
+/// rounds find what the freedom allows, as on BERT-base). Once the
+/// problem leads, each side's rounds since one last improved its own
+/// incumbent (the shared one, the twin's) are counted and the next round
+/// goes to the side with fewer, alternating on a tie: a side that is
+/// climbing keeps the rounds (the twin's, when the pipeline rules lead to
+/// the better partitions; the problem's, where the freedom pays) until it
+/// stalls as long as the other.
 #[derive(Default)]
 struct Split {
     twin_stale: usize,
@@ -141,9 +156,16 @@ struct Split {
 
 impl Split {
     /// Whether round `round` goes to the twin (`own`: the problem's rounds
-    /// may still run).
-    fn twins_turn(&self, round: usize, own: bool) -> bool {
-        !own || self.twin_stale < self.own_stale || (self.twin_stale == self.own_stale && round.is_multiple_of(2))
+    /// may still run; `leads`: the shared incumbent is faster than the
+    /// twin's best).
+    fn twins_turn(&self, round: usize, own: bool, leads: bool) -> bool {
+        if !own {
+            return true;
+        }
+        if !leads {
+            return !round.is_multiple_of(OWN_EVERY);
+        }
+        self.twin_stale < self.own_stale || (self.twin_stale == self.own_stale && round.is_multiple_of(2))
     }
 
     /// A round on the twin (`twin`) or on the problem ended, `gained` or not.
@@ -265,7 +287,9 @@ impl<'p> Portfolio<'p> {
                 continue;
             }
             rounds += 1;
-            let on_twin = self.twin.as_ref().is_some_and(|t| t.tunes()) && split.twins_turn(rounds, tuner.is_some());
+            let on_twin = self.twin.as_ref().is_some_and(|t| {
+                t.tunes() && split.twins_turn(rounds, tuner.is_some(), self.best.latency < t.best.latency)
+            });
             let twin = self.twin.as_mut().filter(|_| on_twin);
             let tuned = match (twin, tuner.as_mut()) {
                 (Some(t), _) => {
@@ -380,10 +404,13 @@ fn replay<'p>(search: &mut Search<'p>, twin: &'p Problem) -> (Option<Best>, Opti
 
 /// What the race of a time budget leaves when it ends: its `lns` worker
 /// with the window it is working on, `lns`'s neighbourhood, the proven
-/// bound and the learned policy fine-tuned in its rounds. The twin's part
-/// ([`replay`]) hands them to the twin's search beside the problem's
+/// bound, the learned policy fine-tuned in its rounds, its `exact` worker
+/// with the target it is working on, and the random stream where its
+/// windows and rounds left it. The twin's part ([`replay`])
+/// hands them to the twin's search beside the problem's
 /// ([`Twin::resume`]), which so goes on where the part stopped (its
-/// window's answer, its caps, its policy) instead of starting over.
+/// window's and its bisection's answers, its caps, its policy) instead of
+/// starting over.
 pub(super) struct Carried {
     lns: Worker,
     resume: twin::Resume,
@@ -563,6 +590,11 @@ fn portfolio<'p>(
                 asked: p.lns_asked,
                 lb: p.lb,
                 tuner,
+                exact: p.exact_on.then_some(twin::Bisection {
+                    worker: p.exact,
+                    asked: p.exact_asked,
+                }),
+                rng: search.rng.clone(),
             },
             lns: p.lns,
         }));
@@ -592,22 +624,46 @@ mod tests {
     #[test]
     fn the_rounds_go_to_the_side_that_climbs() {
         let mut s = Split::default();
-        // Alternate while neither has gained.
-        assert!(!s.twins_turn(1, true) && s.twins_turn(2, true));
+        // The problem leads throughout here. Alternate while neither has gained.
+        assert!(!s.twins_turn(1, true, true) && s.twins_turn(2, true, true));
         // The twin's rounds gain, the problem's do not: the twin keeps them.
         s.learn(false, false);
         s.learn(true, true);
         for r in 3..9 {
-            assert!(s.twins_turn(r, true));
+            assert!(s.twins_turn(r, true, true));
             s.learn(true, true);
         }
         // Once it stalls as long as the problem did, they alternate again.
         s.learn(true, false);
-        assert!(!s.twins_turn(11, true) && s.twins_turn(12, true));
+        assert!(!s.twins_turn(11, true, true) && s.twins_turn(12, true, true));
         s.learn(false, true);
-        assert!(!s.twins_turn(12, true), "the problem gained: its turn");
+        assert!(!s.twins_turn(12, true, true), "the problem gained: its turn");
         // Without the problem's own rounds, every round is the twin's.
-        assert!(s.twins_turn(13, false));
+        assert!(s.twins_turn(13, false, true));
+    }
+
+    /// Until the problem's own search beats the twin's best, the rounds are
+    /// the twin's but one in [`OWN_EVERY`], however long they go without a
+    /// gain: a run under all four rules may gain after a long stall, and
+    /// alternating would halve its pace.
+    #[test]
+    fn the_twin_keeps_the_rounds_until_the_problem_leads() {
+        let mut s = Split::default();
+        let mut twins = 0;
+        for r in 1..=200 {
+            let twin = s.twins_turn(r, true, false);
+            twins += usize::from(twin);
+            s.learn(twin, false);
+        }
+        assert_eq!(twins, 200 - 200 / OWN_EVERY, "the problem does not lead");
+        // The problem leads (its search found a faster partition the twin's
+        // rules refuse): the twin has stalled longer (150 rounds against
+        // 50), the rounds are the problem's until it stalls as long.
+        assert!(!s.twins_turn(201, true, true) && !s.twins_turn(202, true, true));
+        for _ in 0..100 {
+            s.learn(false, false);
+        }
+        assert!(!s.twins_turn(203, true, true) && s.twins_turn(204, true, true));
     }
 
     /// A chain of twelve nodes on a ring of four chips under `rules`, its

@@ -4,10 +4,11 @@
 use super::super::incumbent::Incumbent;
 use super::super::lns::{Learned, Neighbourhood, Question};
 use super::super::rl::Tuner;
-use super::super::sat_worker::{Answer, Ask, Poll, Worker};
+use super::super::sat_worker::{below, Answer, Ask, Poll, Worker};
 use super::super::{settle_full, Search};
 use mcm_core::latency::LatencyModel;
 use mcm_core::problem::{Placement, Problem};
+use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,23 @@ pub(super) struct Twin<'p> {
     untunable: bool,
     /// The twin can offer nothing faster than the shared incumbent.
     over: bool,
+    /// The `exact` bisection its part ran, when it left one (see
+    /// [`Bisection`]).
+    exact: Option<Bisection>,
+    /// The random stream its part's race drew from, where it left it: the
+    /// twin's windows and rounds go on drawing the choices a run under all
+    /// four rules would draw next (the problem's own search draws from the
+    /// search's). None without a part: the search's.
+    rng: Option<ChaCha8Rng>,
+}
+
+/// The twin part's `exact` worker, bisecting the whole twin between its
+/// proven bound and its best as `auto` under all four rules goes on doing
+/// (its finds can come late), and the target it is working on with the
+/// twin's best latency when it was asked.
+pub(in super::super) struct Bisection {
+    pub worker: Worker,
+    pub asked: Option<(f64, f64)>,
 }
 
 /// Where the twin's search goes on from (see [`super::Carried`]): what the
@@ -53,6 +71,10 @@ pub(in super::super) struct Resume {
     pub lb: f64,
     /// The learned policy as its rounds left it.
     pub tuner: Option<Tuner>,
+    /// Its `exact` worker and question.
+    pub exact: Option<Bisection>,
+    /// The search's random stream when the race ended.
+    pub rng: ChaCha8Rng,
 }
 
 impl<'p> Twin<'p> {
@@ -74,17 +96,22 @@ impl<'p> Twin<'p> {
             tuner: None,
             untunable: false,
             over: false,
+            exact: None,
+            rng: None,
         }
     }
 
     /// Goes on from what the twin's part left: its neighbourhood and the
     /// window its worker (this twin's, see [`super::Carried`]) is working
-    /// on, its proven bound and its fine-tuned policy.
+    /// on, its proven bound, its fine-tuned policy and its `exact`
+    /// bisection.
     pub fn resume(&mut self, r: Resume) {
         self.hood = r.hood;
         self.asked = r.asked;
         self.lb = self.lb.max(r.lb);
         self.tuner = r.tuner;
+        self.exact = r.exact;
+        self.rng = Some(r.rng);
     }
 
     /// Takes the shared incumbent as the twin's best when it is faster and
@@ -108,8 +135,10 @@ impl<'p> Twin<'p> {
     }
 
     /// Asks the worker its next window around the twin's best, when it has
-    /// none pending and the twin may still beat `shared`.
+    /// none pending and the twin may still beat `shared`, and the `exact`
+    /// worker (when carried) its next target.
     pub fn ask(&mut self, shared: &Incumbent, rng: &mut impl rand::Rng) {
+        self.ask_exact();
         if self.over || self.asked.is_some() || !self.best.found() {
             return;
         }
@@ -117,7 +146,11 @@ impl<'p> Twin<'p> {
             self.over = true;
             return;
         }
-        match self.hood.question(&self.best, self.lb, rng) {
+        let q = match self.rng.as_mut() {
+            Some(own) => self.hood.question(&self.best, self.lb, own),
+            None => self.hood.question(&self.best, self.lb, rng),
+        };
+        match q {
             Some(q) => {
                 self.worker.ask(q.ask());
                 self.asked = Some((q, Instant::now()));
@@ -127,10 +160,65 @@ impl<'p> Twin<'p> {
         }
     }
 
-    /// Takes the worker's answer if it comes within `wait`: judged (one
-    /// sample), kept as the twin's best when valid, and offered to
-    /// `shared`. Says whether there was one.
+    /// The twin's `exact` bisection's next target, as `auto`'s own (see
+    /// [`super::bisect`]), while the twin's best may not be optimal.
+    fn ask_exact(&mut self) {
+        let Some(e) = self.exact.as_mut() else { return };
+        if e.asked.is_some() || !self.best.found() || self.lb >= self.best.latency {
+            return;
+        }
+        let (ub, t) = (self.best.latency, super::bisect(self.lb, self.best.latency));
+        e.worker.ask(Ask::Solve {
+            target: t,
+            decisions: Vec::new(),
+        });
+        e.asked = Some((t, ub));
+    }
+
+    /// Takes the `exact` worker's answer if it has come: a partition is
+    /// judged as a window's is, a refusal raises the twin's bound, an
+    /// unknown answer (or a worker gone) ends the bisection. Says whether
+    /// there was one.
+    fn poll_exact(&mut self, search: &mut Search, model: &LatencyModel, shared: &mut Incumbent) -> bool {
+        let Some(e) = self.exact.as_mut() else { return false };
+        if e.asked.is_none() {
+            return false;
+        }
+        let answer = match e.worker.poll(Duration::ZERO) {
+            Poll::Ready(a) => a,
+            Poll::Waiting => return false,
+            Poll::Gone => {
+                self.exact = None;
+                return false;
+            }
+        };
+        let Some((t, ub)) = e.asked.take() else { return false };
+        match answer {
+            Answer::Found(chips) => {
+                if !self.best.offer(search, model, chips.clone()) {
+                    e.worker.ask(Ask::Exclude(chips));
+                }
+                shared.adopt(&self.best);
+            }
+            Answer::None => {
+                self.lb = self.lb.max(t);
+                if t == below(ub) {
+                    self.lb = self.lb.max(ub);
+                }
+            }
+            Answer::Unknown => self.exact = None,
+        }
+        true
+    }
+
+    /// Takes an answer of the twin's workers if one comes within `wait`
+    /// (the `exact` worker's first, without waiting): judged (one sample),
+    /// kept as the twin's best when valid, and offered to `shared`. Says
+    /// whether there was one.
     pub fn poll(&mut self, search: &mut Search, model: &LatencyModel, shared: &mut Incumbent, wait: Duration) -> bool {
+        if self.poll_exact(search, model, shared) {
+            return true;
+        }
         if self.asked.is_none() {
             return false;
         }
@@ -172,20 +260,30 @@ impl<'p> Twin<'p> {
     /// from `shared` settled under them when the twin has none), the twin's
     /// best then offered to `shared`. Says whether a round ran.
     pub fn round(&mut self, search: &mut Search<'p>, model: &LatencyModel, shared: &mut Incumbent) -> bool {
-        let (best, tuner) = (&mut self.best, &mut self.tuner);
+        let (best, tuner, own) = (&mut self.best, &mut self.tuner, &mut self.rng);
         let ran = search.on_twin(self.problem, |s| {
-            if !best.found() && shared.found() {
-                let chips = settle_full(s, &shared.chips).ok()?;
-                best.offer(s, model, chips);
+            // The round draws from the twin's stream, the search's kept aside.
+            if let Some(r) = own.as_mut() {
+                std::mem::swap(&mut s.rng, r);
             }
-            if !best.found() {
-                return None;
+            let ran = (|| {
+                if !best.found() && shared.found() {
+                    let chips = settle_full(s, &shared.chips).ok()?;
+                    best.offer(s, model, chips);
+                }
+                if !best.found() {
+                    return None;
+                }
+                if tuner.is_none() {
+                    *tuner = Some(Tuner::new(s, best)?);
+                }
+                // A tensor error, or a pass cut short at the deadline.
+                tuner.as_mut()?.round(s, model, best).ok().filter(|&r| r)
+            })();
+            if let Some(r) = own.as_mut() {
+                std::mem::swap(&mut s.rng, r);
             }
-            if tuner.is_none() {
-                *tuner = Some(Tuner::new(s, best)?);
-            }
-            // A tensor error, or a pass cut short at the deadline.
-            tuner.as_mut()?.round(s, model, best).ok().filter(|&r| r)
+            ran
         });
         let ran = matches!(ran, Ok(Some(true)));
         if !ran {
@@ -234,6 +332,85 @@ mod tests {
             let mut more = Search::new(&p, &judge, Budget::Samples(10), 1).unwrap();
             assert!(t.poll(&mut more, &model, &mut shared, Duration::from_secs(60)));
         }
+    }
+
+    /// The `exact` bisection of the twin's part goes on beside the
+    /// problem's search: with `lns`'s windows off, the carried worker alone
+    /// proves the twin's best optimal on the chain (each answer it gives is
+    /// judged or raises the twin's bound, up to the best).
+    #[test]
+    fn the_twins_bisection_goes_on_from_its_part() {
+        let p = super::super::tests::chain("auto-twin-bisection", "memory_capacity");
+        let twin = p.stricter().expect("memory_capacity alone has a twin");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let model = Arc::new(LatencyModel::new(p.graph.clone(), p.package.clone()).unwrap());
+        let mut search = Search::new(&p, &judge, Budget::Seconds(1.0), 1).unwrap();
+        let (best, carried) = super::super::replay(&mut search, twin);
+        let best = best.expect("the twin's part found a partition");
+        let mut c = carried.expect("its race ran and left its state");
+        assert!(c.resume.exact.is_some(), "the part's exact worker");
+        // Its part may have proven its best optimal: the bound starts from
+        // nothing here, so that the bisection has to prove it again.
+        c.resume.lb = 0.0;
+        let first = Incumbent::judged(&model, &best.chips, best.throughput, false);
+        let mut t = Twin::new(twin, c.lns, model.clone(), 0.0, first);
+        t.resume(c.resume);
+        // No windows (the open one dropped): what moves the twin's bound is
+        // the bisection.
+        t.over = true;
+        t.asked = None;
+        let (lb, mut shared) = (t.lb, Incumbent::judged(&model, &best.chips, best.throughput, false));
+        let mut more = Search::new(&p, &judge, Budget::Samples(1_000), 1).unwrap();
+        let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(1);
+        let until = Instant::now() + Duration::from_secs(60);
+        while t.lb < t.best.latency && Instant::now() < until {
+            t.ask(&shared, &mut rng);
+            if !t.poll(&mut more, &model, &mut shared, Duration::from_millis(20)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        assert!(
+            t.lb >= t.best.latency,
+            "{} proven of {} (from {lb})",
+            t.lb,
+            t.best.latency
+        );
+        assert!(t.best.latency <= model.latency(&best.chips).unwrap());
+        assert!(shared.latency <= t.best.latency);
+    }
+
+    /// After its part the twin's windows draw from the random stream the
+    /// part's race left (what a run under all four rules would draw next),
+    /// not from the search's, which the problem's own search draws from.
+    #[test]
+    fn the_twins_windows_draw_from_its_parts_stream() {
+        use rand::{RngCore, SeedableRng};
+        let p = super::super::tests::chain("auto-twin-stream", "memory_capacity");
+        let twin = p.stricter().expect("memory_capacity alone has a twin");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let model = Arc::new(LatencyModel::new(p.graph.clone(), p.package.clone()).unwrap());
+        let mut search = Search::new(&p, &judge, Budget::Seconds(1.0), 1).unwrap();
+        let (best, carried) = super::super::replay(&mut search, twin);
+        let best = best.expect("the twin's part found a partition");
+        let mut c = carried.expect("its race ran and left its state");
+        assert!(c.resume.rng == search.rng, "the stream where the part's race left it");
+        // A bound of nothing, so that a window is asked.
+        c.resume.lb = 0.0;
+        let first = Incumbent::judged(&model, &best.chips, best.throughput, false);
+        let mut t = Twin::new(twin, c.lns, model.clone(), 0.0, first);
+        t.resume(c.resume);
+        t.asked = None;
+        let own = t.rng.clone();
+        let shared = Incumbent::judged(&model, &best.chips, best.throughput, false);
+        let mut searchs = ChaCha8Rng::seed_from_u64(9);
+        t.ask(&shared, &mut searchs);
+        assert!(t.asked.is_some(), "a window was asked");
+        assert!(t.rng != own, "drawn from the twin's stream");
+        assert_eq!(
+            searchs.next_u64(),
+            ChaCha8Rng::seed_from_u64(9).next_u64(),
+            "the search's stream untouched"
+        );
     }
 
     /// On a chain under `memory_capacity` alone, the twin keeps as its best

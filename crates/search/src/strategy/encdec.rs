@@ -623,6 +623,28 @@ mod tests {
 
     const RING: &str = "ring(n = 16, memory = 16 MiB, compute = 1 TFLOP/s, bandwidth = 100 GB/s)";
 
+    /// The fastest of dp's cuts that are valid and fit in memory.
+    fn best_valid_cut(p: &Problem, model: &CostModel) -> f64 {
+        use crate::strategy::{dp, Allowed};
+        let all = Allowed::all(p.graph.num_placed(), p.package.num_chips());
+        dp::candidates(p, &all)
+            .into_iter()
+            .filter(|(_, chips)| valid(p, chips) && model.peak_memory(chips).is_ok())
+            .map(|(_, chips)| model.latency(&chips).unwrap())
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// `auto`'s first incumbent (dp's cuts, then the layouts) on `p`.
+    fn first_incumbent(p: &Problem) -> crate::strategy::incumbent::Incumbent {
+        use crate::cost::{Judge, JudgeOptions};
+        use crate::strategy::incumbent::{start, Start, DP_CUTS};
+        use crate::strategy::{Budget, Search};
+        let judge = Judge::new(p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let mut search = Search::new(p, &judge, Budget::Samples(1_000), 1).unwrap();
+        let Start { best, .. } = start(&mut search, DP_CUTS).unwrap().expect("the analytical model");
+        best
+    }
+
     /// The layout of a small encoder-decoder is valid under the four rules
     /// and within memory as it comes, with the decoder's weights a chip
     /// cannot keep on chips that compute nothing.
@@ -694,25 +716,15 @@ mod tests {
     /// it is no slower than the layout, which dp's cuts do not reach here.
     #[test]
     fn the_first_incumbent_is_at_least_as_fast_as_the_layout() {
-        use crate::cost::{Judge, JudgeOptions};
-        use crate::strategy::incumbent::{start, Start, DP_CUTS};
-        use crate::strategy::{dp, Allowed, Budget, Search};
         let p = compile(&encoder_decoder(4, 4, true, true), RING);
         let model = CostModel::new(&p).unwrap();
         let own = layouts(&p)
             .iter()
             .map(|chips| model.latency(chips).unwrap())
             .fold(f64::INFINITY, f64::min);
-        let all = Allowed::all(p.graph.num_placed(), p.package.num_chips());
-        let cuts = dp::candidates(&p, &all)
-            .into_iter()
-            .filter(|(_, chips)| valid(&p, chips) && model.peak_memory(chips).is_ok())
-            .map(|(_, chips)| model.latency(&chips).unwrap())
-            .fold(f64::INFINITY, f64::min);
+        let cuts = best_valid_cut(&p, &model);
         assert!(cuts > own, "a dp cut {cuts} as fast as the layout {own}");
-        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
-        let mut search = Search::new(&p, &judge, Budget::Samples(1_000), 1).unwrap();
-        let Start { best, .. } = start(&mut search, DP_CUTS).unwrap().expect("the analytical model");
+        let best = first_incumbent(&p);
         assert!(
             best.latency <= own * (1.0 + 1e-9),
             "first {} against the layout's {own}",
@@ -727,9 +739,6 @@ mod tests {
     /// and `auto`'s first incumbent no slower than it.
     #[test]
     fn a_bias_free_encoder_decoder_gets_layouts_faster_than_dp_cuts() {
-        use crate::cost::{Judge, JudgeOptions};
-        use crate::strategy::incumbent::{start, Start, DP_CUTS};
-        use crate::strategy::{dp, Allowed, Budget, Search};
         let p = compile(&encoder_decoder(6, 1, true, false), RING);
         let model = CostModel::new(&p).unwrap();
         let made = layouts(&p);
@@ -740,16 +749,9 @@ mod tests {
             assert!(model.peak_memory(chips).is_ok(), "a layout overflows a chip");
             own = own.min(model.latency(chips).unwrap());
         }
-        let all = Allowed::all(p.graph.num_placed(), p.package.num_chips());
-        let cuts = dp::candidates(&p, &all)
-            .into_iter()
-            .filter(|(_, chips)| valid(&p, chips) && model.peak_memory(chips).is_ok())
-            .map(|(_, chips)| model.latency(&chips).unwrap())
-            .fold(f64::INFINITY, f64::min);
+        let cuts = best_valid_cut(&p, &model);
         assert!(cuts > 1.2 * own, "a dp cut {cuts} near the layouts' {own}");
-        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
-        let mut search = Search::new(&p, &judge, Budget::Samples(1_000), 1).unwrap();
-        let Start { best, .. } = start(&mut search, DP_CUTS).unwrap().expect("the analytical model");
+        let best = first_incumbent(&p);
         assert!(
             best.latency <= own * (1.0 + 1e-9),
             "first {} against the layouts' {own}",

@@ -115,11 +115,10 @@ struct Portfolio<'p> {
     lb: f64,
     hood: Neighbourhood,
     lns: Worker,
-    exact: Worker,
+    /// `exact`'s worker and the target it is working on.
+    exact: Bisection,
     /// The question `lns` is working on, and since when.
     lns_asked: Option<(Question, Instant)>,
-    /// The target `exact` is working on, and the incumbent's latency then.
-    exact_asked: Option<(f64, f64)>,
     /// `lns` has nothing more to ask.
     lns_over: bool,
     /// `exact` may ask of the whole problem (see the module's comment).
@@ -189,6 +188,27 @@ fn bisect(lb: f64, ub: f64) -> f64 {
     }
 }
 
+/// `exact`'s worker, bisecting the whole problem between its proven bound
+/// and its best, and the target it is working on with the best latency
+/// when it was asked. The twin's part hands its own to the twin's search
+/// (see [`Carried`]).
+pub(super) struct Bisection {
+    pub worker: Worker,
+    pub asked: Option<(f64, f64)>,
+}
+
+impl Bisection {
+    /// Asks the worker its next target between `lb` and the best `ub`.
+    fn ask(&mut self, lb: f64, ub: f64) {
+        let t = bisect(lb, ub);
+        self.worker.ask(Ask::Solve {
+            target: t,
+            decisions: Vec::new(),
+        });
+        self.asked = Some((t, ub));
+    }
+}
+
 impl<'p> Portfolio<'p> {
     fn optimal(&self) -> bool {
         self.best.found() && self.lb >= self.best.latency
@@ -198,7 +218,7 @@ impl<'p> Portfolio<'p> {
     /// that worker's answers.
     fn offer(&mut self, search: &mut Search, chips: Vec<u32>, from_lns: bool) {
         if !self.best.offer(search, &self.model, chips.clone()) {
-            let w = if from_lns { &self.lns } else { &self.exact };
+            let w = if from_lns { &self.lns } else { &self.exact.worker };
             w.ask(Ask::Exclude(chips));
         }
     }
@@ -221,16 +241,10 @@ impl<'p> Portfolio<'p> {
     }
 
     fn ask_exact(&mut self) {
-        if !self.exact_on || self.exact_asked.is_some() || self.optimal() {
+        if !self.exact_on || self.exact.asked.is_some() || self.optimal() {
             return;
         }
-        let ub = self.best.latency;
-        let t = bisect(self.lb, ub);
-        self.exact.ask(Ask::Solve {
-            target: t,
-            decisions: Vec::new(),
-        });
-        self.exact_asked = Some((t, ub));
+        self.exact.ask(self.lb, self.best.latency);
     }
 
     fn lns_answered(&mut self, search: &mut Search, answer: Answer) {
@@ -246,7 +260,7 @@ impl<'p> Portfolio<'p> {
     }
 
     fn exact_answered(&mut self, search: &mut Search, answer: Answer) {
-        let Some((t, ub)) = self.exact_asked.take() else { return };
+        let Some((t, ub)) = self.exact.asked.take() else { return };
         match answer {
             Answer::Found(chips) => self.offer(search, chips, false),
             Answer::None => self.raise(search, t, t == below(ub)),
@@ -282,7 +296,7 @@ impl<'p> Portfolio<'p> {
                     continue;
                 }
             }
-            if let Poll::Ready(a) = self.exact.poll(Duration::ZERO) {
+            if let Poll::Ready(a) = self.exact.worker.poll(Duration::ZERO) {
                 self.exact_answered(search, a);
                 continue;
             }
@@ -340,10 +354,12 @@ impl<'p> Portfolio<'p> {
                 continue;
             }
             self.ask_exact();
-            if self.exact_asked.is_none() {
+            if self.exact.asked.is_none() {
                 return;
             }
-            let Some(a) = self.exact.answer(search) else { return };
+            let Some(a) = self.exact.worker.answer(search) else {
+                return;
+            };
             self.exact_answered(search, a);
         }
     }
@@ -573,9 +589,11 @@ fn portfolio<'p>(
         best,
         lb,
         lns,
-        exact,
+        exact: Bisection {
+            worker: exact,
+            asked: None,
+        },
         lns_asked: None,
-        exact_asked: None,
         lns_over: false,
         exact_on: search.timed()
             || problem.graph.num_placed() * problem.package.num_chips().saturating_sub(1) <= FREE_CAP,
@@ -590,10 +608,7 @@ fn portfolio<'p>(
                 asked: p.lns_asked,
                 lb: p.lb,
                 tuner,
-                exact: p.exact_on.then_some(twin::Bisection {
-                    worker: p.exact,
-                    asked: p.exact_asked,
-                }),
+                exact: p.exact_on.then_some(p.exact),
                 rng: search.rng.clone(),
             },
             lns: p.lns,

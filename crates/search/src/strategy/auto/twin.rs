@@ -6,6 +6,7 @@ use super::super::lns::{Learned, Neighbourhood, Question};
 use super::super::rl::Tuner;
 use super::super::sat_worker::{below, Answer, Ask, Poll, Worker};
 use super::super::{settle_full, Search};
+use super::Bisection;
 use mcm_core::latency::LatencyModel;
 use mcm_core::problem::{Placement, Problem};
 use rand_chacha::ChaCha8Rng;
@@ -42,23 +43,14 @@ pub(super) struct Twin<'p> {
     untunable: bool,
     /// The twin can offer nothing faster than the shared incumbent.
     over: bool,
-    /// The `exact` bisection its part ran, when it left one (see
-    /// [`Bisection`]).
+    /// The `exact` bisection its part ran, when it left one: it goes on as
+    /// `auto` under all four rules goes on (its finds can come late).
     exact: Option<Bisection>,
     /// The random stream its part's race drew from, where it left it: the
     /// twin's windows and rounds go on drawing the choices a run under all
     /// four rules would draw next (the problem's own search draws from the
     /// search's). None without a part: the search's.
     rng: Option<ChaCha8Rng>,
-}
-
-/// The twin part's `exact` worker, bisecting the whole twin between its
-/// proven bound and its best as `auto` under all four rules goes on doing
-/// (its finds can come late), and the target it is working on with the
-/// twin's best latency when it was asked.
-pub(in super::super) struct Bisection {
-    pub worker: Worker,
-    pub asked: Option<(f64, f64)>,
 }
 
 /// Where the twin's search goes on from (see [`super::Carried`]): what the
@@ -160,19 +152,14 @@ impl<'p> Twin<'p> {
         }
     }
 
-    /// The twin's `exact` bisection's next target, as `auto`'s own (see
-    /// [`super::bisect`]), while the twin's best may not be optimal.
+    /// The twin's `exact` bisection's next target, while the twin's best may
+    /// not be optimal.
     fn ask_exact(&mut self) {
         let Some(e) = self.exact.as_mut() else { return };
         if e.asked.is_some() || !self.best.found() || self.lb >= self.best.latency {
             return;
         }
-        let (ub, t) = (self.best.latency, super::bisect(self.lb, self.best.latency));
-        e.worker.ask(Ask::Solve {
-            target: t,
-            decisions: Vec::new(),
-        });
-        e.asked = Some((t, ub));
+        e.ask(self.lb, self.best.latency);
     }
 
     /// Takes the `exact` worker's answer if it has come: a partition is

@@ -20,7 +20,7 @@ fn import_fixture(name: &str) -> Graph {
     import_onnx(&path).unwrap_or_else(|e| panic!("{name}: {} ({:?})", e.message, e.help))
 }
 
-fn scratch(name: &str) -> PathBuf {
+fn scratch(name: &str) -> common::Scratch {
     common::scratch(&format!("import-{name}"))
 }
 

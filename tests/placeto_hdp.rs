@@ -6,10 +6,9 @@
 use crate::common;
 
 use common::{json, mcmpart_in, text};
-use std::path::PathBuf;
 
 /// A graph folder (train: two chains) and a problem file.
-fn setup(name: &str) -> PathBuf {
+fn setup(name: &str) -> common::Scratch {
     common::chain_data_set(name, &[("a", 5, "train"), ("b", 8, "train")])
 }
 

@@ -9,7 +9,7 @@ use common::{chain_graph, json, mcmpart_in, text};
 use std::path::{Path, PathBuf};
 
 /// A graph folder (train: three chains, validation: one) and a problem file.
-fn setup(name: &str) -> (PathBuf, PathBuf) {
+fn setup(name: &str) -> (common::Scratch, PathBuf) {
     let dir = common::chain_data_set(
         name,
         &[
@@ -19,7 +19,8 @@ fn setup(name: &str) -> (PathBuf, PathBuf) {
             ("v", 6, "validation"),
         ],
     );
-    (dir.clone(), dir.join("ring.mcm"))
+    let file = dir.join("ring.mcm");
+    (dir, file)
 }
 
 const SMALL: &[&str] = &[

@@ -3,7 +3,7 @@
 
 use crate::common::{self, json, mcmpart, mcmpart_in, text};
 
-fn scratch_file(name: &str, text: &str) -> std::path::PathBuf {
+fn scratch_file(name: &str, text: &str) -> common::Scratch {
     let dir = common::scratch(name);
     std::fs::write(dir.join("p.mcm"), text).unwrap();
     dir

@@ -19,7 +19,7 @@ const CHAIN: &str = "use std::topologies::ring\n\
     let chain = graph {\n    a { flops = 1 GFLOP, output_bytes = 1 MB } -> b { flops = 2 GFLOP, output_bytes = 1 MB } -> c { flops = 1 GFLOP }\n}\n\
     partition chain onto package {\n    minimize step_time\n}\n";
 
-fn chain_dir(name: &str) -> std::path::PathBuf {
+fn chain_dir(name: &str) -> common::Scratch {
     let d = scratch(name);
     std::fs::write(d.join("chain.mcm"), CHAIN).unwrap();
     std::fs::write(
@@ -199,7 +199,7 @@ fn eval_agrees_with_the_python_reference_on_random_problems() {
         .arg(&tool)
         .arg(env!("CARGO_BIN_EXE_mcmpart"))
         .arg("60")
-        .arg(&d)
+        .arg(&*d)
         .output()
         .expect("python3 runs the cross-check");
     let (out, err) = text(&o);

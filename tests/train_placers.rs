@@ -5,10 +5,10 @@
 use crate::common;
 
 use common::{json, text};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A graph folder (train: two chains) and a problem file.
-fn setup(name: &str) -> PathBuf {
+fn setup(name: &str) -> common::Scratch {
     common::chain_data_set(name, &[("a", 5, "train"), ("b", 7, "train")])
 }
 

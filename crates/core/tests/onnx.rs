@@ -25,13 +25,6 @@ fn import_fixture(name: &str) -> Graph {
     import_onnx(&path).unwrap_or_else(|e| panic!("{name}: {} ({:?})", e.message, e.help))
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mcmpart-onnx-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn assert_same_graph(a: &Graph, b: &Graph) {
     assert_eq!(a.name, b.name);
     assert_eq!(a.nodes, b.nodes);
@@ -655,7 +648,7 @@ fn element_types_shapes_and_constants() {
 
 #[test]
 fn to_json_loads_back_equal() {
-    let dir = scratch("to-json");
+    let dir = mcm_testkit::scratch("onnx-to-json");
     for name in FIXTURES {
         let g = import_fixture(name);
         let path = dir.join(format!("{name}.json"));
@@ -663,7 +656,6 @@ fn to_json_loads_back_equal() {
         let back = load_graph_file(&path).unwrap();
         assert_same_graph(&g, &back);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A graph of more entries than the importer takes is refused before it is

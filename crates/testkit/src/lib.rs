@@ -21,11 +21,38 @@ pub fn root() -> PathBuf {
 }
 
 /// A fresh scratch folder for one test.
-pub fn scratch(name: &str) -> PathBuf {
+pub fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("mcmpart-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("scratch folder");
-    d
+    Scratch(d)
+}
+
+/// A test's scratch folder, removed with its contents when dropped, so that
+/// test runs do not fill the temp folder. A test that panics keeps its
+/// folder, for the files that show what went wrong.
+#[derive(Debug)]
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// A program compiled as if it were a file in the workspace root.
@@ -66,7 +93,7 @@ pub const HEADER: &str =
 /// chains under `graphs/` (each `(name, compute nodes, split)`, with its
 /// manifest) and `ring.mcm`, a 4-chip ring problem on a chain of its own
 /// (`own.json`, 8 compute nodes).
-pub fn chain_data_set(name: &str, chains: &[(&str, usize, &str)]) -> PathBuf {
+pub fn chain_data_set(name: &str, chains: &[(&str, usize, &str)]) -> Scratch {
     let dir = scratch(name);
     let graphs = dir.join("graphs");
     std::fs::create_dir_all(&graphs).unwrap();
@@ -153,6 +180,8 @@ mod tests {
         assert!(c.ok(), "{}", render_text(&c.program.sources, &c.diags));
         assert_eq!(c.problem(None).unwrap().graph.nodes.len(), 6);
         assert!(errors("let x = ").contains("test.mcm"));
-        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.to_path_buf();
+        drop(dir);
+        assert!(!path.exists(), "a dropped scratch folder is removed");
     }
 }

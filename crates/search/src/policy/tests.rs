@@ -400,10 +400,11 @@ fn forward_is_deterministic_for_a_seed() {
     assert_ne!(pa, c.probs(&f, None).unwrap());
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcmpart-policy-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("ckpt")
+/// A checkpoint stem in a scratch folder of its own, removed with the folder.
+fn scratch(name: &str) -> (mcm_testkit::Scratch, PathBuf) {
+    let dir = mcm_testkit::scratch(&format!("policy-{name}"));
+    let stem = dir.join("ckpt");
+    (dir, stem)
 }
 
 #[test]
@@ -421,7 +422,7 @@ fn checkpoints_round_trip() {
         default.num_parameters() as u128,
         Policy::parameters_for(&PolicyConfig::default())
     );
-    let stem = scratch("roundtrip");
+    let (_dir, stem) = scratch("roundtrip");
     checkpoint::save(&policy, &stem).unwrap();
     let loaded = checkpoint::load(&stem, Some(&PolicyConfig { seed: 0, ..cfg.clone() }), &Device::Cpu).unwrap();
     assert_eq!(loaded.config(), &cfg);
@@ -441,7 +442,7 @@ fn bad_checkpoints_are_refused_with_reasons() {
         ..PolicyConfig::default()
     };
     let policy = Policy::new(&cfg, &Device::Cpu, DType::F32).unwrap();
-    let stem = scratch("bad");
+    let (_dir, stem) = scratch("bad");
     let (weights, sidecar) = checkpoint::paths(&stem);
     let err = |stem: &std::path::Path, expected: Option<&PolicyConfig>| {
         checkpoint::load(stem, expected, &Device::Cpu)
@@ -497,7 +498,7 @@ fn bad_checkpoints_are_refused_with_reasons() {
         DType::F32,
     )
     .unwrap();
-    let other_stem = scratch("other");
+    let (_other_dir, other_stem) = scratch("other");
     checkpoint::save(&other, &other_stem).unwrap();
     let other_bytes = std::fs::read(checkpoint::paths(&other_stem).0).unwrap();
     std::fs::write(&weights, &other_bytes).unwrap();

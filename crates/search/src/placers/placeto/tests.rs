@@ -4,12 +4,7 @@ use crate::placers::testing::{judge, optimum, problem, run_valid, OBJECTIVES};
 use crate::pretrain::Task;
 use candle_core::Tensor;
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcm-placeto-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use mcm_testkit::scratch;
 
 fn fresh(seed: u64) -> PlacetoNet {
     PlacetoNet::new(&PlacetoConfig {

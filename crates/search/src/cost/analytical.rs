@@ -5,7 +5,7 @@ use super::bounds::{self, Bound, Chips};
 use super::memory::{self, EdgeIndex, MemoryOverflow, PeakMemory};
 use super::objective::{Objective, Report};
 use super::CostError;
-use super::{chain_cuts, stage_cuts};
+use super::{chain_chips, chain_cuts, stage_cuts};
 use mcm_core::graph::Graph;
 use mcm_core::latency::LatencyModel;
 use mcm_core::package::Package;
@@ -164,6 +164,7 @@ impl CostModel {
             let mut all = bounds::structural(&self.graph, &chips, self.confined);
             all.extend(stage_cuts::bound(&self.graph, &self.core, self.ordered, self.bounded));
             all.extend(chain_cuts::bound(&self.graph, &self.core, self.confined, self.bounded));
+            all.extend(chain_chips::bound(&self.graph, &self.core, self.confined));
             all
         })
     }

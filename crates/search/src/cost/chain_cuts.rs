@@ -252,50 +252,64 @@ fn tail_s(graph: &Graph, flops: &[f64], last: usize, fastest: f64, widest: f64) 
 /// The chain (placed nodes, each an edge from the last) whose W has the
 /// most flops per node.
 fn best_chain(g: &Graph, reach: &Reach, flops: &[f64]) -> Vec<usize> {
-    let n = flops.len();
-    // Per node, its producers with what the edge adds to W: the nodes
-    // strictly between and the node itself.
-    let mut preds: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
-    for e in g.placed_edges() {
-        let (u, v) = (e.src as usize, e.dst as usize);
-        preds[v].push((u, reach.between(u, v, flops).0 + flops[v]));
-    }
-    // The heaviest Σ (gain − λ) over chains: the chain and its W.
-    let longest = |lambda: f64| -> (Vec<usize>, f64) {
-        let mut value = vec![0.0; n];
-        let mut from = vec![usize::MAX; n];
-        for &v in &reach.order {
-            value[v] = flops[v] - lambda;
-            for &(u, gain) in &preds[v] {
-                let through = value[u] + gain - lambda;
-                if through > value[v] {
-                    value[v] = through;
-                    from[v] = u;
-                }
-            }
-        }
-        let end = (0..n).fold(0, |b, v| if value[v] > value[b] { v } else { b });
-        let mut chain = vec![end];
-        while from[*chain.last().unwrap()] != usize::MAX {
-            chain.push(from[*chain.last().unwrap()]);
-        }
-        chain.reverse();
-        let w = flops[chain[0]]
-            + chain
-                .windows(2)
-                .map(|p| preds[p[1]].iter().find(|&&(u, _)| u == p[0]).map_or(0.0, |&(_, g)| g))
-                .sum::<f64>();
-        (chain, w)
-    };
+    let gains = gains(g, reach, flops);
     let (mut lo, mut hi) = (0.0, flops.iter().sum::<f64>());
     for _ in 0..STEPS {
         let mid = 0.5 * (lo + hi);
-        let (chain, w) = longest(mid);
+        let (chain, w) = longest(reach, flops, &gains, mid);
         if w > mid * chain.len() as f64 {
             lo = mid;
         } else {
             hi = mid;
         }
     }
-    longest(lo).0
+    longest(reach, flops, &gains, lo).0
+}
+
+/// The chain whose W has the most flops, of those the fewest nodes (each
+/// node a billionth of the average node's flops lighter): the fewer its
+/// nodes, the larger the spans its ends confine.
+pub(super) fn heaviest_chain(g: &Graph, reach: &Reach, flops: &[f64]) -> Vec<usize> {
+    let per_node = flops.iter().sum::<f64>() / flops.len().max(1) as f64 * 1e-9;
+    longest(reach, flops, &gains(g, reach, flops), per_node).0
+}
+
+/// Per node, its producers with what the edge adds to W: the nodes
+/// strictly between and the node itself.
+fn gains(g: &Graph, reach: &Reach, flops: &[f64]) -> Vec<Vec<(usize, f64)>> {
+    let mut preds: Vec<Vec<(usize, f64)>> = vec![Vec::new(); flops.len()];
+    for e in g.placed_edges() {
+        let (u, v) = (e.src as usize, e.dst as usize);
+        preds[v].push((u, reach.between(u, v, flops).0 + flops[v]));
+    }
+    preds
+}
+
+/// The chain with the heaviest Σ (gain − λ) and its W's flops.
+fn longest(reach: &Reach, flops: &[f64], preds: &[Vec<(usize, f64)>], lambda: f64) -> (Vec<usize>, f64) {
+    let n = flops.len();
+    let mut value = vec![0.0; n];
+    let mut from = vec![usize::MAX; n];
+    for &v in &reach.order {
+        value[v] = flops[v] - lambda;
+        for &(u, gain) in &preds[v] {
+            let through = value[u] + gain - lambda;
+            if through > value[v] {
+                value[v] = through;
+                from[v] = u;
+            }
+        }
+    }
+    let end = (0..n).fold(0, |b, v| if value[v] > value[b] { v } else { b });
+    let mut chain = vec![end];
+    while from[*chain.last().unwrap()] != usize::MAX {
+        chain.push(from[*chain.last().unwrap()]);
+    }
+    chain.reverse();
+    let w = flops[chain[0]]
+        + chain
+            .windows(2)
+            .map(|p| preds[p[1]].iter().find(|&&(u, _)| u == p[0]).map_or(0.0, |&(_, g)| g))
+            .sum::<f64>();
+    (chain, w)
 }

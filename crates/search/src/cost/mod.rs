@@ -9,6 +9,7 @@
 
 mod analytical;
 pub mod bounds;
+mod chain_chips;
 mod chain_cuts;
 mod external;
 mod memory;

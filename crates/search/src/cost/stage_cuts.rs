@@ -55,7 +55,7 @@
 //! this is the line.
 
 use super::bounds::{Bound, BoundKind};
-use mcm_core::graph::Graph;
+use mcm_core::graph::{Graph, PlacedEdge};
 use mcm_core::latency::LatencyModel;
 use petgraph::algo::dinics;
 use petgraph::graph::DiGraph;
@@ -197,10 +197,38 @@ impl Axis {
         if graph.num_placed() > MAX_NODES {
             return None;
         }
-        Some(Axis {
-            intervals: intervals(graph, flops),
+        let params: Vec<f64> = (0..graph.num_placed() as u32)
+            .map(|u| graph.placed_node(u).params as f64)
+            .collect();
+        Some(Axis::of_edges(graph.placed_edges(), &params, flops))
+    }
+
+    /// The axis of a graph given by its edges (nodes 0..`flops.len()`),
+    /// with `params` per node.
+    pub(super) fn of_edges(edges: &[PlacedEdge], params: &[f64], flops: &[f64]) -> Axis {
+        Axis {
+            intervals: intervals(edges, params, flops),
             total: flops.iter().sum(),
-        })
+        }
+    }
+
+    /// The most flops an ideal may weigh, between `least` and `most`, when
+    /// its flops over `rate` plus its cut over `bandwidth` fit in `budget`
+    /// seconds, where the ideal's first `least` flops come free; `None`
+    /// when no ideal in that range fits.
+    pub(super) fn farthest(&self, budget: f64, rate: f64, bandwidth: f64, least: f64, most: f64) -> Option<f64> {
+        let mut best: Option<f64> = None;
+        for i in self.intervals.iter().filter(|i| i.cut.is_finite() && i.hi >= least) {
+            let room = budget - i.cut / bandwidth;
+            if room < 0.0 {
+                continue;
+            }
+            let psi = i.hi.min(most).min(least + rate * room);
+            if psi >= i.lo.max(least) && best.is_none_or(|b| psi > b) {
+                best = Some(psi);
+            }
+        }
+        best
     }
 
     /// The relaxation's least latency on `chips` (see [`relax`]).
@@ -378,11 +406,10 @@ fn reaches(intervals: &[Interval], total: f64, chips: &Chips, t: f64) -> bool {
 
 /// The flops axis cut at every value an ideal's bounds change (a node's
 /// ancestors' flops, the flops outside its descendants), at most
-/// [`MAX_INTERVALS`] intervals, each with its cheapest cut; `flops` per
-/// placed node.
-fn intervals(g: &Graph, flops: &[f64]) -> Vec<Interval> {
-    let n = g.num_placed();
-    let params: Vec<f64> = (0..n as u32).map(|u| g.placed_node(u).params as f64).collect();
+/// [`MAX_INTERVALS`] intervals, each with its cheapest cut; `params` and
+/// `flops` per node, nodes 0..`flops.len()`.
+fn intervals(edges: &[PlacedEdge], params: &[f64], flops: &[f64]) -> Vec<Interval> {
+    let n = flops.len();
     let total: f64 = flops.iter().sum();
     // Sums of the same flops in another order may round apart on huge
     // graphs: the clipping gives them this much room.
@@ -390,7 +417,7 @@ fn intervals(g: &Graph, flops: &[f64]) -> Vec<Interval> {
     let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut succs: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut bytes = vec![u64::MAX; n];
-    for e in g.placed_edges() {
+    for e in edges {
         preds[e.dst as usize].push(e.src);
         succs[e.src as usize].push(e.dst);
         bytes[e.src as usize] = bytes[e.src as usize].min(e.bytes);
@@ -466,7 +493,7 @@ fn intervals(g: &Graph, flops: &[f64]) -> Vec<Interval> {
             lo: clipped_lo,
             hi: clipped_hi,
             cut,
-            held: sum(&inside, &params),
+            held: sum(&inside, params),
             free,
             sent,
         }

@@ -20,7 +20,7 @@
 //!
 //! Without the biases (BART's masks are replicable: nothing confines the
 //! decoder's layers to two chips) the decoder is a pipeline of its own
-//! ([`bias_free`]): each of its stages `D_j` after a chip `Z_j` that
+//! ([`BiasFree`]): each of its stages `D_j` after a chip `Z_j` that
 //! computes, from the encoder's output alone, the keys and values `D_j`
 //! reads. `Z_j` takes only the encoder's output in and sends only to
 //! `D_j`, so no arc has a second path beside it; a chip that read the
@@ -318,92 +318,119 @@ fn split(flops: &[f64], k: usize) -> (f64, Vec<usize>) {
     (hi, fill(hi))
 }
 
-/// The bias-free shape: the shared table's chip (0), the encoder's `ke`
-/// stages, the decoder's prefix (what does not depend on the encoder's
-/// output), then per decoder stage `j` the chip of the keys and values it
-/// reads and its own. `None` without an encoder's output.
-fn bias_free(problem: &Problem, dag: &Dag, ke: usize, kd: usize) -> Option<Vec<usize>> {
-    let g = &problem.graph;
-    let n = g.num_placed();
-    let enc_out = encoder_output(problem, dag)?;
-    let encoder = dag.closure(enc_out, false);
-    let after = dag.closure(enc_out, true);
-    let table = embedding(problem, dag);
-    let weight = relay::movable(problem);
-    let follows = |u: u32| follows(problem, &weight, u);
-    // The keys and values: nodes computed from the encoder's output alone
-    // (weights aside), each with the encoder-output reader it starts from.
-    let mut kv_of: Vec<Option<u32>> = vec![None; n];
-    for &u in &dag.order {
-        let i = u as usize;
-        if u == enc_out || encoder[i] || follows(u) {
-            continue;
+/// The bias-free shape, computed once for every stage count tried: the
+/// encoder's computing nodes and the decoder's in the order, the keys and
+/// values (nodes computed from the encoder's output alone, weights aside,
+/// each with the encoder-output reader it starts from) and the shared table.
+struct BiasFree {
+    enc: Vec<u32>,
+    dec: Vec<u32>,
+    kv_of: Vec<Option<u32>>,
+    table: Vec<bool>,
+    weight: Vec<bool>,
+}
+
+impl BiasFree {
+    /// `None` without an encoder's output, or with an empty side.
+    fn new(problem: &Problem, dag: &Dag) -> Option<BiasFree> {
+        let g = &problem.graph;
+        let n = g.num_placed();
+        let enc_out = encoder_output(problem, dag)?;
+        let encoder = dag.closure(enc_out, false);
+        let after = dag.closure(enc_out, true);
+        let table = embedding(problem, dag);
+        let weight = relay::movable(problem);
+        let follows = |u: u32| follows(problem, &weight, u);
+        let mut kv_of: Vec<Option<u32>> = vec![None; n];
+        for &u in &dag.order {
+            let i = u as usize;
+            if u == enc_out || encoder[i] || follows(u) {
+                continue;
+            }
+            let inputs: Vec<u32> = dag.pred[i].iter().copied().filter(|&p| !follows(p)).collect();
+            if inputs.is_empty() {
+                continue;
+            }
+            if inputs.iter().all(|&p| p == enc_out || kv_of[p as usize].is_some()) {
+                kv_of[i] = Some(if inputs.contains(&enc_out) {
+                    u
+                } else {
+                    kv_of[inputs[0] as usize]?
+                });
+            }
         }
-        let inputs: Vec<u32> = dag.pred[i].iter().copied().filter(|&p| !follows(p)).collect();
-        if inputs.is_empty() {
-            continue;
+        let compute = |u: u32| !follows(u) && !table[u as usize];
+        let enc: Vec<u32> = dag
+            .order
+            .iter()
+            .copied()
+            .filter(|&u| encoder[u as usize] && compute(u))
+            .collect();
+        let dec: Vec<u32> = dag
+            .order
+            .iter()
+            .copied()
+            .filter(|&u| !encoder[u as usize] && after[u as usize] && kv_of[u as usize].is_none() && compute(u))
+            .collect();
+        if dec.is_empty() || enc.is_empty() {
+            return None;
         }
-        if inputs.iter().all(|&p| p == enc_out || kv_of[p as usize].is_some()) {
-            kv_of[i] = Some(if inputs.contains(&enc_out) {
-                u
-            } else {
-                kv_of[inputs[0] as usize]?
-            });
+        Some(BiasFree {
+            enc,
+            dec,
+            kv_of,
+            table,
+            weight,
+        })
+    }
+
+    /// The logical chips at `ke` encoder and `kd` decoder stages: the shared
+    /// table's chip (0), the encoder's stages, the decoder's prefix (what
+    /// does not depend on the encoder's output), then per decoder stage `j`
+    /// the chip of the keys and values it reads and its own.
+    fn place(&self, problem: &Problem, dag: &Dag, ke: usize, kd: usize) -> Vec<usize> {
+        let g = &problem.graph;
+        let n = g.num_placed();
+        let follows = |u: u32| follows(problem, &self.weight, u);
+        let kv_of = &self.kv_of;
+        let flops = |list: &[u32]| list.iter().map(|&u| g.placed_node(u).flops as f64).collect::<Vec<_>>();
+        let (_, enc_part) = split(&flops(&self.enc), ke.max(1));
+        let (_, dec_part) = split(&flops(&self.dec), kd.max(1));
+        let prefix = 1 + ke.max(1);
+        let mut place: Vec<Option<usize>> = vec![None; n];
+        for (&u, &p) in self.enc.iter().zip(&enc_part) {
+            place[u as usize] = Some(1 + p);
         }
-    }
-    let compute = |u: u32| !follows(u) && !table[u as usize];
-    let enc: Vec<u32> = dag
-        .order
-        .iter()
-        .copied()
-        .filter(|&u| encoder[u as usize] && compute(u))
-        .collect();
-    let dec: Vec<u32> = dag
-        .order
-        .iter()
-        .copied()
-        .filter(|&u| !encoder[u as usize] && after[u as usize] && kv_of[u as usize].is_none() && compute(u))
-        .collect();
-    if dec.is_empty() || enc.is_empty() {
-        return None;
-    }
-    let flops = |list: &[u32]| list.iter().map(|&u| g.placed_node(u).flops as f64).collect::<Vec<_>>();
-    let (_, enc_part) = split(&flops(&enc), ke.max(1));
-    let (_, dec_part) = split(&flops(&dec), kd.max(1));
-    let prefix = 1 + ke.max(1);
-    let mut place: Vec<Option<usize>> = vec![None; n];
-    for (&u, &p) in enc.iter().zip(&enc_part) {
-        place[u as usize] = Some(1 + p);
-    }
-    for (&u, &p) in dec.iter().zip(&dec_part) {
-        place[u as usize] = Some(prefix + 2 + 2 * p);
-    }
-    for &u in &dag.order {
-        let i = u as usize;
-        if follows(u) || place[i].is_some() || kv_of[i].is_some() {
-            continue;
+        for (&u, &p) in self.dec.iter().zip(&dec_part) {
+            place[u as usize] = Some(prefix + 2 + 2 * p);
         }
-        place[i] = Some(if table[i] { 0 } else { prefix });
-    }
-    // Each group of keys or values on the chip before the lowest decoder
-    // stage that reads it.
-    let mut lowest: Vec<Option<usize>> = vec![None; n];
-    for &u in &dag.order {
-        if let Some(k) = kv_of[u as usize] {
-            for &v in &dag.succ[u as usize] {
-                if let (None, Some(c)) = (kv_of[v as usize], place[v as usize]) {
-                    let l = &mut lowest[k as usize];
-                    *l = Some(l.map_or(c, |x| x.min(c)));
+        for &u in &dag.order {
+            let i = u as usize;
+            if follows(u) || place[i].is_some() || kv_of[i].is_some() {
+                continue;
+            }
+            place[i] = Some(if self.table[i] { 0 } else { prefix });
+        }
+        // Each group of keys or values on the chip before the lowest decoder
+        // stage that reads it.
+        let mut lowest: Vec<Option<usize>> = vec![None; n];
+        for &u in &dag.order {
+            if let Some(k) = kv_of[u as usize] {
+                for &v in &dag.succ[u as usize] {
+                    if let (None, Some(c)) = (kv_of[v as usize], place[v as usize]) {
+                        let l = &mut lowest[k as usize];
+                        *l = Some(l.map_or(c, |x| x.min(c)));
+                    }
                 }
             }
         }
-    }
-    for u in 0..n {
-        if let Some(k) = kv_of[u] {
-            place[u] = Some(lowest[k as usize].map_or(prefix + 2 * kd.max(1), |c| c.max(prefix + 2) - 1));
+        for u in 0..n {
+            if let Some(k) = kv_of[u] {
+                place[u] = Some(lowest[k as usize].map_or(prefix + 2 * kd.max(1), |c| c.max(prefix + 2) - 1));
+            }
         }
+        fill_readers(dag, &mut place)
     }
-    Some(fill_readers(dag, &mut place))
 }
 
 /// The decoder's stage counts the bias-free shape is tried with, best
@@ -538,11 +565,14 @@ pub(super) fn layouts(problem: &Problem) -> Vec<Vec<u32>> {
             .filter_map(|&streaming| along_the_line(problem, &dag, &place, streaming))
             .collect();
     }
+    let Some(shape) = BiasFree::new(problem, &dag) else {
+        return Vec::new();
+    };
     let mut made = Vec::new();
     for (ke, kd) in stage_counts(problem, &dag) {
         let fitted = (1..=ke)
             .rev()
-            .find_map(|ke| along_the_line(problem, &dag, &bias_free(problem, &dag, ke, kd)?, Streaming::InOrder));
+            .find_map(|ke| along_the_line(problem, &dag, &shape.place(problem, &dag, ke, kd), Streaming::InOrder));
         made.extend(fitted);
     }
     made

@@ -29,7 +29,9 @@
 //! `lns`'s windows and `exact`'s bisection on SAT workers of their own,
 //! and the learned policy's rounds, all of them while the problem's own
 //! search has found nothing faster than the twin's best, a share once it
-//! has ([`Split`]).
+//! has ([`Split`]). The problem's own SAT workers then run at a lower
+//! scheduling priority ([`Worker::yielding`]), so that on a busy machine
+//! the twin's side keeps the pace of a run under every rule.
 //!
 //! Under a time budget both workers run at once and the search waits for
 //! them only until the deadline (a SAT call cannot be interrupted; an

@@ -29,7 +29,9 @@
 //! `lns`'s windows and `exact`'s bisection on SAT workers of their own,
 //! and the learned policy's rounds, all of them while the problem's own
 //! search has found nothing faster than the twin's best, a share once it
-//! has ([`Split`]).
+//! has ([`Split`]). The problem's own SAT workers then run at a lower
+//! scheduling priority ([`Worker::yielding`]), so that on a busy machine
+//! the twin's side keeps the pace of a run under every rule.
 //!
 //! Under a time budget both workers run at once and the search waits for
 //! them only until the deadline (a SAT call cannot be interrupted; an
@@ -564,14 +566,24 @@ fn portfolio<'p>(
     if let (false, Some((_, w, _))) = (best.found(), &twin) {
         seek_balanced(search, w, &model, &mut best, lb);
     }
-    let exact = Worker::for_search(search, problem, model.clone());
+    // Beside the twin's search the problem's own SAT workers yield: on a
+    // busy machine the twin's threads (its `lns` and `exact` workers, the
+    // policy's rounds on this one) keep the cores a run under every rule
+    // would have, so that the late gains such a run makes after a long
+    // stall come at its pace here too; on a machine with cores to spare the
+    // problem's workers lose nothing.
+    let own_worker = |search: &Search, model: &Arc<LatencyModel>| match &twin {
+        Some(_) => Worker::yielding(search, problem, model.clone()),
+        None => Worker::for_search(search, problem, model.clone()),
+    };
+    let exact = own_worker(search, &model);
     if !best.found() {
         seek_any(search, &exact, &model, &mut best);
     }
     if !best.found() {
         return Ok(None);
     }
-    let lns = Worker::for_search(search, problem, model.clone());
+    let lns = own_worker(search, &model);
     let twin = twin.map(|(t, worker, resume)| {
         let mut twin = Twin::new(t, worker, model.clone(), lb, twin_first);
         if let Some(r) = resume {

@@ -6,16 +6,23 @@
 //! problem, `lns` of a window of it (the other nodes fixed by decisions).
 //!
 //! Under a sample budget the search waits for every answer, so a call must
-//! end: a bounded worker ([`Worker::bounded`]) gives each call a fixed
+//! end: a bounded worker ([`Calls::Bounded`]) gives each call a fixed
 //! amount of the solver's work ([`CALL_WORK`], counted in its own steps, so
 //! a seed still gives the same run), and a call that spends it answers
 //! [`Answer::Unknown`].
 //!
 //! A worker dropped while a call runs stops that call when its oracle is
-//! metered (bounded, or [`Worker::stoppable`]): the stricter twin's run in
+//! metered (bounded, or [`Calls::Stoppable`]): the stricter twin's run in
 //! the first part of a time budget abandons its `exact` call where its part
 //! ends (its `lns` worker goes on in the twin's search beside the
 //! problem's), and it would otherwise spin through the problem's own part.
+//!
+//! A yielding worker ([`Worker::yielding`]) runs its thread at a lower
+//! scheduling priority than the search's: beside the stricter twin's search
+//! (see `auto`), the problem's own SAT workers take only the cores the
+//! twin's threads leave, so that on a busy machine the twin's search keeps
+//! the pace a run under every rule has, and on one with cores to spare they
+//! lose nothing.
 
 use super::Search;
 use mcm_core::latency::LatencyModel;
@@ -56,6 +63,14 @@ pub(super) enum Answer {
 /// ([`SatOracle::solve_within`]).
 pub(super) const CALL_WORK: u64 = 64 << 20;
 
+/// How many nice levels below the search's threads a yielding worker's
+/// thread runs ([`Worker::yielding`]): CFS then gives it about a tenth of
+/// the share of a thread of the search when they compete for a core.
+const YIELD_NICE: i32 = 10;
+
+/// The name of a yielding worker's thread (at most 15 bytes, Linux's limit).
+const YIELDING_THREAD: &str = "mcmpart-sat-low";
+
 /// The largest float below `x` (for `x > 0`): "faster than `x`".
 pub(super) fn below(x: f64) -> f64 {
     f64::from_bits(x.to_bits() - 1)
@@ -82,19 +97,7 @@ enum Calls {
 impl Worker {
     /// A worker whose calls run to their end (a time budget abandons them).
     pub(super) fn start(problem: &Problem, model: Arc<LatencyModel>) -> Worker {
-        Worker::spawn(problem, model, Calls::Free)
-    }
-
-    /// A worker whose calls each stop after [`CALL_WORK`] (sample budgets).
-    pub(super) fn bounded(problem: &Problem, model: Arc<LatencyModel>) -> Worker {
-        Worker::spawn(problem, model, Calls::Bounded(CALL_WORK))
-    }
-
-    /// A worker whose calls run to their end unless it is dropped first,
-    /// which stops the call (its solver writes a proof to be stoppable: a
-    /// little more work a conflict).
-    pub(super) fn stoppable(problem: &Problem, model: Arc<LatencyModel>) -> Worker {
-        Worker::spawn(problem, model, Calls::Stoppable)
+        Worker::spawn(problem, model, Calls::Free, false)
     }
 
     /// The worker a search's budget wants: bounded under a sample budget,
@@ -102,23 +105,40 @@ impl Worker {
     /// a part of it that ends before the budget does (the twin's part, see
     /// [`Search::replay_on`]), whose calls would outlive it.
     pub(super) fn for_search(search: &Search, problem: &Problem, model: Arc<LatencyModel>) -> Worker {
+        Worker::spawn(problem, model, Worker::calls(search), false)
+    }
+
+    /// [`Worker::for_search`], its thread run at a lower scheduling
+    /// priority ([`YIELD_NICE`] levels below the caller's; on Linux, where
+    /// a thread's nice value is its own): it takes only the cores the
+    /// search's other threads leave it.
+    pub(super) fn yielding(search: &Search, problem: &Problem, model: Arc<LatencyModel>) -> Worker {
+        Worker::spawn(problem, model, Worker::calls(search), true)
+    }
+
+    fn calls(search: &Search) -> Calls {
         match (search.timed(), search.cap.is_some()) {
-            (true, false) => Worker::start(problem, model),
-            (true, true) => Worker::stoppable(problem, model),
-            (false, _) => Worker::bounded(problem, model),
+            (true, false) => Calls::Free,
+            (true, true) => Calls::Stoppable,
+            (false, _) => Calls::Bounded(CALL_WORK),
         }
     }
 
-    fn spawn(problem: &Problem, model: Arc<LatencyModel>, calls: Calls) -> Worker {
+    fn spawn(problem: &Problem, model: Arc<LatencyModel>, calls: Calls, yielding: bool) -> Worker {
         let (asks, inbox) = channel::<Ask>();
         let (outbox, answers) = channel::<Answer>();
         let stop = Arc::new(AtomicBool::new(false));
         let problem = problem.clone();
         let flag = stop.clone();
         std::thread::Builder::new()
-            .name("mcmpart-sat".into())
+            .name(if yielding { YIELDING_THREAD } else { "mcmpart-sat" }.into())
             .stack_size(mcm_core::WORKER_STACK)
-            .spawn(move || serve(&problem, model, calls, flag, inbox, outbox))
+            .spawn(move || {
+                if yielding {
+                    lower_priority();
+                }
+                serve(&problem, model, calls, flag, inbox, outbox)
+            })
             .expect("a thread for the SAT worker");
         Worker { asks, answers, stop }
     }
@@ -162,6 +182,20 @@ pub(super) enum Poll {
     Waiting,
     /// The worker ended (it panicked): no answer will come.
     Gone,
+}
+
+/// Lowers the calling thread's scheduling priority by [`YIELD_NICE`]
+/// levels. Only on Linux, whose nice values are per thread; elsewhere a
+/// nice value is the process's, and lowering it would slow the whole run.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: getpriority(2) and setpriority(2) on the calling thread (`who`
+    // 0); they touch no memory of ours. A failure leaves the priority as it
+    // was, which only costs the twin's search some pace.
+    unsafe {
+        let now = libc::getpriority(libc::PRIO_PROCESS, 0);
+        libc::setpriority(libc::PRIO_PROCESS, 0, now.saturating_add(YIELD_NICE));
+    }
 }
 
 fn serve(
@@ -273,5 +307,49 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(thread.is_finished(), "the dropped worker's call still runs");
+    }
+
+    /// The nice value in a `/proc` task's `stat` line: field 19, the 17th
+    /// after the name's closing parenthesis.
+    #[cfg(target_os = "linux")]
+    fn nice_in(stat: &str) -> Option<i64> {
+        stat.rsplit_once(')')?.1.split_whitespace().nth(16)?.parse().ok()
+    }
+
+    /// The nice values of this process's threads named `name`.
+    #[cfg(target_os = "linux")]
+    fn nice_of_threads(name: &str) -> Vec<i64> {
+        let tasks = std::fs::read_dir("/proc/self/task").unwrap().flatten();
+        let named =
+            tasks.filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name));
+        named
+            .filter_map(|t| nice_in(&std::fs::read_to_string(t.path().join("stat")).ok()?))
+            .collect()
+    }
+
+    /// A yielding worker's thread runs at a lower priority than the thread
+    /// that made it (a higher nice value, up to the ceiling of 19), so that
+    /// on a busy machine the search's other threads keep the cores.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_yielding_worker_runs_below_the_search() {
+        let p = pigeons();
+        let model = Arc::new(LatencyModel::new(p.graph.clone(), p.package.clone()).unwrap());
+        let ours = nice_in(&std::fs::read_to_string("/proc/thread-self/stat").unwrap()).unwrap();
+        let want = (ours + i64::from(YIELD_NICE)).min(19);
+        let w = Worker::spawn(&p, model, Calls::Free, true);
+        let since = Instant::now();
+        // Other tests' yielding workers may run too (one just made may not
+        // have lowered itself yet): one as low is this one.
+        let mut seen = nice_of_threads(YIELDING_THREAD);
+        while !seen.iter().any(|&n| n >= want) && since.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+            seen = nice_of_threads(YIELDING_THREAD);
+        }
+        assert!(
+            seen.iter().any(|&n| n >= want),
+            "yielding threads at {seen:?}, the search at {ours}"
+        );
+        drop(w);
     }
 }

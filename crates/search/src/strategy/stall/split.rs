@@ -1,5 +1,5 @@
-//! A slowest stage split in two, the pipeline above (or below) it moved
-//! one chip along into a chip it leaves unused: the inverse of the walk's
+//! A slowest stage split into more chips, the pipeline above (or below)
+//! it moved along into chips it leaves unused: the inverse of the walk's
 //! merge. Where the activations are large, a chip's stage is its compute
 //! plus the time its outgoing tensors take on the link; no move of a few
 //! nodes shortens it, because any boundary there sends as much. Halving
@@ -7,10 +7,10 @@
 //! boundary and one more chip, which a pipeline that leaves chips unused
 //! can pay. A boundary inside a stage may cut a tensor that comes from the
 //! stage before (a block whose input also skips to its end, as a channel
-//! split's untouched half does), so the split also re-cuts the slowest
-//! stage together with a neighbour into three. Every transfer stays
-//! between neighbouring chips, and the analytical model's stage times pick
-//! the cuts.
+//! split's untouched half does), so a split re-cuts a window of a slowest
+//! chip and its neighbours (up to [`WIDEST`] chips) onto one or two chips
+//! more. Every transfer stays between neighbouring chips, and the
+//! analytical model's stage times pick the cuts.
 
 use crate::cost::CostModel;
 use mcm_core::problem::Problem;
@@ -95,7 +95,7 @@ impl Splits {
     }
 
     /// The re-cut of one of `at`'s slowest chips, alone or with up to
-    /// [`WIDEST`] - 1 used neighbours, into one chip more, that most
+    /// [`WIDEST`] - 1 used neighbours, onto up to [`MOST_ADDED`] chips more, that most
     /// shortens the slowest stage by the analytical model (or, at the same
     /// slowest stage, has a smaller [`Rank`] sum); `None` when none does
     /// either, or no chip is free.
@@ -150,9 +150,9 @@ impl Splits {
         best.map(|(_, chips)| chips)
     }
 
-    /// The best re-cut of the nodes of chips `lo..=hi` into one segment
-    /// more, in pipeline order, the chips from the window to `room` moved
-    /// one along towards `room`, and its rank. Every transfer stays between
+    /// The best re-cut of the nodes of the window's chips onto as many
+    /// chips more as it adds, in pipeline order, the chips from the window
+    /// to its room moved along (see [`Window`]), and its rank. Every transfer stays between
     /// neighbouring chips: what the window reads from below reaches only its
     /// first segment, what it sends above leaves only its last, and a
     /// segment feeds only itself and the next (the order is topological, so

@@ -9,7 +9,10 @@
 //! neighbourhood (a slowest chip relieved down the pipeline, nodes slid
 //! across a stage boundary, a chip emptied into its neighbour), each made
 //! valid by the solver (FIX, then memory relief) and never a partition
-//! this walk judged before. The best moves to the first that scores at
+//! this walk judged before. Under a pipeline objective the walk first
+//! tries the split of a slowest stage that the analytical model prefers
+//! ([`split`]): the one move of the walk that adds a stage, where the
+//! others only shift or remove boundaries. The best moves to the first that scores at
 //! least as well, and the placer's rounds then start from it (as `rl`'s
 //! rollouts are drawn around its anchor), so the policy keeps proposing
 //! and learning while the rest of the budget still improves the result.
@@ -19,6 +22,7 @@ use super::{settle_full, Search};
 use crate::cost::CostModel;
 use mcm_solver::Infeasible;
 use rand::Rng;
+use split::Splits;
 use std::collections::HashSet;
 
 /// Samples without a better one before the walk takes its turns.
@@ -42,6 +46,12 @@ pub(crate) struct Stall {
     since: usize,
     /// The partitions the walk judged.
     seen: HashSet<Vec<u32>>,
+    /// Splits of a slowest stage, where the objective is the pipeline's
+    /// (its stage times are what the analytical model ranks splits by).
+    splits: Option<Splits>,
+    /// The best partition the last split was sought for: a split depends
+    /// on nothing else, so it is sought once per best.
+    split_for: Option<Vec<u32>>,
 }
 
 impl Stall {
@@ -54,6 +64,8 @@ impl Stall {
             best: (start, score),
             since: search.samples(),
             seen: HashSet::new(),
+            splits: (!search.proxy_target()).then(|| Splits::new(search.problem)),
+            split_for: None,
         }
     }
 
@@ -106,6 +118,12 @@ impl Stall {
     /// A move around the best, made valid, that the walk has not judged.
     fn neighbour(&mut self, search: &mut Search) -> Result<Option<Vec<u32>>, Infeasible> {
         let chips = search.problem.package.num_chips() as u32;
+        if let Some(split) = self.split(chips) {
+            let settled = settle_full(search, &split)?;
+            if settled != self.best.0 && self.seen.insert(settled.clone()) {
+                return Ok(Some(settled));
+            }
+        }
         for _ in 0..TRIES {
             let mut at = self.best.0.clone();
             match search.rng.random_range(0..3) {
@@ -140,6 +158,18 @@ impl Stall {
     }
 }
 
+impl Stall {
+    /// The analytical model's best split of a slowest stage of the best
+    /// partition ([`Splits::best`]), the first time it is sought for it.
+    fn split(&mut self, chips: u32) -> Option<Vec<u32>> {
+        if self.split_for.as_ref() == Some(&self.best.0) {
+            return None;
+        }
+        self.split_for = Some(self.best.0.clone());
+        self.splits.as_ref()?.best(self.model.as_ref()?, &self.best.0, chips)
+    }
+}
+
 /// `at` with each group of nodes moved to its chip.
 fn apply_moves(at: &mut [u32], groups: impl IntoIterator<Item = (Vec<u32>, u32)>) {
     for (group, to) in groups {
@@ -149,5 +179,6 @@ fn apply_moves(at: &mut [u32], groups: impl IntoIterator<Item = (Vec<u32>, u32)>
     }
 }
 
+mod split;
 #[cfg(test)]
 mod tests;

@@ -182,3 +182,55 @@ fn rl_leaves_a_stall_through_the_walk() {
         assert_valid(&p, &found.chips, &format!("seed {seed}"));
     }
 }
+
+/// Three blocks in a chain on a ring of six chips, each block `a -> b ->
+/// c -> d` with `a`'s small tensor also read by `d` (as a channel split's
+/// untouched half is), one block a chip: each chip computes 2.25 ms and
+/// sends 1 MB (1 ms), and three chips are free.
+fn blocks() -> (Problem, Vec<u32>) {
+    let mut g = String::from("let g = graph {\n    x { flops = 1 MFLOP, output_bytes = 1 MB }\n");
+    let mut start = vec![0];
+    let mut prev = "x".to_string();
+    for i in 0..3 {
+        g += &format!(
+            "    a{i} {{ flops = 1 GFLOP, output_bytes = 256 KB }}\n    b{i} {{ flops = 4 GFLOP, output_bytes = 1 MB }}\n    \
+             c{i} {{ flops = 4 GFLOP, output_bytes = 1 MB }}\n    d{i} {{ output_bytes = 1 MB }}\n    \
+             {prev} -> a{i}\n    a{i} -> b{i}\n    b{i} -> c{i}\n    c{i} -> d{i}\n    a{i} -> d{i}\n"
+        );
+        prev = format!("d{i}");
+        start.extend([i, i, i, i]);
+    }
+    g += "}\n";
+    let p = crate::strategy::relay::tests::compile(
+        &g,
+        "ring(n = 6, memory = 1 GiB, compute = 4 TFLOP/s, bandwidth = 1 GB/s)",
+    );
+    (p, start)
+}
+
+/// From the blocks one a chip, where every chip is as slow and no move of
+/// a few nodes shortens the slowest stage, the walk's first three samples
+/// split the three stages, each into two chips (the pipeline above moved
+/// up a chip each time): the slowest stage falls from 3.25 ms to 2.5 ms.
+#[test]
+fn the_walk_splits_the_slowest_stages_into_free_chips() {
+    let (p, start) = blocks();
+    let judge = Judge::new(&p, &JudgeOptions::default()).expect("a judge");
+    let at = judge.evaluate(&start).throughput().expect("the start is valid");
+    for seed in 0..3 {
+        let mut search = Search::new(&p, &judge, Budget::Samples(PATIENCE + 8), seed).expect("feasible");
+        let mut stall = Stall::new(&search, start.clone(), at);
+        for _ in 0..PATIENCE {
+            search.submit_one(start.clone());
+        }
+        stall.after_round(&mut search, 8).expect("feasible");
+        let found = search.best().expect("a partition");
+        assert!(
+            found.throughput >= at * 1.29,
+            "seed {seed}: {} from the start's {at} ({:?})",
+            found.throughput,
+            found.chips
+        );
+        assert_valid(&p, &found.chips, &format!("seed {seed}"));
+    }
+}

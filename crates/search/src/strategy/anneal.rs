@@ -64,7 +64,9 @@ pub struct Anneal {
     /// partition this walk judged or fails the analytical model's memory
     /// check, which the judge would refuse (0: every draw is judged). Near
     /// a sharp state most moves are undone by SAMPLE's repair or overflow
-    /// a full chip; judging those spends samples that tell nothing new.
+    /// a full chip; judging those spends samples that tell nothing new. A
+    /// move whose moved mode was drawn before is drawn again without
+    /// running SAMPLE.
     pub fresh: usize,
 }
 
@@ -194,9 +196,17 @@ impl Anneal {
                 let mut draws = 0;
                 let (logits, chips) = loop {
                     let moving = energy.is_some() || search.samples() > 0;
-                    let (logits, chips) =
-                        self.draw(search, &state, &mode, current.as_deref(), &nb, shape.as_ref(), moving)?;
+                    let (logits, moved) = self.propose(search, &state, &mode, &nb, shape.as_ref(), moving);
                     draws += 1;
+                    // From a sharp state SAMPLE mostly returns the moved mode
+                    // itself: a move to a partition this walk has drawn
+                    // before is drawn again before SAMPLE runs, which is
+                    // most of the solver's work per draw.
+                    let drawn = screen.as_ref().is_some_and(|s| s.drawn(&moved));
+                    if drawn && draws <= self.fresh {
+                        continue;
+                    }
+                    let chips = search.sample_or(Some(&softmax(&logits)), current.as_deref())?;
                     let admitted = screen.as_mut().is_none_or(|s| s.admits(&chips));
                     if admitted || draws > self.fresh {
                         break (logits, chips);
@@ -241,25 +251,23 @@ impl Anneal {
         Ok(())
     }
 
-    /// One draw around the state: up to `moves` slides or reliefs of the
+    /// One move around the state: up to `moves` slides or reliefs of the
     /// mode (`moving`; none before anything is judged on a cold start)
-    /// raised in the logits, then SAMPLE from them (falling back on
-    /// `current`). Returns the moved logits and the partition drawn.
-    #[allow(clippy::too_many_arguments)]
-    fn draw(
+    /// raised in the logits. Returns the moved logits, which SAMPLE then
+    /// draws from, and the moved mode.
+    fn propose(
         &self,
         search: &mut Search,
         state: &[Vec<f32>],
         mode: &[u32],
-        current: Option<&[u32]>,
         nb: &Neighbours,
         shape: Option<&CostModel>,
         moving: bool,
-    ) -> Result<(Vec<Vec<f32>>, Vec<u32>), Infeasible> {
+    ) -> (Vec<Vec<f32>>, Vec<u32>) {
         let c = search.problem.package.num_chips();
         let mut logits = state.to_vec();
+        let mut moved = mode.to_vec();
         if moving {
-            let mut moved = mode.to_vec();
             for _ in 0..search.rng.random_range(1..=self.moves.max(1)) {
                 let stages = shape.and_then(|m| m.stage_times(&moved).ok());
                 let groups = if self.shift > 0.0 && search.rng.random_bool(self.shift) {
@@ -283,8 +291,7 @@ impl Anneal {
                 }
             }
         }
-        let chips = search.sample_or(Some(&softmax(&logits)), current)?;
-        Ok((logits, chips))
+        (logits, moved)
     }
 }
 
@@ -302,6 +309,12 @@ impl Screen {
             seen: start.into_iter().map(<[u32]>::to_vec).collect(),
             relief: search.relief(),
         }
+    }
+
+    /// Whether this walk has drawn `chips` (judged or turned away) or
+    /// started from it.
+    fn drawn(&self, chips: &[u32]) -> bool {
+        self.seen.contains(chips)
     }
 
     /// Whether `chips` is worth a sample; it counts as seen from now on.

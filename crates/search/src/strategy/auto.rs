@@ -768,6 +768,24 @@ mod tests {
         );
     }
 
+    /// Near a sharp state most of the annealing's moves lead to a partition
+    /// its walk has drawn before, and SAMPLE, drawing from sharp
+    /// distributions, mostly returns the moved mode: such a move is drawn
+    /// again before SAMPLE runs. On the chain of the test above, the
+    /// solver's calls (each SAMPLE or FIX decides every node once) per
+    /// sample stay few.
+    #[test]
+    fn auto_under_step_time_redraws_a_drawn_move_before_sample_runs() {
+        use crate::cost::{Judge, JudgeOptions};
+        let p = weighted_chain("auto-redraw", 24, "7 MiB");
+        let judge = Judge::new(&p, &JudgeOptions::default()).unwrap_or_else(|e| panic!("{}", e.message));
+        let o =
+            super::super::run(&p, &judge, &mut Auto, super::super::Budget::Samples(200), 1, None).expect("feasible");
+        assert!(o.best.is_some());
+        let calls = o.solver.decisions as f64 / p.graph.num_placed() as f64;
+        assert!(calls <= 400.0, "{calls:.0} solver calls for 200 samples");
+    }
+
     /// A shift moves the nodes nearest a boundary (in pipeline order) to
     /// the used chip across it, each with its tied weight, from one node to
     /// the whole chip; a used chip that holds only weights (which move with

@@ -194,11 +194,18 @@ pub(super) struct Axis {
 impl Axis {
     /// The axis of `flops` per placed node; `None` past [`MAX_NODES`].
     pub(super) fn new(graph: &Graph, flops: &[f64]) -> Option<Axis> {
+        Axis::sent_by(graph, flops, None)
+    }
+
+    /// The axis with only the tensors of `senders` charged to a cut (the
+    /// others cross for free): off a line, where only those nodes' chips
+    /// are known to pay for what they send.
+    pub(super) fn sent_by(graph: &Graph, flops: &[f64], senders: Option<&[bool]>) -> Option<Axis> {
         if graph.num_placed() > MAX_NODES {
             return None;
         }
         Some(Axis {
-            intervals: intervals(graph, flops),
+            intervals: intervals(graph, flops, senders),
             total: flops.iter().sum(),
         })
     }
@@ -380,7 +387,7 @@ fn reaches(intervals: &[Interval], total: f64, chips: &Chips, t: f64) -> bool {
 /// ancestors' flops, the flops outside its descendants), at most
 /// [`MAX_INTERVALS`] intervals, each with its cheapest cut; `flops` per
 /// placed node.
-fn intervals(g: &Graph, flops: &[f64]) -> Vec<Interval> {
+fn intervals(g: &Graph, flops: &[f64], senders: Option<&[bool]>) -> Vec<Interval> {
     let n = g.num_placed();
     let params: Vec<f64> = (0..n as u32).map(|u| g.placed_node(u).params as f64).collect();
     let total: f64 = flops.iter().sum();
@@ -395,9 +402,16 @@ fn intervals(g: &Graph, flops: &[f64]) -> Vec<Interval> {
         succs[e.src as usize].push(e.dst);
         bytes[e.src as usize] = bytes[e.src as usize].min(e.bytes);
     }
+    if let Some(senders) = senders {
+        for (b, _) in bytes.iter_mut().zip(senders).filter(|(b, &s)| !s && **b != u64::MAX) {
+            *b = 0;
+        }
+    }
     let order = topological(&preds, &succs);
     // Ancestors' and descendants' flops (each node with itself), by bitsets.
     let words = n.div_ceil(64);
+    // Only nodes with flops add to a closure's sum (few, for a chain's W).
+    let heavy: Vec<usize> = (0..n).filter(|&x| flops[x] != 0.0).collect();
     let closure_flops = |first: &[u32], next: &[Vec<u32>]| -> Vec<f64> {
         let mut sets = vec![0u64; n * words];
         let mut out = vec![0.0; n];
@@ -409,9 +423,10 @@ fn intervals(g: &Graph, flops: &[f64]) -> Vec<Interval> {
                     sets[u * words + w] |= sets[v as usize * words + w];
                 }
             }
-            out[u] = (0..n)
-                .filter(|&x| sets[u * words + x / 64] >> (x % 64) & 1 == 1)
-                .map(|x| flops[x])
+            out[u] = heavy
+                .iter()
+                .filter(|&&x| sets[u * words + x / 64] >> (x % 64) & 1 == 1)
+                .map(|&x| flops[x])
                 .sum();
         }
         out

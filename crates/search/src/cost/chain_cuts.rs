@@ -14,6 +14,9 @@
 //! every valid partition. The other nodes keep their tensors (a shared
 //! weight that several stages read crosses each boundary between them).
 //!
+//! No chip below q_m holds x_K, so each stops short of x_K's flops on the
+//! axis, and only the chip that ends the relaxation takes them.
+//!
 //! The relaxation lets W's highest chip q_m end the pipeline, its link
 //! free. But the descendants D of the chain's last node x_K lie on q_m or
 //! above it (`acyclic_flow`), so q_m computes D ∩ U_m and its link carries
@@ -176,6 +179,7 @@ impl Package {
             weights: None,
             window: 1,
             tail_s: 0.0,
+            held_back: chain_flops[chain[m - 1]],
         };
         let senders = (!self.line).then_some(&in_w[..]);
         let axis = stage_cuts::Axis::sent_by(graph, &chain_flops, senders)?;

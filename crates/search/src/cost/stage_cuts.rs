@@ -99,6 +99,7 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, ordered: bool, memory: 
         weights: memory.then_some(weights),
         window,
         tail_s: 0.0,
+        held_back: 0.0,
     };
     let latency_s = relax(graph, &flops, &chips)?;
     let because = match window {
@@ -316,6 +317,10 @@ pub(super) struct Chips<'a> {
     /// when it may be the package's last chip; more for a chain whose last
     /// node has consumers (`chain_cuts`), which that chip computes or sends.
     pub tail_s: f64,
+    /// Flops that only the chip ending the pipeline takes: a chain's last
+    /// node lies on its highest chip, so every chip below stops short of
+    /// it (0 for the whole graph).
+    pub held_back: f64,
 }
 
 /// Memory per chip and the weights the stages share.
@@ -338,6 +343,7 @@ fn reaches(intervals: &[Interval], total: f64, chips: &Chips, t: f64) -> bool {
     let fastest = chips.compute.iter().copied().fold(0.0, f64::max);
     // φ_{d−1}, φ_{d−2}, …: the window's start is φ_{d−k} (0 before chip 0).
     let mut reached: Vec<f64> = Vec::with_capacity(chips.compute.len());
+    let cap = total - chips.held_back;
     for (d, &cd) in chips.compute.iter().enumerate() {
         let room_for = |held: f64| chips.weights.as_ref().is_none_or(|w| held - before <= w.capacity[d]);
         if (total - phi) / cd + chips.tail_s <= t && room_for(chips.weights.as_ref().map_or(0.0, |w| w.total)) {
@@ -362,7 +368,7 @@ fn reaches(intervals: &[Interval], total: f64, chips: &Chips, t: f64) -> bool {
             if room < 0.0 || !room_for(i.held) {
                 continue;
             }
-            let psi = i.hi.min(phi + cd * t).min(start + rate * room);
+            let psi = i.hi.min(phi + cd * t).min(start + rate * room).min(cap);
             if psi >= i.lo.max(phi) && psi > best {
                 best = psi;
             }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// partition greedy finds beats the proven bound, and on ALBERT the shared
 /// weights confine most of the network to two chips (the bound the issue
 /// asks for: over ten times total / total), whose boundary they all cross
-/// (the chain cuts: above the edge span).
+/// (the chain cuts, of a chain or a span: above the edge span).
 #[test]
 fn no_partition_of_the_data_set_sample_beats_the_proven_bound() {
     let root = common::root();
@@ -31,7 +31,12 @@ fn no_partition_of_the_data_set_sample_beats_the_proven_bound() {
         assert!(row.proven.latency_s > row.total_compute_s, "{name}: {row:?}");
         if name == "albert-base-v2" {
             assert_eq!(row.proven.kind, BoundKind::StageCuts, "{row:?}");
-            assert!(row.proven.because.contains("chain"), "{row:?}");
+            // A span is a chain of one edge: the shared weights cross its
+            // boundary too, and its relaxation is now the highest.
+            assert!(
+                row.proven.because.contains("chain") || row.proven.because.contains("span"),
+                "{row:?}"
+            );
             assert!(row.proven.latency_s > 10.0 * row.total_compute_s, "{row:?}");
         }
     }

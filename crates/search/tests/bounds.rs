@@ -484,6 +484,151 @@ fn the_chips_a_chain_needs_bound_it_never_past_the_optimum() {
     assert!(binds >= 5, "binds on {binds} of {solved}");
 }
 
+/// A random tiny chain of residual blocks as in [`chain_instance`], with
+/// a few ops much heavier than the rest (a window attention's
+/// projections), on 3-5 chips: a unidirectional ring, or with `off_line`
+/// a package whose routes do not run along a line (a mesh, a torus, a
+/// ring with links both ways), under `acyclic_flow` and
+/// `triangle_dependency`.
+fn span_instance(rng: &mut ChaCha8Rng, off_line: bool) -> String {
+    let n = rng.random_range(4..=6);
+    let mut g = String::new();
+    for i in 0..n {
+        let heavy = rng.random_bool(0.3);
+        g += &format!(
+            "  n{i} {{ flops = {} GFLOP, output_bytes = {} MB }}\n",
+            if heavy {
+                rng.random_range(8..=16)
+            } else {
+                rng.random_range(0..=3)
+            },
+            rng.random_range(0..=3)
+        );
+    }
+    for j in 1..n {
+        g += &format!("  n{} -> n{j}\n", j - 1);
+        for i in 0..j - 1 {
+            if rng.random_bool(0.3) {
+                g += &format!("  n{i} -> n{j}\n");
+            }
+        }
+    }
+    let rates = format!(
+        "memory = 1 GiB, compute = {} TFLOP/s, bandwidth = {} GB/s",
+        rng.random_range(1..=3),
+        rng.random_range(1..=4)
+    );
+    let topo = match (off_line, rng.random_range(0..3)) {
+        (false, _) => format!("ring(n = {}, {rates})", rng.random_range(3..=5)),
+        (true, 0) => format!("mesh(rows = 2, cols = 2, {rates})"),
+        (true, 1) => format!("torus(rows = 2, cols = 2, {rates})"),
+        (true, _) => format!("bidirectional_ring(n = {}, {rates})", rng.random_range(3..=5)),
+    };
+    format!(
+        "use std::placement::{{acyclic_flow, triangle_dependency}}\n\
+         use std::topologies::{{ring, mesh, torus, bidirectional_ring}}\n\
+         let t = {topo}\n\
+         let g = graph {{\n{g}}}\n\
+         partition g onto t {{ require acyclic_flow, triangle_dependency }}\n"
+    )
+}
+
+#[test]
+fn a_span_split_at_whole_ops_bounds_never_past_the_optimum() {
+    let (solved, binds) = never_above_the_optimum(41, 300, |r| span_instance(r, false), |b| b.because.contains("span"));
+    // Removing the spans' relaxations fails here: one is strictly above
+    // every other bound, the best chain's included, on some cases.
+    assert!(solved >= 250, "{solved}");
+    assert!(binds >= 10, "binds on {binds} of {solved}");
+}
+
+#[test]
+fn chains_off_a_line_bound_never_past_the_optimum() {
+    let (solved, binds) = never_above_the_optimum(
+        42,
+        300,
+        |r| span_instance(r, true),
+        |b| b.because.contains("chain") || b.because.contains("span"),
+    );
+    // Off a line the chains and spans of one or two chips are new:
+    // removing them fails here, where they are strictly above every other
+    // bound (the stage cuts off a line included) on some cases.
+    assert!(solved >= 250, "{solved}");
+    assert!(binds >= 100, "binds on {binds} of {solved}");
+}
+
+/// A random tiny residual block whose add computes (a post-norm block:
+/// the input, a few ops, the add reading the input and the last op, then
+/// a consumer of the add), with big tensors, on a unidirectional ring of
+/// 3-5 chips under `acyclic_flow` and `triangle_dependency`: the add's
+/// chip computes the block's last flops and sends its output on.
+fn post_norm_instance(rng: &mut ChaCha8Rng) -> String {
+    let n = rng.random_range(3..=5);
+    let mut g = String::new();
+    for i in 0..=n {
+        g += &format!(
+            "  n{i} {{ flops = {} GFLOP, output_bytes = {} MB }}\n",
+            rng.random_range(1..=8),
+            rng.random_range(1..=4)
+        );
+    }
+    for j in 1..=n {
+        g += &format!("  n{} -> n{j}\n", j - 1);
+    }
+    g += &format!("  n0 -> n{}\n", n - 1);
+    format!(
+        "use std::placement::{{acyclic_flow, triangle_dependency}}\n\
+         use std::topologies::ring\n\
+         let t = ring(n = {}, memory = 1 GiB, compute = {} TFLOP/s, bandwidth = {} GB/s)\n\
+         let g = graph {{\n{g}}}\n\
+         partition g onto t {{ require acyclic_flow, triangle_dependency }}\n",
+        rng.random_range(3..=5),
+        rng.random_range(1..=3),
+        rng.random_range(1..=4)
+    )
+}
+
+#[test]
+fn only_the_top_chip_takes_a_chains_last_node_never_past_the_optimum() {
+    let (solved, binds) = never_above_the_optimum(43, 300, post_norm_instance, |b| {
+        b.because.contains("chain") || b.because.contains("span")
+    });
+    // Holding the add back for the top chip never lifts a chain or span
+    // past the optimum; they bind on many of these blocks (the fixed block
+    // below is one they only bind with it).
+    assert!(solved >= 250, "{solved}");
+    assert!(binds >= 10, "binds on {binds} of {solved}");
+}
+
+/// A post-norm residual block on a line of three chips: `x`, `a`, the add
+/// `s` of both, and `c` reading it; 1 ms of compute or link per GFLOP or
+/// MB. W = {x, a, s} (6 ms) lies on two chips. A chip that takes all of W
+/// and passes on a cut of nothing (everything below it) would leave the
+/// top chip only the tail (3 ms: `s`'s output, or 5 ms of `c`); but `s`
+/// lies on the top chip, so the lower one stops short of it, and the best
+/// split, x and a (5 ms) sending both tensors (2 ms), is the optimum.
+#[test]
+fn the_chips_below_the_top_stop_short_of_a_chains_last_node() {
+    let text = "use std::placement::{acyclic_flow, triangle_dependency}\n\
+        use std::topologies::ring\n\
+        let t = ring(n = 3, memory = 1 GiB, compute = 1 TFLOP/s, bandwidth = 1 GB/s)\n\
+        let g = graph {\n\
+          x { flops = 1 GFLOP, output_bytes = 1 MB }\n\
+          a { flops = 4 GFLOP, output_bytes = 1 MB }\n\
+          s { flops = 1 GFLOP, output_bytes = 3 MB }\n\
+          c { flops = 5 GFLOP, output_bytes = 1 MB }\n\
+          x -> a -> s -> c\n\
+          x -> s\n\
+        }\n\
+        partition g onto t { require acyclic_flow, triangle_dependency }\n";
+    let p = problem(text);
+    let m = CostModel::new(&p).unwrap();
+    let best = latencies(&p, &m).into_iter().reduce(f64::min).unwrap();
+    assert!((best - 7e-3).abs() < 1e-12, "{best}");
+    // Without the last node held back the chain's bound is 6 ms.
+    assert!(m.bound().latency_s > best * (1.0 - 1e-9), "{:?}", m.bounds());
+}
+
 /// A random tiny residual block (ops in a line, the first read by the
 /// last, so all of them lie on two chips) whose ops read weights (no flops,
 /// params as large as their output) that slow links and a few MB of memory

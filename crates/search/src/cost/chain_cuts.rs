@@ -14,6 +14,9 @@
 //! every valid partition. The other nodes keep their tensors (a shared
 //! weight that several stages read crosses each boundary between them).
 //!
+//! No chip below q_m holds x_K, so each stops short of x_K's flops on the
+//! axis, and only the chip that ends the relaxation takes them.
+//!
 //! The relaxation lets W's highest chip q_m end the pipeline, its link
 //! free. But the descendants D of the chain's last node x_K lie on q_m or
 //! above it (`acyclic_flow`), so q_m computes D ∩ U_m and its link carries
@@ -24,7 +27,17 @@
 //! last layer on.
 //!
 //! The chain is the one whose W carries the most flops per chip (a
-//! parametric longest path: Σ (gain − λ) over paths, λ bisected).
+//! parametric longest path: Σ (gain − λ) over paths, λ bisected), and
+//! beside it each of the heaviest confined spans, a chain of one edge on
+//! two chips: where a span's work is a few big ops (a window attention's
+//! projections), it splits over its two chips only at whole ops, which a
+//! chain spread over more chips does not see.
+//!
+//! Off a line a tensor leaving U_j may cross on another chip's link, so
+//! only chains of one or two nodes are relaxed there: W's nodes on the
+//! lower chip q_0 are all of W in U_0, and what they send leaves q_0 on
+//! its own links, so the boundary's cut counts W's tensors only; the tail
+//! counts what q_m itself sends (x_K's tensor and D ∩ U's, all on q_m).
 //!
 //! Under `memory_capacity` W's chips also hold only so much of the weights
 //! W reads: a weight W reads that sits below its consumer's chip q crosses
@@ -45,88 +58,206 @@ use petgraph::graph::DiGraph;
 const STEPS: usize = 60;
 
 /// The bounds, when `confined` (`acyclic_flow` and `triangle_dependency`
-/// required) on a line of chips, for the chain with the most flops per chip
-/// when it has fewer nodes than the package has chips: the stage-cut
-/// relaxation of W, and, under `memory` (`memory_capacity` required), the
-/// weights W reads beyond what its chips hold ([`streamed`]) over its at
-/// most m links in. Empty otherwise.
+/// required) and op times are flops over rates: the stage-cut relaxation
+/// of W for the chain with the most flops per chip and, beside it, for the
+/// heaviest confined spans as chains of one edge ([`SPANS`]), each when it
+/// has fewer nodes than the package has chips; under `memory`
+/// (`memory_capacity` required) on a line, the weights the best chain's W
+/// reads beyond what its chips hold ([`streamed`]) over its at most m
+/// links in. Off a line only chains of one or two nodes are taken (see
+/// [`Package`]). Empty otherwise.
 pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool, memory: bool) -> Vec<Bound> {
     let n = graph.num_placed();
     if !confined || !(2..=stage_cuts::MAX_NODES).contains(&n) {
         return Vec::new();
     }
-    let Some(line) = Line::of(model) else {
+    let Some(package) = Package::of(model) else {
         return Vec::new();
     };
     let flops: Vec<f64> = (0..n as u32).map(|u| graph.placed_node(u).flops as f64).collect();
     let reach = Reach::new(graph);
-    let chain = best_chain(graph, &reach, &flops);
-    let m = chain.len();
-    if m >= line.compute.len() {
-        return Vec::new();
-    }
-    let mut in_w = vec![false; n];
-    in_w[chain[0]] = true;
-    for w in chain.windows(2) {
-        reach.mark_between(w[0], w[1], &mut in_w);
-        in_w[w[1]] = true;
-    }
-    let chain_flops: Vec<f64> = (0..n).map(|u| if in_w[u] { flops[u] } else { 0.0 }).collect();
-    let fastest = line.compute.iter().copied().fold(0.0, f64::max);
-    let widest = line.bandwidth.iter().copied().fold(0.0, f64::max);
-    let (compute, bandwidth) = (vec![fastest; m], vec![widest; m - 1]);
-    let mut chips = Chips {
-        compute: &compute,
-        bandwidth: &bandwidth,
-        weights: None,
-        window: 1,
-        tail_s: 0.0,
-    };
-    let name = |u: usize| &graph.placed_node(u as u32).id;
-    let chain_is = format!("the chain `{}` -> ... -> `{}`", name(chain[0]), name(chain[m - 1]));
+    let best = best_chain(graph, &reach, &flops);
     let mut out = Vec::new();
-    let axis = stage_cuts::Axis::new(graph, &chain_flops);
-    let plain = axis.as_ref().and_then(|a| a.least(&chips));
-    if let Some(latency_s) = plain {
-        out.push(Bound {
+    if let Some(relaxed) = package.relax(graph, &reach, &flops, &best) {
+        out.extend(relaxed.bounds(graph, "chain"));
+        if memory && package.line {
+            let m = best.len();
+            let latency_s = streamed(graph, &relaxed.in_w, m as f64 * package.roomiest) / (m as f64 * package.widest);
+            if latency_s > 0.0 {
+                out.push(Bound {
+                    kind: BoundKind::StageCuts,
+                    latency_s,
+                    because: format!(
+                        "weights streamed into {}: its {m} nodes and those between them on at most {m} chips, whose memory holds only part of the weights they read",
+                        relaxed.named(graph, "chain")
+                    ),
+                });
+            }
+        }
+    }
+    // The heaviest spans' own relaxations: a span whose work is a few big
+    // ops splits over its two chips only at whole ops, which the best
+    // chain, spread over more chips, does not see. The highest is kept.
+    let spans = heaviest_spans(graph, &reach, &flops)
+        .into_iter()
+        .filter(|span| *span != best)
+        .filter_map(|span| package.relax(graph, &reach, &flops, &span))
+        .flat_map(|r| r.bounds(graph, "span"))
+        .fold(None, |b: Option<Bound>, x| match b {
+            Some(b) if b.latency_s >= x.latency_s => Some(b),
+            _ => Some(x),
+        });
+    out.extend(spans);
+    out
+}
+
+/// Confined spans (an edge and the nodes between its ends) relaxed besides
+/// the best chain: the heaviest in flops, one of each flops and size.
+const SPANS: usize = 6;
+
+/// The package as the chain's relaxation sees it.
+struct Package {
+    /// The routes run along a line of chips in id order: every tensor
+    /// leaving the chips up to q crosses q's own link.
+    line: bool,
+    chips: usize,
+    fastest: f64,
+    /// The widest link (on a line, of the line's).
+    widest: f64,
+    /// The largest chip memory.
+    roomiest: f64,
+}
+
+impl Package {
+    /// `None` with measured op times or fewer than two chips.
+    fn of(model: &LatencyModel) -> Option<Package> {
+        let chips = model.num_chips();
+        if model.is_profiled() || chips < 2 {
+            return None;
+        }
+        let line = Line::of(model);
+        let widest = match &line {
+            Some(l) => l.bandwidth.iter().copied().fold(0.0, f64::max),
+            None => model.bandwidth.iter().copied().fold(0.0, f64::max),
+        };
+        Some(Package {
+            line: line.is_some(),
+            chips,
+            fastest: model.compute.iter().copied().fold(0.0, f64::max),
+            widest,
+            roomiest: (0..chips as u32)
+                .map(|d| model.package.memory_or_unlimited(d))
+                .fold(0.0, f64::max),
+        })
+    }
+
+    /// The relaxation of `chain`'s W on as many chips as it has nodes, and
+    /// with the tail of what follows its last node; `None` when the package
+    /// has no more chips than that, or off a line for a chain of more than
+    /// two nodes. Off a line a tensor that leaves the chips up to q may
+    /// cross on another chip's link, but one that W's node on q sends
+    /// leaves q on q's own links: with one or two chips of W the only
+    /// boundary's cut counts W's tensors only (those on the lower chip),
+    /// and the tail what the highest chip itself sends.
+    fn relax(&self, graph: &Graph, reach: &Reach, flops: &[f64], chain: &[usize]) -> Option<Relaxed> {
+        let m = chain.len();
+        if m == 0 || m >= self.chips || (!self.line && m > 2) {
+            return None;
+        }
+        let n = flops.len();
+        let mut in_w = vec![false; n];
+        in_w[chain[0]] = true;
+        for w in chain.windows(2) {
+            reach.mark_between(w[0], w[1], &mut in_w);
+            in_w[w[1]] = true;
+        }
+        let chain_flops: Vec<f64> = (0..n).map(|u| if in_w[u] { flops[u] } else { 0.0 }).collect();
+        let (compute, bandwidth) = (vec![self.fastest; m], vec![self.widest; m - 1]);
+        let mut chips = Chips {
+            compute: &compute,
+            bandwidth: &bandwidth,
+            weights: None,
+            window: 1,
+            tail_s: 0.0,
+            held_back: chain_flops[chain[m - 1]],
+        };
+        let senders = (!self.line).then_some(&in_w[..]);
+        let axis = stage_cuts::Axis::sent_by(graph, &chain_flops, senders)?;
+        let plain = axis.least(&chips)?;
+        chips.tail_s = tail_s(graph, flops, chain[m - 1], self.fastest, self.widest, !self.line);
+        let tail = match axis.least(&chips) {
+            Some(t) if chips.tail_s > 0.0 && t > plain => Some(t),
+            _ => None,
+        };
+        Some(Relaxed {
+            first: chain[0],
+            last: chain[m - 1],
+            m,
+            in_w,
+            plain,
+            tail,
+        })
+    }
+}
+
+/// A chain's relaxation: its W and the latencies without and with the tail.
+struct Relaxed {
+    first: usize,
+    last: usize,
+    m: usize,
+    in_w: Vec<bool>,
+    plain: f64,
+    tail: Option<f64>,
+}
+
+impl Relaxed {
+    /// "the chain `a` -> ... -> `b`" (or span).
+    fn named(&self, graph: &Graph, what: &str) -> String {
+        let name = |u: usize| &graph.placed_node(u as u32).id;
+        format!("the {what} `{}` -> ... -> `{}`", name(self.first), name(self.last))
+    }
+
+    /// The bound without the tail, and with it when higher.
+    fn bounds(&self, graph: &Graph, what: &str) -> Vec<Bound> {
+        let (m, chain_is) = (self.m, self.named(graph, what));
+        let mut out = vec![Bound {
             kind: BoundKind::StageCuts,
-            latency_s,
+            latency_s: self.plain,
             because: format!(
                 "stage boundaries of {chain_is}: its {m} nodes and those between them on at most {m} chips"
             ),
-        });
-    }
-    if let (Some(axis), Some(plain)) = (&axis, plain) {
-        chips.tail_s = tail_s(graph, &flops, chain[m - 1], fastest, widest);
-        match axis.least(&chips) {
-            Some(latency_s) if chips.tail_s > 0.0 && latency_s > plain => out.push(Bound {
+        }];
+        if let Some(latency_s) = self.tail {
+            out.push(Bound {
                 kind: BoundKind::StageCuts,
                 latency_s,
                 because: format!(
                     "stage boundaries of {chain_is}: its {m} nodes and those between them on at most {m} chips, \
                      the highest of which computes or sends on what follows `{}`",
-                    name(chain[m - 1])
-                ),
-            }),
-            _ => {}
-        }
-    }
-    if memory {
-        let roomiest = (0..line.compute.len() as u32)
-            .map(|d| model.package.memory_or_unlimited(d))
-            .fold(0.0, f64::max);
-        let latency_s = streamed(graph, &in_w, m as f64 * roomiest) / (m as f64 * widest);
-        if latency_s > 0.0 {
-            out.push(Bound {
-                kind: BoundKind::StageCuts,
-                latency_s,
-                because: format!(
-                    "weights streamed into {chain_is}: its {m} nodes and those between them on at most {m} chips, whose memory holds only part of the weights they read"
+                    graph.placed_node(self.last as u32).id
                 ),
             });
         }
+        out
     }
-    out
+}
+
+/// The [`SPANS`] heaviest confined spans as chains of one edge `[u, v]`,
+/// the heaviest first, one per distinct (flops, nodes between).
+fn heaviest_spans(graph: &Graph, reach: &Reach, flops: &[f64]) -> Vec<Vec<usize>> {
+    let mut spans: Vec<(f64, usize, usize, usize)> = graph
+        .placed_edges()
+        .iter()
+        .map(|e| {
+            let (u, v) = (e.src as usize, e.dst as usize);
+            let (f, k) = reach.between(u, v, flops);
+            (f + flops[u] + flops[v], k, u, v)
+        })
+        .filter(|&(_, k, ..)| k > 0)
+        .collect();
+    spans.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    spans.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+    spans.into_iter().take(SPANS).map(|(_, _, u, v)| vec![u, v]).collect()
 }
 
 /// The least bytes of weights that the links into `in_w`'s chips carry, a
@@ -173,7 +304,7 @@ fn streamed(graph: &Graph, in_w: &[bool], capacity: f64) -> f64 {
 /// consumer outside its tensor on the widest link. Costs are rounded down
 /// to whole units (a picosecond, or coarser on huge totals), so the cut
 /// stays below the true least.
-fn tail_s(graph: &Graph, flops: &[f64], last: usize, fastest: f64, widest: f64) -> f64 {
+fn tail_s(graph: &Graph, flops: &[f64], last: usize, fastest: f64, widest: f64, own: bool) -> f64 {
     let n = flops.len();
     let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -209,9 +340,14 @@ fn tail_s(graph: &Graph, flops: &[f64], last: usize, fastest: f64, widest: f64) 
     let compute_s: Vec<f64> = (0..n)
         .map(|u| if below[u] { flops[u] / fastest } else { 0.0 })
         .collect();
-    let send_s: Vec<f64> = bytes
-        .iter()
-        .map(|&b| if b.is_finite() { b / widest } else { 0.0 })
+    // With `own`, only what the chip itself holds (`last` and D ∩ U)
+    // is charged: off a line another node's tensor may leave on another
+    // chip's link.
+    let send_s: Vec<f64> = (0..n)
+        .map(|u| match bytes[u] {
+            b if b.is_finite() && (!own || below[u] || u == last) => b / widest,
+            _ => 0.0,
+        })
         .collect();
     let total_s: f64 = compute_s.iter().chain(&send_s).sum();
     if !total_s.is_finite() || total_s <= 0.0 {

@@ -99,6 +99,7 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, ordered: bool, memory: 
         weights: memory.then_some(weights),
         window,
         tail_s: 0.0,
+        held_back: 0.0,
     };
     let latency_s = relax(graph, &flops, &chips)?;
     let because = match window {
@@ -194,20 +195,30 @@ pub(super) struct Axis {
 impl Axis {
     /// The axis of `flops` per placed node; `None` past [`MAX_NODES`].
     pub(super) fn new(graph: &Graph, flops: &[f64]) -> Option<Axis> {
+        Axis::sent_by(graph, flops, None)
+    }
+
+    /// The axis with only the tensors of `senders` charged to a cut (the
+    /// others cross for free): off a line, where only those nodes' chips
+    /// are known to pay for what they send.
+    pub(super) fn sent_by(graph: &Graph, flops: &[f64], senders: Option<&[bool]>) -> Option<Axis> {
         if graph.num_placed() > MAX_NODES {
             return None;
         }
         let params: Vec<f64> = (0..graph.num_placed() as u32)
             .map(|u| graph.placed_node(u).params as f64)
             .collect();
-        Some(Axis::of_edges(graph.placed_edges(), &params, flops))
+        Some(Axis {
+            intervals: intervals(graph.placed_edges(), &params, flops, senders),
+            total: flops.iter().sum(),
+        })
     }
 
     /// The axis of a graph given by its edges (nodes 0..`flops.len()`),
     /// with `params` per node.
     pub(super) fn of_edges(edges: &[PlacedEdge], params: &[f64], flops: &[f64]) -> Axis {
         Axis {
-            intervals: intervals(edges, params, flops),
+            intervals: intervals(edges, params, flops, None),
             total: flops.iter().sum(),
         }
     }
@@ -337,6 +348,10 @@ pub(super) struct Chips<'a> {
     /// when it may be the package's last chip; more for a chain whose last
     /// node has consumers (`chain_cuts`), which that chip computes or sends.
     pub tail_s: f64,
+    /// Flops that only the chip ending the pipeline takes: a chain's last
+    /// node lies on its highest chip, so every chip below stops short of
+    /// it (0 for the whole graph).
+    pub held_back: f64,
 }
 
 /// Memory per chip and the weights the stages share.
@@ -359,6 +374,7 @@ fn reaches(intervals: &[Interval], total: f64, chips: &Chips, t: f64) -> bool {
     let fastest = chips.compute.iter().copied().fold(0.0, f64::max);
     // φ_{d−1}, φ_{d−2}, …: the window's start is φ_{d−k} (0 before chip 0).
     let mut reached: Vec<f64> = Vec::with_capacity(chips.compute.len());
+    let cap = total - chips.held_back;
     for (d, &cd) in chips.compute.iter().enumerate() {
         let room_for = |held: f64| chips.weights.as_ref().is_none_or(|w| held - before <= w.capacity[d]);
         if (total - phi) / cd + chips.tail_s <= t && room_for(chips.weights.as_ref().map_or(0.0, |w| w.total)) {
@@ -383,7 +399,7 @@ fn reaches(intervals: &[Interval], total: f64, chips: &Chips, t: f64) -> bool {
             if room < 0.0 || !room_for(i.held) {
                 continue;
             }
-            let psi = i.hi.min(phi + cd * t).min(start + rate * room);
+            let psi = i.hi.min(phi + cd * t).min(start + rate * room).min(cap);
             if psi >= i.lo.max(phi) && psi > best {
                 best = psi;
             }
@@ -407,8 +423,9 @@ fn reaches(intervals: &[Interval], total: f64, chips: &Chips, t: f64) -> bool {
 /// The flops axis cut at every value an ideal's bounds change (a node's
 /// ancestors' flops, the flops outside its descendants), at most
 /// [`MAX_INTERVALS`] intervals, each with its cheapest cut; `params` and
-/// `flops` per node, nodes 0..`flops.len()`.
-fn intervals(edges: &[PlacedEdge], params: &[f64], flops: &[f64]) -> Vec<Interval> {
+/// `flops` per node, nodes 0..`flops.len()`; with `senders`, only their
+/// tensors are charged to a cut.
+fn intervals(edges: &[PlacedEdge], params: &[f64], flops: &[f64], senders: Option<&[bool]>) -> Vec<Interval> {
     let n = flops.len();
     let total: f64 = flops.iter().sum();
     // Sums of the same flops in another order may round apart on huge
@@ -422,9 +439,16 @@ fn intervals(edges: &[PlacedEdge], params: &[f64], flops: &[f64]) -> Vec<Interva
         succs[e.src as usize].push(e.dst);
         bytes[e.src as usize] = bytes[e.src as usize].min(e.bytes);
     }
+    if let Some(senders) = senders {
+        for (b, _) in bytes.iter_mut().zip(senders).filter(|(b, &s)| !s && **b != u64::MAX) {
+            *b = 0;
+        }
+    }
     let order = topological(&preds, &succs);
     // Ancestors' and descendants' flops (each node with itself), by bitsets.
     let words = n.div_ceil(64);
+    // Only nodes with flops add to a closure's sum (few, for a chain's W).
+    let heavy: Vec<usize> = (0..n).filter(|&x| flops[x] != 0.0).collect();
     let closure_flops = |first: &[u32], next: &[Vec<u32>]| -> Vec<f64> {
         let mut sets = vec![0u64; n * words];
         let mut out = vec![0.0; n];
@@ -436,9 +460,10 @@ fn intervals(edges: &[PlacedEdge], params: &[f64], flops: &[f64]) -> Vec<Interva
                     sets[u * words + w] |= sets[v as usize * words + w];
                 }
             }
-            out[u] = (0..n)
-                .filter(|&x| sets[u * words + x / 64] >> (x % 64) & 1 == 1)
-                .map(|x| flops[x])
+            out[u] = heavy
+                .iter()
+                .filter(|&&x| sets[u * words + x / 64] >> (x % 64) & 1 == 1)
+                .map(|&x| flops[x])
                 .sum();
         }
         out

@@ -479,9 +479,10 @@ fn the_chips_a_chain_needs_bound_it_never_past_the_optimum() {
         never_above_the_optimum(41, 600, stacked_instance, |b| b.because.contains("the chips the chain"));
     // Removing the chips' count fails here: it is strictly above every
     // other bound on some cases (on 2-3 chips the whole graph's stage cuts
-    // are seldom far from the optimum).
+    // are seldom far from the optimum, and the spans' relaxations take
+    // some of these cases over).
     assert!(solved >= 500, "{solved}");
-    assert!(binds >= 5, "binds on {binds} of {solved}");
+    assert!(binds >= 3, "binds on {binds} of {solved}");
 }
 
 /// A random tiny chain of residual blocks as in [`chain_instance`], with

@@ -323,10 +323,14 @@ impl Screen {
     }
 }
 
+/// The power of the stage-time norm that [`plateau`] (and the stall walk's
+/// split, ranking its cuts) weighs the stages near the slowest by.
+pub(super) const PLATEAU_POWER: i32 = 16;
+
 /// How crowded the top of the stage times is, in [0, ln(chips) / P]:
 /// ln(L_P norm / max) grows with the number of chips near the slowest.
 pub(super) fn plateau(model: &CostModel, chips: &[u32]) -> f64 {
-    const P: i32 = 16;
+    const P: i32 = PLATEAU_POWER;
     let Ok(stages) = model.stage_times(chips) else {
         return 0.0;
     };
@@ -345,12 +349,12 @@ fn argmax(row: &[f32]) -> usize {
 /// Placed-node adjacency, and for each node the weights only it consumes
 /// (sources with one consumer), which move with it.
 pub(super) struct Neighbours {
-    succ: Vec<Vec<u32>>,
-    pred: Vec<Vec<u32>>,
+    pub(super) succ: Vec<Vec<u32>>,
+    pub(super) pred: Vec<Vec<u32>>,
     tied: Vec<Vec<u32>>,
     /// Each node's position along the graph's pipeline order.
     rank: Vec<u32>,
-    flops: Vec<f64>,
+    pub(super) flops: Vec<f64>,
     /// Each chip's compute rate (1 where the package gives none).
     rate: Vec<f64>,
 }
@@ -401,7 +405,9 @@ impl Neighbours {
         }
     }
 
-    fn is_tied(&self, u: usize) -> bool {
+    /// Whether `u` is a weight only one node reads (no inputs, one
+    /// reader), which moves with that reader.
+    pub(super) fn is_tied(&self, u: usize) -> bool {
         self.pred[u].is_empty() && self.succ[u].len() == 1
     }
 

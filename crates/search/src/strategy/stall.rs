@@ -58,13 +58,14 @@ impl Stall {
     /// From the placer's start, a valid partition, and its score (0 when
     /// the judge refused it).
     pub(crate) fn new(search: &Search, start: Vec<u32>, score: f64) -> Stall {
+        let nb = Neighbours::new(search.problem);
         Stall {
-            nb: Neighbours::new(search.problem),
+            splits: (!search.proxy_target()).then(|| Splits::new(search.problem, &nb)),
+            nb,
             model: CostModel::new(search.problem).ok(),
             best: (start, score),
             since: search.samples(),
             seen: HashSet::new(),
-            splits: (!search.proxy_target()).then(|| Splits::new(search.problem)),
             split_for: None,
         }
     }
@@ -166,7 +167,9 @@ impl Stall {
             return None;
         }
         self.split_for = Some(self.best.0.clone());
-        self.splits.as_ref()?.best(self.model.as_ref()?, &self.best.0, chips)
+        self.splits
+            .as_ref()?
+            .best(&self.nb, self.model.as_ref()?, &self.best.0, chips)
     }
 }
 

@@ -13,6 +13,7 @@
 //! analytical model's stage times pick the cuts.
 
 use crate::cost::CostModel;
+use crate::strategy::anneal::{Neighbours, PLATEAU_POWER};
 use mcm_core::problem::Problem;
 
 /// Positions judged per cut at most in one pass, spread evenly over
@@ -29,16 +30,14 @@ const MOST_ADDED: u32 = 2;
 /// model ranks the partition best.
 const PASSES: usize = 2;
 
-/// What a split needs of a problem: its nodes in pipeline order, its
-/// adjacency, and the weights that move with their only reader.
+/// What a split needs of a problem beside the walk's [`Neighbours`] (the
+/// adjacency and flops): its nodes in pipeline order, and the weights that
+/// move with their only reader.
 pub(super) struct Splits {
     order: Vec<u32>,
-    succ: Vec<Vec<u32>>,
-    pred: Vec<Vec<u32>>,
-    /// Per node: the one node that reads it when it is a weight (no
-    /// inputs, one reader), which it follows.
+    /// Per node: the one node that reads it when it is a weight
+    /// ([`Neighbours::is_tied`]), which it follows.
     reader: Vec<Option<u32>>,
-    flops: Vec<f64>,
 }
 
 /// Which way the chips beyond the window move to make room.
@@ -69,28 +68,17 @@ struct Window {
 /// one cut of several counts while another stage is still the slowest.
 type Rank = (f64, f64);
 
-/// The power of [`Rank`]'s sum (the anneal strategy's plateau term uses
-/// the same).
-const P: i32 = 16;
+/// The power of [`Rank`]'s sum: the anneal strategy's plateau term's.
+const P: i32 = PLATEAU_POWER;
 
 impl Splits {
-    pub(super) fn new(problem: &Problem) -> Splits {
-        let g = &problem.graph;
-        let n = g.num_placed();
-        let (mut succ, mut pred) = (vec![Vec::new(); n], vec![Vec::new(); n]);
-        for e in g.placed_edges() {
-            succ[e.src as usize].push(e.dst);
-            pred[e.dst as usize].push(e.src);
-        }
-        let reader = (0..n)
-            .map(|u| (pred[u].is_empty() && succ[u].len() == 1).then(|| succ[u][0]))
+    pub(super) fn new(problem: &Problem, nb: &Neighbours) -> Splits {
+        let reader = (0..nb.succ.len())
+            .map(|u| nb.is_tied(u).then(|| nb.succ[u][0]))
             .collect();
         Splits {
-            order: g.pipeline_order(),
-            succ,
-            pred,
+            order: problem.graph.pipeline_order(),
             reader,
-            flops: (0..n as u32).map(|u| g.placed_node(u).flops as f64).collect(),
         }
     }
 
@@ -99,7 +87,7 @@ impl Splits {
     /// shortens the slowest stage by the analytical model (or, at the same
     /// slowest stage, has a smaller [`Rank`] sum); `None` when none does
     /// either, or no chip is free.
-    pub(super) fn best(&self, model: &CostModel, at: &[u32], chips: u32) -> Option<Vec<u32>> {
+    pub(super) fn best(&self, nb: &Neighbours, model: &CostModel, at: &[u32], chips: u32) -> Option<Vec<u32>> {
         let stages = model.stage_times(at).ok()?;
         let slowest = stages.iter().copied().fold(0.0, f64::max);
         if slowest <= 0.0 {
@@ -137,7 +125,7 @@ impl Splits {
                             side,
                             added,
                         };
-                        let Some((r, cand)) = self.recut(&rank, at, &window) else {
+                        let Some((r, cand)) = self.recut(nb, &rank, at, &window) else {
                             continue;
                         };
                         if better(r, best.as_ref().map_or(now, |b| b.0)) {
@@ -159,7 +147,13 @@ impl Splits {
     /// nothing feeds back). The cuts start where they split the window's
     /// compute evenly; each pass moves each cut, in turn, to the position
     /// the model ranks best.
-    fn recut(&self, rank: &dyn Fn(&[u32]) -> Option<Rank>, at: &[u32], win: &Window) -> Option<(Rank, Vec<u32>)> {
+    fn recut(
+        &self,
+        nb: &Neighbours,
+        rank: &dyn Fn(&[u32]) -> Option<Rank>,
+        at: &[u32],
+        win: &Window,
+    ) -> Option<(Rank, Vec<u32>)> {
         let (lo, hi) = (win.lo, win.hi);
         let inside = |v: u32| (lo..=hi).contains(&at[v as usize]);
         let on: Vec<u32> = self
@@ -173,11 +167,11 @@ impl Splits {
             pos[u as usize] = i;
         }
         let reads_outside = |u: u32| {
-            self.pred[u as usize]
+            nb.pred[u as usize]
                 .iter()
                 .any(|&p| self.reader[p as usize].is_none() && !inside(p))
         };
-        let sends_outside = |u: u32| self.succ[u as usize].iter().any(|&s| !inside(s));
+        let sends_outside = |u: u32| nb.succ[u as usize].iter().any(|&s| !inside(s));
         // Every cut comes after the nodes reading from below and before
         // those sending above; reach[i]: the furthest position the first
         // i nodes feed, which the cut after next must pass.
@@ -186,7 +180,7 @@ impl Splits {
         let last = last.min(on.len().saturating_sub(1));
         let mut reach = vec![0; on.len() + 1];
         for (i, &u) in on.iter().enumerate() {
-            let far = self.succ[u as usize]
+            let far = nb.succ[u as usize]
                 .iter()
                 .map(|&s| pos[s as usize])
                 .filter(|&p| p != usize::MAX);
@@ -195,23 +189,25 @@ impl Splits {
         // k cuts make the window's chips and the added ones.
         let k = (hi - lo + win.added) as usize;
         // The cuts that split the compute evenly, pushed into their ranges.
-        let total: f64 = on.iter().map(|&u| self.flops[u as usize]).sum();
+        let total: f64 = on.iter().map(|&u| nb.flops[u as usize]).sum();
         let mut cuts = Vec::with_capacity(k);
         let mut sum = 0.0;
         let mut i = 0;
         for t in 1..=k {
             while i < on.len() && sum < total * t as f64 / (k + 1) as f64 {
-                sum += self.flops[on[i] as usize];
+                sum += nb.flops[on[i] as usize];
                 i += 1;
             }
             cuts.push(i);
         }
+        // Where cut t may go at the earliest: past the nodes reading from
+        // below, and past the cut before it and all that its nodes feed.
+        let floor = |cuts: &[usize], t: usize| match t {
+            0 => first,
+            _ => (cuts[t - 1] + 1).max(reach[cuts[t - 1]] + 1),
+        };
         for t in 0..k {
-            let floor = match t {
-                0 => first,
-                _ => (cuts[t - 1] + 1).max(reach[cuts[t - 1]] + 1),
-            };
-            cuts[t] = cuts[t].max(floor);
+            cuts[t] = cuts[t].max(floor(&cuts, t));
             if cuts[t] > last {
                 return None;
             }
@@ -220,10 +216,7 @@ impl Splits {
         let mut best = rank(&chips)?;
         for _ in 0..PASSES {
             for t in 0..k {
-                let from = match t {
-                    0 => first,
-                    _ => (cuts[t - 1] + 1).max(reach[cuts[t - 1]] + 1),
-                };
+                let from = floor(&cuts, t);
                 let to = match cuts.get(t + 1) {
                     // Before the next cut, and feeding nothing past it.
                     Some(&next) => (from..next).rev().find(|&x| reach[x] < next).unwrap_or(from),
@@ -311,6 +304,7 @@ fn room(used: &[bool], lo: u32, hi: u32, side: Side, added: u32) -> Option<u32> 
 mod tests {
     use super::Splits;
     use crate::cost::CostModel;
+    use crate::strategy::anneal::Neighbours;
     use crate::strategy::relay::tests::{compile, valid};
 
     /// Six 4-GFLOP ops in a chain sending 1 MB tensors, on a ring of five
@@ -334,7 +328,9 @@ mod tests {
         let model = CostModel::new(&p).unwrap();
         let at = [0, 1, 1, 1, 2, 2];
         assert!(valid(&p, &at));
-        let s = Splits::new(&p).best(&model, &at, 5).expect("a split");
+        let nb = Neighbours::new(&p);
+        let splits = Splits::new(&p, &nb);
+        let s = splits.best(&nb, &model, &at, 5).expect("a split");
         assert!(valid(&p, &s), "{s:?}");
         let slowest = |c: &[u32]| model.stage_times(c).unwrap().into_iter().fold(0.0, f64::max);
         assert!(slowest(&s) < 0.999 * slowest(&at), "{s:?}");
@@ -343,6 +339,6 @@ mod tests {
         // No chip is free beside the pipeline's ends once all five are used.
         let full = [0, 1, 2, 2, 3, 4];
         assert!(valid(&p, &full));
-        assert_eq!(Splits::new(&p).best(&model, &full, 5), None);
+        assert_eq!(splits.best(&nb, &model, &full, 5), None);
     }
 }

@@ -502,19 +502,10 @@ impl Neighbours {
     /// number of nodes drawn log-uniformly up to the whole chip (with their
     /// tied weights). `None` with fewer than two chips in use.
     pub(super) fn shift(&self, at: &[u32], chips: u32, rng: &mut impl Rng) -> Option<(Vec<u32>, u32)> {
-        let used = used_chips(at, chips);
-        if used.len() < 2 {
-            return None;
-        }
-        let i = rng.random_range(0..used.len());
-        let up = match i {
-            0 => true,
-            i if i + 1 == used.len() => false,
-            _ => rng.random_bool(0.5),
-        };
-        let to = if up { used[i + 1] } else { used[i - 1] };
+        let (from, to) = beside_used(at, chips, rng)?;
+        let up = to > from;
         let mut nodes: Vec<u32> = (0..at.len() as u32)
-            .filter(|&u| at[u as usize] == used[i] && !self.is_tied(u as usize))
+            .filter(|&u| at[u as usize] == from && !self.is_tied(u as usize))
             .collect();
         if nodes.is_empty() {
             return None; // only weights, which move with their consumers
@@ -544,20 +535,27 @@ impl Neighbours {
     /// whole chip's worth of moves reaches. `None` with fewer than two
     /// chips in use.
     pub(super) fn merge(&self, at: &[u32], chips: u32, rng: &mut impl Rng) -> Option<(Vec<u32>, u32)> {
-        let used = used_chips(at, chips);
-        if used.len() < 2 {
-            return None;
-        }
-        let i = rng.random_range(0..used.len());
-        let j = match i {
-            0 => 1,
-            i if i + 1 == used.len() => i - 1,
-            i if rng.random_bool(0.5) => i + 1,
-            i => i - 1,
-        };
-        let group = (0..at.len() as u32).filter(|&u| at[u as usize] == used[i]).collect();
-        Some((group, used[j]))
+        let (from, to) = beside_used(at, chips, rng)?;
+        let group = (0..at.len() as u32).filter(|&u| at[u as usize] == from).collect();
+        Some((group, to))
     }
+}
+
+/// A used chip of `at` drawn at random and the used chip next to it in
+/// chip order, above or below (at the ends, the only one); `None` with
+/// fewer than two chips in use.
+fn beside_used(at: &[u32], chips: u32, rng: &mut impl Rng) -> Option<(u32, u32)> {
+    let used = used_chips(at, chips);
+    if used.len() < 2 {
+        return None;
+    }
+    let i = rng.random_range(0..used.len());
+    let up = match i {
+        0 => true,
+        i if i + 1 == used.len() => false,
+        _ => rng.random_bool(0.5),
+    };
+    Some((used[i], if up { used[i + 1] } else { used[i - 1] }))
 }
 
 /// The chips `at` places a node on, in chip order.

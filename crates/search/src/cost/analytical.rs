@@ -163,8 +163,10 @@ impl CostModel {
             };
             let mut all = bounds::structural(&self.graph, &chips, self.confined);
             all.extend(stage_cuts::bound(&self.graph, &self.core, self.ordered, self.bounded));
-            all.extend(chain_cuts::bound(&self.graph, &self.core, self.confined, self.bounded));
-            all.extend(chain_chips::bound(&self.graph, &self.core, self.confined));
+            if let Some(chains) = chain_cuts::Chains::of(&self.graph, self.confined) {
+                all.extend(chain_cuts::bound(&self.graph, &self.core, &chains, self.bounded));
+                all.extend(chain_chips::bound(&self.graph, &self.core, &chains));
+            }
             all
         })
     }

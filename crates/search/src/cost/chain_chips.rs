@@ -28,26 +28,21 @@
 //! allow, which the package may not have.
 
 use super::bounds::{Bound, BoundKind, Reach};
-use super::chain_cuts;
-use super::stage_cuts::{self, Axis, Line};
+use super::chain_cuts::{self, Chains};
+use super::stage_cuts::{Axis, Line};
 use mcm_core::graph::{Graph, PlacedEdge};
 use mcm_core::latency::LatencyModel;
 
 /// Bisection steps on T.
 const STEPS: usize = 50;
 
-/// The bound, when `confined` (`acyclic_flow` and `triangle_dependency`
-/// required) on a line of chips, for the chain whose W has the most flops;
-/// `None` otherwise.
-pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool) -> Option<Bound> {
-    let n = graph.num_placed();
-    if !confined || !(2..=stage_cuts::MAX_NODES).contains(&n) {
-        return None;
-    }
+/// The bound on a graph's [`Chains`] (`acyclic_flow` and
+/// `triangle_dependency` required) on a line of chips, for the chain whose W
+/// has the most flops; `None` otherwise.
+pub(super) fn bound(graph: &Graph, model: &LatencyModel, chains: &Chains) -> Option<Bound> {
     let line = Line::of(model)?;
-    let flops: Vec<f64> = (0..n as u32).map(|u| graph.placed_node(u).flops as f64).collect();
-    let reach = Reach::new(graph);
-    let chain = chain_cuts::heaviest_chain(graph, &reach, &flops);
+    let (flops, reach) = (&chains.flops[..], &chains.reach);
+    let chain = chain_cuts::heaviest_chain(graph, reach, flops);
     if chain.len() < 2 {
         return None;
     }
@@ -55,7 +50,7 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool) -> Opti
     let widest = line.bandwidth.iter().copied().fold(0.0, f64::max);
     let spans: Vec<Span> = chain
         .windows(2)
-        .map(|w| Span::new(graph, &reach, &flops, w[0], w[1]))
+        .map(|w| Span::new(graph, reach, flops, w[0], w[1]))
         .collect();
     let ends: Vec<f64> = chain.iter().map(|&x| flops[x]).collect();
     let chips = Chain {

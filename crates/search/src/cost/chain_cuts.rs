@@ -57,8 +57,30 @@ use petgraph::graph::DiGraph;
 /// Bisection steps on the flops per chip of the chain.
 const STEPS: usize = 60;
 
-/// The bounds, when `confined` (`acyclic_flow` and `triangle_dependency`
-/// required) and op times are flops over rates: the stage-cut relaxation
+/// What the chain bounds (these and [`super::chain_chips`]) share of a
+/// graph: flops per placed node and the nodes between any two, built once.
+pub(super) struct Chains {
+    pub(super) flops: Vec<f64>,
+    pub(super) reach: Reach,
+}
+
+impl Chains {
+    /// `None` unless `confined` (`acyclic_flow` and `triangle_dependency`
+    /// required) and the graph has 2 to [`stage_cuts::MAX_NODES`] placed
+    /// nodes: the chain bounds hold only then.
+    pub(super) fn of(graph: &Graph, confined: bool) -> Option<Chains> {
+        let n = graph.num_placed();
+        if !confined || !(2..=stage_cuts::MAX_NODES).contains(&n) {
+            return None;
+        }
+        Some(Chains {
+            flops: (0..n as u32).map(|u| graph.placed_node(u).flops as f64).collect(),
+            reach: Reach::new(graph),
+        })
+    }
+}
+
+/// The bounds on a graph's [`Chains`], when op times are flops over rates: the stage-cut relaxation
 /// of W for the chain with the most flops per chip and, beside it, for the
 /// heaviest confined spans as chains of one edge ([`SPANS`]), each when it
 /// has fewer nodes than the package has chips; under `memory`
@@ -66,19 +88,14 @@ const STEPS: usize = 60;
 /// reads beyond what its chips hold ([`streamed`]) over its at most m
 /// links in. Off a line only chains of one or two nodes are taken (see
 /// [`Package`]). Empty otherwise.
-pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool, memory: bool) -> Vec<Bound> {
-    let n = graph.num_placed();
-    if !confined || !(2..=stage_cuts::MAX_NODES).contains(&n) {
-        return Vec::new();
-    }
+pub(super) fn bound(graph: &Graph, model: &LatencyModel, chains: &Chains, memory: bool) -> Vec<Bound> {
     let Some(package) = Package::of(model) else {
         return Vec::new();
     };
-    let flops: Vec<f64> = (0..n as u32).map(|u| graph.placed_node(u).flops as f64).collect();
-    let reach = Reach::new(graph);
-    let best = best_chain(graph, &reach, &flops);
+    let (flops, reach) = (&chains.flops[..], &chains.reach);
+    let best = best_chain(graph, reach, flops);
     let mut out = Vec::new();
-    if let Some(relaxed) = package.relax(graph, &reach, &flops, &best) {
+    if let Some(relaxed) = package.relax(graph, reach, flops, &best) {
         out.extend(relaxed.bounds(graph, "chain"));
         if memory && package.line {
             let m = best.len();
@@ -98,15 +115,12 @@ pub(super) fn bound(graph: &Graph, model: &LatencyModel, confined: bool, memory:
     // The heaviest spans' own relaxations: a span whose work is a few big
     // ops splits over its two chips only at whole ops, which the best
     // chain, spread over more chips, does not see. The highest is kept.
-    let spans = heaviest_spans(graph, &reach, &flops)
+    let spans = heaviest_spans(graph, reach, flops)
         .into_iter()
         .filter(|span| *span != best)
-        .filter_map(|span| package.relax(graph, &reach, &flops, &span))
+        .filter_map(|span| package.relax(graph, reach, flops, &span))
         .flat_map(|r| r.bounds(graph, "span"))
-        .fold(None, |b: Option<Bound>, x| match b {
-            Some(b) if b.latency_s >= x.latency_s => Some(b),
-            _ => Some(x),
-        });
+        .reduce(|b, x| if b.latency_s >= x.latency_s { b } else { x });
     out.extend(spans);
     out
 }
